@@ -1,0 +1,53 @@
+"""The ``rltune`` command line. Each command group lives in its own module of this package."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="rltune",
+    help="Self-hosted reinforcement-learning fine-tuning of LLM agents.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+# (module, attribute): each module defines ``register(app)`` that adds its commands. Importing
+# lazily keeps `rltune --help` fast and lets each group pull heavy imports only when it runs.
+_GROUPS = ("models_cmd", "functions_cmd", "serve_cmd")
+
+
+def _register_groups() -> None:
+    for name in _GROUPS:
+        try:
+            module = importlib.import_module(f"rltune.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"rltune.cli.{name}":
+                continue
+            raise
+        module.register(app)
+
+
+@app.callback()
+def _root() -> None:
+    """Self-hosted reinforcement-learning fine-tuning of LLM agents."""
+
+
+@app.command()
+def version() -> None:
+    """Print rltune's version."""
+    from rltune import __version__
+
+    typer.echo(__version__)
+
+
+_register_groups()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

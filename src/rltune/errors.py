@@ -1,0 +1,29 @@
+"""rltune's error tree (defined in ``rltune.sdk.errors`` so that user code can use it too)."""
+
+from rltune.sdk.errors import (
+    ArchiveError,
+    AuthError,
+    ConfigError,
+    ConflictError,
+    DatasetError,
+    FunctionCallError,
+    NotFoundError,
+    OverloadedError,
+    RltuneError,
+    UserCodeError,
+    ValidationError,
+)
+
+__all__ = [
+    "ArchiveError",
+    "AuthError",
+    "ConfigError",
+    "ConflictError",
+    "DatasetError",
+    "FunctionCallError",
+    "NotFoundError",
+    "OverloadedError",
+    "RltuneError",
+    "UserCodeError",
+    "ValidationError",
+]

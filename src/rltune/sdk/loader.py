@@ -129,8 +129,11 @@ def load_processor_class(classpath: str, workspace: str | Path | None = None) ->
     cls = getattr(module, cp.class_name, None)
     if cls is None:
         found = sorted(
-            n for n, v in vars(module).items()
-            if isinstance(v, type) and issubclass(v, AbstractProcessor) and v.__module__ == module.__name__
+            n
+            for n, v in vars(module).items()
+            if isinstance(v, type)
+            and issubclass(v, AbstractProcessor)
+            and v.__module__ == module.__name__
         )
         raise UserCodeError(
             f"class {cp.class_name} not found in {rel}",

@@ -10,7 +10,8 @@ Example:
     >>> class Exact(AbstractRewardProcessor):
     ...     def process(self, input_data: RewardInput) -> RewardOutput:
     ...         answer = input_data.agent_output.messages[-1]["content"]
-    ...         return RewardOutput(reward=Reward(reward_score=float(answer == input_data.ground_truth)))
+    ...         ok = answer == input_data.ground_truth
+    ...         return RewardOutput(reward=Reward(reward_score=float(ok)))
     >>> out = asyncio.run(call_process(Exact(), RewardInput(ground_truth="5",
     ...     agent_output={"messages": [{"role": "assistant", "content": "5"}]})))
     >>> out.reward.reward_score

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from rltune.sdk.data import Reward, RewardOutput, TaskStatus
 
@@ -140,7 +141,7 @@ async def run_sub_rewards(processor: Any, input_data: Any) -> dict[str, RewardOu
 
     specs = list(processor._sub_funcs.values())
     results = await asyncio.gather(*(one(s) for s in specs))
-    return {spec.name: result for spec, result in zip(specs, results)}
+    return {spec.name: result for spec, result in zip(specs, results, strict=True)}
 
 
 async def _generated_process(self: Any, input_data: Any) -> RewardOutput:

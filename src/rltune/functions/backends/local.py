@@ -1,0 +1,174 @@
+"""Workers as local processes: ``python -m rltune.functions.worker`` on 127.0.0.1.
+
+Each worker binds port 0 and reports its port through a ready file (no port races). Output goes
+to a log file per worker. On Linux the worker gets SIGKILL when the pool process dies, so a
+crashed trainer leaves no orphan workers. ``runtime.cpu`` bounds the numeric libraries'
+threads, ``runtime.env`` is added to the environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+import psutil
+
+from rltune.functions.backends.base import WorkerBackend, WorkerHandle
+from rltune.functions.spec import FunctionComponentSpec
+from rltune.sdk.errors import UserCodeError
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "NUMEXPR_NUM_THREADS", "RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM")
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+class LocalProcessHandle(WorkerHandle):
+    def __init__(self, worker_id: str, proc: subprocess.Popen, port: int, log_path: Path):
+        self.worker_id = worker_id
+        self.proc = proc
+        self.pid = proc.pid
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.log_path = log_path
+        self._ps: Optional[psutil.Process] = None
+
+    def is_alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def exit_description(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with code {code}"
+
+    def rss_bytes(self) -> int:
+        try:
+            if self._ps is None:
+                self._ps = psutil.Process(self.pid)
+            total = self._ps.memory_info().rss
+            for child in self._ps.children(recursive=True):
+                try:
+                    total += child.memory_info().rss
+                except psutil.Error:
+                    pass
+            return total
+        except psutil.Error:
+            return 0
+
+    def kill(self) -> None:
+        if self.is_alive():
+            self.proc.kill()
+        self.proc.poll()
+
+    async def stop(self, grace: float = 3.0) -> None:
+        if not self.is_alive():
+            return
+        self.proc.terminate()
+        deadline = time.monotonic() + grace
+        while self.is_alive() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        self.kill()
+
+    def log_tail(self, n_chars: int = 2000) -> str:
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - n_chars))
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+class LocalProcessBackend(WorkerBackend):
+    """Start workers as child processes of this one.
+
+    ``log_dir`` keeps one ``<worker_id>.log`` per worker (a temp dir by default).
+    """
+
+    def __init__(self, log_dir: str | Path | None = None):
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="rltune-workers-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+
+    def worker_env(self, spec: FunctionComponentSpec) -> dict[str, str]:
+        runtime = spec.resolved_runtime()
+        env = dict(os.environ)
+        threads = str(max(1, math.ceil(runtime.cpu or 1)))
+        for var in _THREAD_VARS:
+            env[var] = "false" if var == "TOKENIZERS_PARALLELISM" else threads
+        env["RLTUNE_WORKER_CPU"] = threads
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(spec.workspace), env.get("PYTHONPATH", "")) if p
+        )
+        env.update(runtime.env or {})
+        return env
+
+    async def start_worker(self, spec: FunctionComponentSpec, worker_id: str) -> WorkerHandle:
+        runtime = spec.resolved_runtime()
+        ready = self.log_dir / f"{worker_id}.ready"
+        ready.unlink(missing_ok=True)
+        log_path = self.log_dir / f"{worker_id}.log"
+        cmd = [
+            spec.python or sys.executable, "-m", "rltune.functions.worker",
+            "--func-type", spec.func_type.value, "--classpath", spec.classpath,
+            "--workspace", str(spec.workspace), "--port", "0",
+            "--concurrency", str(runtime.concurrency), "--queue-size", str(spec.queue_size),
+            "--ready-file", str(ready),
+        ]
+        if spec.timeout:
+            cmd += ["--timeout", str(spec.timeout)]
+        with open(log_path, "ab") as log:
+            # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=self.worker_env(spec), cwd=str(spec.workspace),
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+        deadline = time.monotonic() + spec.start_timeout
+        delay = 0.01
+        while True:
+            if ready.exists():
+                info = json.loads(ready.read_text())
+                if info.get("ok"):
+                    return LocalProcessHandle(worker_id, proc, int(info["port"]), log_path)
+                proc.wait(timeout=5)
+                raise UserCodeError(info.get("error", "worker failed to start"),
+                                    where=info.get("where") or spec.display_name,
+                                    hint=info.get("hint"))
+            if proc.poll() is not None:
+                tail = LocalProcessHandle(worker_id, proc, 0, log_path).log_tail()
+                raise UserCodeError(
+                    f"worker {worker_id} exited during start ({proc.returncode}):\n{tail}",
+                    where=spec.display_name,
+                    hint="run `rltune functions serve` with the same classpath to see the error",
+                )
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise UserCodeError(
+                    f"worker {worker_id} did not start within {spec.start_timeout} s",
+                    where=spec.display_name,
+                    hint="make setup() faster or raise start_timeout",
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.1)

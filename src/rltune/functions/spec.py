@@ -1,0 +1,142 @@
+"""The function component spec: what to run (classpath, workspace, type) and how (runtime knobs).
+
+``FunctionComponentRuntime`` keeps the cloud SDK's field names (reference §8.2) so a job YAML
+written for the cloud validates here. Every field is optional; ``resolve()`` fills rltune's
+local defaults, which are sized for one machine rather than a cloud account.
+
+Example:
+    >>> spec = FunctionComponentSpec(classpath="reward.py:Exact", func_type="reward",
+    ...                              runtime={"concurrency": 8, "max_capacity": 4})
+    >>> r = spec.resolved_runtime()
+    >>> (r.concurrency, r.capacity, r.min_capacity, r.max_capacity)
+    (8, 1, 1, 4)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rltune.sdk.data import FunctionType
+from rltune.sdk.errors import ConfigError
+
+#: rltune's local defaults (the cloud's platform defaults are far larger: capacity 10, …).
+LOCAL_DEFAULTS: dict[str, Any] = {
+    "cpu": 1.0,  # threads a worker's numeric libraries may use
+    "memory_size": 4096,  # MB of RSS before the worker is killed and replaced
+    "concurrency": 16,  # requests in flight per worker
+    "capacity": 1,  # workers at start
+    "min_capacity": 1,
+    "max_capacity": 4,
+    "concurrency_scale_threshold": 0.8,
+    "memory_scale_threshold": 0.9,
+    "env": {},
+}
+
+
+class FunctionComponentRuntime(BaseModel):
+    """Runtime knobs of one function component (cloud names; all optional).
+
+    Local defaults when a field is None: ``cpu`` 1, ``memory_size`` 4096 MB, ``concurrency`` 16,
+    ``capacity`` 1, ``min_capacity`` 1, ``max_capacity`` 4, ``concurrency_scale_threshold`` 0.8,
+    ``memory_scale_threshold`` 0.9, ``env`` {}. ``disk_size``, ``layer_code`` and the VPC fields
+    are accepted for compatibility and ignored locally.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    layer_code: Optional[str] = None
+    cpu: Optional[float] = Field(None, gt=0)
+    memory_size: Optional[int] = Field(None, gt=0, description="MB")
+    disk_size: Optional[int] = Field(None, gt=0, description="MB (ignored locally)")
+    concurrency: Optional[int] = Field(None, ge=1)
+    capacity: Optional[int] = Field(None, ge=0)
+    max_capacity: Optional[int] = Field(None, ge=1)
+    min_capacity: Optional[int] = Field(None, ge=0)
+    memory_scale_threshold: Optional[float] = Field(None, gt=0, le=1)
+    concurrency_scale_threshold: Optional[float] = Field(None, gt=0, le=1)
+    enable_vpc_config: Optional[bool] = None
+    security_group_id: Optional[str] = None
+    switch_ids: Optional[list[str]] = None
+    vpc_id: Optional[str] = None
+    vpc_role: Optional[str] = None
+    enable_log: Optional[bool] = None
+    env: Optional[dict[str, Any]] = None
+
+    @field_validator("env")
+    @classmethod
+    def _env_to_str(cls, value: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+        # The cloud sends bools as lowercase strings; do the same so os.environ gets text.
+        if value is None:
+            return None
+        return {
+            str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items()
+        }
+
+    def resolve(self) -> FunctionComponentRuntime:
+        """A copy with every None knob replaced by the local default, checked for consistency."""
+        data = self.model_dump()
+        for key, default in LOCAL_DEFAULTS.items():
+            if data.get(key) is None:
+                data[key] = default
+        lo, hi = data["min_capacity"], data["max_capacity"]
+        if self.min_capacity is None:
+            lo = data["min_capacity"] = min(lo, hi)
+        if self.capacity is None:
+            data["capacity"] = max(lo, min(data["capacity"], hi))
+        if lo > hi:
+            raise ConfigError(
+                f"min_capacity {lo} > max_capacity {hi}",
+                where="runtime.min_capacity",
+                hint="make min_capacity <= max_capacity",
+            )
+        if not lo <= data["capacity"] <= hi:
+            raise ConfigError(
+                f"capacity {data['capacity']} is outside [min_capacity {lo}, max_capacity {hi}]",
+                where="runtime.capacity",
+                hint="set capacity between min_capacity and max_capacity",
+            )
+        return FunctionComponentRuntime.model_validate(data)
+
+
+class FunctionComponentSpec(BaseModel):
+    """One function component the pool runs: processor, workspace, type, runtime, call policy.
+
+    ``timeout`` (seconds) bounds each call (None = no bound); ``max_retries`` bounds how often a
+    call is retried on another worker after its worker crashed or was killed.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    classpath: str
+    func_type: FunctionType = FunctionType.ROLLOUT
+    workspace: Path = Field(default_factory=Path.cwd)
+    name: Optional[str] = None
+    timeout: Optional[float] = Field(None, gt=0)
+    runtime: FunctionComponentRuntime = Field(default_factory=FunctionComponentRuntime)
+    max_retries: int = Field(2, ge=0, le=10)
+    queue_size: int = Field(100, ge=0, description="per-worker requests waiting beyond concurrency")
+    scale_in_cooldown: float = Field(30.0, ge=0, description="idle seconds before a worker stops")
+    start_timeout: float = Field(60.0, gt=0, description="seconds a worker may take to start")
+    python: Optional[str] = Field(None, description="interpreter for workers (a built venv)")
+
+    @model_validator(mode="after")
+    def _check(self) -> FunctionComponentSpec:
+        self.workspace = Path(self.workspace).expanduser().resolve()
+        if not self.workspace.is_dir():
+            raise ConfigError(
+                f"workspace {self.workspace} is not a directory",
+                where="workspace",
+                hint="point workspace at the folder that holds your functions",
+            )
+        return self
+
+    def resolved_runtime(self) -> FunctionComponentRuntime:
+        """The runtime with local defaults filled in."""
+        return self.runtime.resolve()
+
+    @property
+    def display_name(self) -> str:
+        return self.name or f"{self.func_type.value}:{self.classpath}"

@@ -1,0 +1,195 @@
+"""One function worker process: load a processor, run ``setup()`` once, serve it over HTTP.
+
+Run it as ``python -m rltune.functions.worker`` or ``rltune functions serve``. Configuration
+comes from flags or from the cloud's env vars ``FUNC_TYPE``, ``PROCESSOR_CLASS``,
+``SERVER_PORT``, ``THREAD_POOL_WORKERS``, ``THREAD_POOL_QUEUE`` (plus rltune's
+``RLTUNE_WORKSPACE`` and ``RLTUNE_FUNC_TIMEOUT``). Port 0 binds a free port; with
+``--ready-file`` the worker writes ``{"ok": true, "port": …, "pid": …}`` there once it serves
+(or ``{"ok": false, "error": …}`` when loading or ``setup()`` failed) — that is how a pool
+learns the port.
+
+Example (shell):
+    FUNC_TYPE=reward PROCESSOR_CLASS=functions.reward.Calc SERVER_PORT=8000 \\
+        python -m rltune.functions.worker --workspace ./my-agent
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import socket
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from rltune.sdk.data import FunctionType
+from rltune.sdk.errors import RltuneError, UserCodeError
+
+log = logging.getLogger("rltune.functions.worker")
+EXIT_SETUP_FAILED = 3
+
+
+@dataclass
+class WorkerConfig:
+    """Everything one worker needs; ``from_env`` reads the cloud's variable names."""
+
+    func_type: str
+    classpath: str
+    workspace: str = "."
+    host: str = "127.0.0.1"
+    port: int = 8000
+    concurrency: int = 32
+    queue_size: int = 100
+    timeout: Optional[float] = None
+    ready_file: Optional[str] = None
+    check_requirements: bool = True
+
+
+def install_cloud_alias() -> bool:
+    """Make ``import dashscope.finetune.reinforcement…`` resolve to rltune (if available)."""
+    try:
+        from rltune.reinforcement import install_as_dashscope
+    except ImportError:
+        log.warning("rltune.reinforcement.install_as_dashscope is unavailable; "
+                    "cloud-SDK imports will not resolve")
+        return False
+    install_as_dashscope()
+    return True
+
+
+def _write_ready(path: Optional[str], payload: dict) -> None:
+    if not path:
+        return
+    tmp = f"{path}.tmp"
+    Path(tmp).write_text(json.dumps(payload))
+    os.replace(tmp, path)  # atomic: the pool never reads a half-written file
+
+
+async def load_processor(cfg: WorkerConfig):
+    """Import, instantiate and set up the processor; raise ``UserCodeError`` with the cause."""
+    from rltune.functions.requirements import describe_missing, missing_requirements
+    from rltune.sdk.loader import load_processor_class
+    from rltune.sdk.processors import call_setup
+
+    workspace = Path(cfg.workspace).resolve()
+    missing = missing_requirements(workspace) if cfg.check_requirements else []
+    if missing:
+        log.warning(describe_missing(workspace, missing))
+    note = f"\n{describe_missing(workspace, missing)}" if missing else ""
+    try:
+        cls = load_processor_class(cfg.classpath, workspace)
+    except UserCodeError as exc:
+        if note:
+            raise UserCodeError(exc.message + note, where=exc.where, hint=exc.hint) from exc
+        raise
+    ftype = FunctionType(cfg.func_type)
+    declared = getattr(cls, "func_type", None)
+    if declared is not None and FunctionType(declared) != ftype:
+        raise UserCodeError(
+            f"{cls.__name__} is a {FunctionType(declared).value} processor but the worker "
+            f"serves {ftype.value}",
+            where=cfg.classpath,
+            hint=f"set the function type to {FunctionType(declared).value}",
+        )
+    try:
+        processor = cls()
+    except Exception as exc:
+        raise UserCodeError(
+            f"{cls.__name__}() failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}{note}",
+            where=cfg.classpath,
+            hint="the processor is built with no arguments; fix its __init__",
+        ) from exc
+    try:
+        await call_setup(processor)
+    except Exception as exc:
+        raise UserCodeError(
+            f"{cls.__name__}.setup() raised {type(exc).__name__}: {exc}\n"
+            f"{traceback.format_exc()}{note}",
+            where=cfg.classpath,
+            hint="fix setup(); it runs once when the worker starts",
+        ) from exc
+    return processor
+
+
+async def serve(cfg: WorkerConfig) -> int:
+    """Load, set up and serve until SIGINT/SIGTERM. Returns the process exit code."""
+    import uvicorn
+
+    from rltune.functions.worker_app import build_app
+
+    install_cloud_alias()
+    workspace = Path(cfg.workspace).resolve()
+    os.chdir(workspace)  # like the cloud: code runs with the workspace root as cwd
+    try:
+        processor = await load_processor(cfg)
+    except RltuneError as exc:
+        _write_ready(cfg.ready_file, {"ok": False, "error": exc.message, "where": exc.where,
+                                      "hint": exc.hint})
+        print(f"rltune worker: {exc}", file=sys.stderr, flush=True)
+        return EXIT_SETUP_FAILED
+    app = build_app(processor, cfg.func_type, concurrency=cfg.concurrency,
+                    queue_size=cfg.queue_size, timeout=cfg.timeout)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((cfg.host, cfg.port))
+    sock.listen(2048)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            timeout_keep_alive=75, backlog=2048)
+    server = uvicorn.Server(config)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started and not task.done():
+        await asyncio.sleep(0.01)
+    if task.done():
+        task.result()
+        return 1
+    _write_ready(cfg.ready_file, {"ok": True, "port": port, "pid": os.getpid()})
+    print(f"rltune worker: {type(processor).__name__} ({cfg.func_type}) serving on "
+          f"http://{cfg.host}:{port}/api/v1", file=sys.stderr, flush=True)
+    await task
+    return 0
+
+
+def _env_float(name: str) -> Optional[float]:
+    value = os.environ.get(name)
+    return float(value) if value else None
+
+
+def parse_args(argv: Optional[list[str]] = None) -> WorkerConfig:
+    """Flags override the env vars the cloud function server reads."""
+    env = os.environ
+    p = argparse.ArgumentParser(prog="python -m rltune.functions.worker",
+                                description="Serve one rltune/cloud-SDK processor over HTTP.")
+    p.add_argument("--func-type", default=env.get("FUNC_TYPE"),
+                   choices=[t.value for t in FunctionType])
+    p.add_argument("--processor-class", "--classpath", dest="classpath",
+                   default=env.get("PROCESSOR_CLASS"))
+    p.add_argument("--workspace", default=env.get("RLTUNE_WORKSPACE", "."))
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=int(env.get("SERVER_PORT", "8000")))
+    p.add_argument("--concurrency", type=int, default=int(env.get("THREAD_POOL_WORKERS", "32")))
+    p.add_argument("--queue-size", type=int, default=int(env.get("THREAD_POOL_QUEUE", "100")))
+    p.add_argument("--timeout", type=float, default=_env_float("RLTUNE_FUNC_TIMEOUT"))
+    p.add_argument("--ready-file", default=env.get("RLTUNE_READY_FILE"))
+    args = p.parse_args(argv)
+    if not args.func_type or not args.classpath:
+        p.error("set --func-type and --processor-class (or FUNC_TYPE and PROCESSOR_CLASS)")
+    return WorkerConfig(func_type=args.func_type, classpath=args.classpath,
+                        workspace=args.workspace, host=args.host, port=args.port,
+                        concurrency=args.concurrency, queue_size=args.queue_size,
+                        timeout=args.timeout, ready_file=args.ready_file)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    logging.basicConfig(level=os.environ.get("RLTUNE_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return asyncio.run(serve(parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,1 +1,35 @@
-"""rltune.engine."""
+"""Inference engines: token ids in, sampled token ids and log-probs out.
+
+``TransformersEngine`` is the built-in continuous-batching engine; every engine implements
+``Engine`` so the gateway and trainer do not care which one runs. Importing this package does
+not import torch (engines import it when built).
+"""
+
+from rltune.engine.base import Engine
+from rltune.engine.types import (
+    Completion,
+    GenerationRequest,
+    GenerationResult,
+    SamplingParams,
+    TokenDelta,
+    TopLogprob,
+)
+
+__all__ = [
+    "Completion",
+    "Engine",
+    "GenerationRequest",
+    "GenerationResult",
+    "SamplingParams",
+    "TokenDelta",
+    "TopLogprob",
+    "TransformersEngine",
+]
+
+
+def __getattr__(name: str):  # lazy: the engine module pulls torch only when asked for
+    if name == "TransformersEngine":
+        from rltune.engine.transformers_engine import TransformersEngine
+
+        return TransformersEngine
+    raise AttributeError(name)

@@ -1,0 +1,441 @@
+"""The built-in engine: a ``transformers`` causal LM behind a continuous-batching scheduler.
+
+One scheduler thread owns the model. Each loop it (1) admits waiting requests into the running
+batch: their prompts are prefilled together (left padded, position ids counting real tokens
+only) and their KV cache is merged into the running one, so a request that arrives while a
+batch runs joins it at the next token instead of waiting for the batch to end; (2) runs one
+decode step for every running row; (3) retires finished rows. torch releases the GIL inside its
+kernels, so the asyncio HTTP loop stays responsive while the thread computes.
+
+Example:
+    >>> from rltune.engine import TransformersEngine, GenerationRequest, SamplingParams
+    >>> async def demo(path):                                   # doctest: +SKIP
+    ...     engine = TransformersEngine.from_pretrained(path, threads=2)
+    ...     ids = engine.tokenizer.encode("Hello")
+    ...     [res] = await engine.generate(GenerationRequest(
+    ...         prompt_ids=ids, sampling=SamplingParams(max_tokens=8, seed=0)))
+    ...     print(res.completions[0].completion_ids, res.completions[0].logprobs)
+    ...     await engine.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Optional
+
+from rltune.engine.base import Engine
+from rltune.engine.sampling import RowParams, sample_batch
+from rltune.engine.types import (
+    Completion,
+    GenerationRequest,
+    GenerationResult,
+    TokenDelta,
+    TopLogprob,
+)
+from rltune.sdk.errors import ConflictError, ValidationError
+
+log = logging.getLogger(__name__)
+
+
+class _Job:
+    """One request: its ``n`` choices report back to the asyncio loop that submitted it."""
+
+    def __init__(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop, stream: bool):
+        self.request = request
+        self.loop = loop
+        self.future: asyncio.Future = loop.create_future()
+        self.queue: Optional[asyncio.Queue] = asyncio.Queue() if stream else None
+        self.started = time.perf_counter()
+        self.done: dict[int, Completion] = {}
+        self.weight_version = 0
+
+    def emit(self, delta: TokenDelta) -> None:
+        if self.queue is not None:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, delta)
+
+    def finish_choice(self, completion: Completion) -> None:
+        self.done[completion.index] = completion
+        if len(self.done) == self.request.sampling.n:
+            result = GenerationResult(
+                prompt_ids=self.request.prompt_ids,
+                completions=[self.done[i] for i in sorted(self.done)],
+                weight_version=self.weight_version,
+                latency_s=time.perf_counter() - self.started,
+            )
+            self.loop.call_soon_threadsafe(_set_result, self.future, result)
+
+    def fail(self, exc: BaseException) -> None:
+        self.loop.call_soon_threadsafe(_set_exception, self.future, exc)
+        if self.queue is not None:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, exc)
+
+
+def _set_result(fut: asyncio.Future, value: Any) -> None:
+    if not fut.done():
+        fut.set_result(value)
+
+
+def _set_exception(fut: asyncio.Future, exc: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(exc)
+
+
+class _Seq:
+    """One choice being generated: a row of the running batch."""
+
+    def __init__(self, job: _Job, index: int, eos_ids: set[int], decode: Any):
+        sp = job.request.sampling
+        self.job, self.index, self.sp = job, index, sp
+        self.prompt_ids = job.request.prompt_ids
+        self.out_ids: list[int] = []
+        self.out_lps: list[float] = []
+        self.top: Optional[list[list[TopLogprob]]] = [] if sp.top_logprobs else None
+        self.stop_ids = set(sp.stop_token_ids) | (set() if sp.ignore_eos else eos_ids)
+        self.eos_ids = eos_ids
+        self.decode = decode
+        generator = None
+        if sp.seed is not None:
+            import torch
+
+            generator = torch.Generator().manual_seed(sp.seed + index)
+        self.row = RowParams(sp.temperature, sp.top_p, sp.top_k, [], generator, sp.top_logprobs)
+        self._update_banned()
+
+    def _update_banned(self) -> None:
+        # Stop tokens are banned from sampling (not from the recorded log-probs) until
+        # min_tokens is reached. ignore_eos only means "do not stop on it", as in vLLM.
+        early = len(self.out_ids) < self.sp.min_tokens
+        self.row.banned = sorted(self.stop_ids | self.eos_ids) if early else []
+
+    def append(self, token: int, logprob: float, top: Optional[list[TopLogprob]],
+               max_context: int) -> Optional[Completion]:
+        """Record a sampled token; return the finished completion if this token ends it."""
+        self.out_ids.append(token)
+        self.out_lps.append(logprob)
+        if self.top is not None and top is not None:
+            self.top.append(top)
+        if len(self.out_ids) == self.sp.min_tokens:
+            self._update_banned()
+        reason: Optional[str] = None
+        stop_reason: Optional[str | int] = None
+        if token in self.stop_ids:
+            reason = "stop"
+            stop_reason = None if token in self.eos_ids else token
+        elif self.sp.stop:
+            hit = self._stop_string()
+            if hit is not None:
+                reason, stop_reason = "stop", hit
+        if reason is None and (len(self.out_ids) >= self.sp.max_tokens
+                               or len(self.prompt_ids) + len(self.out_ids) >= max_context):
+            reason = "length"
+        if reason is None:
+            return None
+        return self.completion(reason, stop_reason)
+
+    def completion(self, reason: str, stop_reason: Optional[str | int] = None) -> Completion:
+        return Completion(index=self.index, completion_ids=list(self.out_ids),
+                          logprobs=list(self.out_lps), finish_reason=reason,
+                          stop_reason=stop_reason, top_logprobs=self.top)
+
+    def _stop_string(self) -> Optional[str]:
+        # Each token is at least one byte, so the last len(bytes)+1 tokens hold any new match.
+        longest = max(len(s.encode()) for s in self.sp.stop)
+        tail = self.decode(self.out_ids[-(longest + 1):])
+        for s in self.sp.stop:
+            if s and s in tail:
+                return s
+        return None
+
+
+class TransformersEngine(Engine):
+    """Continuous-batching engine over a ``transformers`` causal LM (CPU or one GPU).
+
+    ``threads`` caps torch's intra-op threads (process-wide: torch has one setting).
+    ``max_batch_size`` caps running rows; more requests wait in a FIFO queue.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, model_name: str = "model",
+                 threads: int = 2, max_batch_size: int = 64,
+                 max_context: Optional[int] = None):
+        import torch
+
+        if threads > 0:
+            torch.set_num_threads(threads)
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.model_name = model_name
+        self.device = next(model.parameters()).device
+        self.max_batch_size = max_batch_size
+        cfg_ctx = getattr(model.config, "max_position_embeddings", None) or 2048
+        self.max_context = int(max_context or cfg_ctx)
+        self.eos_ids = _eos_ids(model, tokenizer)
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else min(self.eos_ids, default=0))
+        self._version = 0
+        self._cond = threading.Condition()
+        self._waiting: collections.deque[_Seq] = collections.deque()
+        self._active: list[_Seq] = []
+        self._batch: Any = None  # KVBatch of the running rows
+        self._paused = False
+        self._closed = False
+        self._idle = threading.Event()
+        self._idle.set()
+        self._step_lock = threading.Lock()
+        self.stats = {"steps": 0, "prefills": 0, "tokens": 0, "max_rows": 0}
+        self._thread = threading.Thread(target=self._run, name="rltune-engine", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: str = "float32",
+                        **kwargs: Any) -> TransformersEngine:
+        """Load a saved model directory (model + tokenizer) and start the engine."""
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        path = Path(path)
+        if not (path / "config.json").is_file():
+            raise ValidationError(f"no model found at {path} (config.json is missing)",
+                                  where=str(path), hint="pass a directory saved with "
+                                  "save_pretrained, or a model name under $RLTUNE_HOME/models")
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+        model.to(device)
+        kwargs.setdefault("model_name", path.name)
+        return cls(model, load_tokenizer(path), **kwargs)
+
+    # -- public API -------------------------------------------------------------------------
+
+    @property
+    def weight_version(self) -> int:
+        return self._version
+
+    async def generate_one(self, request: GenerationRequest) -> GenerationResult:
+        job = self._submit(request, stream=False)
+        return await job.future
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
+        job = self._submit(request, stream=True)
+        remaining = request.sampling.n
+        while remaining:
+            item = await job.queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            if item.finished is not None:
+                remaining -= 1
+            yield item
+
+    async def pause(self) -> None:
+        with self._cond:
+            self._paused = True
+            self._cond.notify_all()
+        await asyncio.to_thread(self._idle.wait)
+
+    async def resume(self) -> None:
+        with self._cond:
+            self._paused = False
+            self._cond.notify_all()
+
+    async def update_weights(self, weights: Any) -> int:
+        """Load new weights between batches.
+
+        ``weights`` is a state dict or a module (its ``state_dict()`` is copied). If the engine is
+        not paused it is paused for the copy, so no sequence mixes two weight versions.
+        """
+        was_paused = self._paused
+        if not was_paused:
+            await self.pause()
+        try:
+            state = weights.state_dict() if hasattr(weights, "state_dict") else weights
+            await asyncio.to_thread(self._load_state, state)
+        finally:
+            if not was_paused:
+                await self.resume()
+        return self._version
+
+    async def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        await asyncio.to_thread(self._thread.join, 30)
+
+    # -- submission -------------------------------------------------------------------------
+
+    def _submit(self, request: GenerationRequest, stream: bool) -> _Job:
+        if self._closed:
+            raise ConflictError("the engine is closed", hint="start a new engine")
+        n_prompt = len(request.prompt_ids)
+        if n_prompt >= self.max_context:
+            raise ValidationError(
+                f"prompt has {n_prompt} tokens; the model's context is {self.max_context}",
+                where="prompt_ids", hint="shorten the conversation or raise max_context")
+        vocab = self.model.config.vocab_size
+        bad = [t for t in request.prompt_ids if not 0 <= t < vocab]
+        if bad:
+            raise ValidationError(f"token id {bad[0]} is outside the vocabulary (size {vocab})",
+                                  where="prompt_ids", hint="tokenize with this model's tokenizer")
+        job = _Job(request, asyncio.get_running_loop(), stream)
+        seqs = [_Seq(job, i, self.eos_ids, self._decode) for i in range(request.sampling.n)]
+        with self._cond:
+            self._waiting.extend(seqs)
+            self._cond.notify_all()
+        return job
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def _load_state(self, state: dict[str, Any]) -> None:
+        import torch
+
+        with self._step_lock, torch.no_grad():
+            self.model.load_state_dict(state, strict=True)
+            self._version += 1
+
+    # -- scheduler thread -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        import torch
+
+        try:
+            with torch.inference_mode():
+                while True:
+                    with self._cond:
+                        while not self._closed and not self._active and (
+                                self._paused or not self._waiting):
+                            self._idle.set()
+                            self._cond.wait()
+                        if self._closed:
+                            break
+                        admit = []
+                        if not self._paused:
+                            room = self.max_batch_size - len(self._active)
+                            while self._waiting and len(admit) < room:
+                                admit.append(self._waiting.popleft())
+                        self._idle.clear()
+                    with self._step_lock:
+                        if admit:
+                            self._prefill(admit)
+                        if self._active:
+                            self._decode_step()
+        except BaseException as exc:  # a crash must not leave callers waiting forever
+            log.exception("engine scheduler crashed")
+            self._fail_all(exc)
+            return
+        self._fail_all(ConflictError("the engine was closed while the request was running"))
+
+    def _fail_all(self, exc: BaseException) -> None:
+        with self._cond:
+            seqs = list(self._active) + list(self._waiting)
+            self._active.clear()
+            self._waiting.clear()
+            self._closed = True
+            self._idle.set()
+        for job in {id(s.job): s.job for s in seqs}.values():
+            job.fail(exc)
+
+    def _forward(self, ids: Any, mask: Any, cache: Any) -> Any:
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, -ids.shape[1]:]
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                         cache=cache, use_cache=True, logits_to_keep=1)
+        return out.logits[:, -1, :]
+
+    def _prefill(self, seqs: list[_Seq]) -> None:
+        import torch
+        from transformers import DynamicCache
+
+        from rltune.engine.kvbatch import KVBatch
+
+        longest = max(len(s.prompt_ids) for s in seqs)
+        ids = torch.full((len(seqs), longest), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), longest), dtype=torch.long)
+        for row, s in enumerate(seqs):
+            ids[row, longest - len(s.prompt_ids):] = torch.tensor(s.prompt_ids)
+            mask[row, longest - len(s.prompt_ids):] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        cache = DynamicCache(config=self.model.config)
+        logits = self._forward(ids, mask, cache)
+        self.stats["prefills"] += 1
+        for s in seqs:
+            s.job.weight_version = self._version
+        keep = self._sample_and_record(seqs, logits)
+        if not keep:
+            return
+        new = KVBatch(cache, mask)
+        if len(keep) < len(seqs):
+            new.keep(keep)
+        joined = [seqs[i] for i in keep]
+        if self._batch is None or not self._active:
+            self._batch, self._active = new, joined
+        else:
+            self._batch.merge(new)
+            self._active.extend(joined)
+        self.stats["max_rows"] = max(self.stats["max_rows"], len(self._active))
+
+    def _decode_step(self) -> None:
+        import torch
+
+        batch = self._batch
+        ids = torch.tensor([[s.out_ids[-1]] for s in self._active], device=self.device)
+        batch.mask = torch.cat([batch.mask, batch.mask.new_ones(batch.size, 1)], dim=1)
+        logits = self._forward(ids, batch.mask, batch.cache)
+        self.stats["steps"] += 1
+        keep = self._sample_and_record(self._active, logits)
+        if len(keep) < len(self._active):
+            self._active = [self._active[i] for i in keep]
+            if self._active:
+                batch.keep(keep)
+            else:
+                self._batch = None
+
+    def _sample_and_record(self, seqs: list[_Seq], logits: Any) -> list[int]:
+        """Sample one token per row, deliver it, and return the rows that keep going."""
+        tokens, lps, top = sample_batch(logits, [s.row for s in seqs])
+        tokens, lps = tokens.tolist(), lps.tolist()
+        top_rows = None
+        if top is not None:
+            top_rows = list(zip(top[0].tolist(), top[1].tolist(), strict=True))
+        keep = []
+        self.stats["tokens"] += len(seqs)
+        for row, s in enumerate(seqs):
+            top_here = None
+            if top_rows is not None and s.sp.top_logprobs:
+                vals, idxs = top_rows[row]
+                k = s.sp.top_logprobs
+                top_here = [TopLogprob(token_id=i, logprob=v)
+                            for v, i in zip(vals[:k], idxs[:k], strict=True)]
+            finished = s.append(tokens[row], lps[row], top_here, self.max_context)
+            s.job.emit(TokenDelta(index=s.index, token_ids=[tokens[row]], logprobs=[lps[row]],
+                                  finished=finished))
+            if finished is not None:
+                s.job.finish_choice(finished)
+            else:
+                keep.append(row)
+        return keep
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    ids: set[int] = set()
+    gen = getattr(model, "generation_config", None)
+    eos = getattr(gen, "eos_token_id", None) if gen is not None else None
+    if isinstance(eos, int):
+        ids.add(eos)
+    elif eos:
+        ids.update(int(e) for e in eos)
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    return ids
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    """Load a model directory's tokenizer without letting transformers swap its pre-tokenizer.
+
+    ``AutoTokenizer`` picks a model-family class (e.g. ``Qwen2Tokenizer``) that replaces the saved
+    pre-tokenizer; ``PreTrainedTokenizerFast`` keeps ``tokenizer.json`` as saved.
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast.from_pretrained(str(path))

@@ -1,0 +1,139 @@
+"""Qwen2-architecture model shapes, construction and saving in Hugging Face format.
+
+Sizes (parameter counts with the ~850-token vocabulary, tied embeddings):
+
+==========  ==========================================  ========  ===========================
+name        hidden / layers / heads / kv heads / ffn    params    use
+==========  ==========================================  ========  ===========================
+``tiny``    64 / 2 / 4 / 2 / 128                        ~0.1 M    unit tests, untrained
+``nano``    128 / 3 / 4 / 2 / 512                       ~0.8 M    tests, warm-started
+``small``   384 / 4 / 6 / 3 / 1536                      ~9 M      demo, warm-started
+==========  ==========================================  ========  ===========================
+
+Example:
+    >>> model, tok = build_tiny_model()                      # doctest: +SKIP
+    >>> save_model(model, tok, "/tmp/tiny")                  # doctest: +SKIP
+    >>> AutoModelForCausalLM.from_pretrained("/tmp/tiny")    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rltune.models.chat_template import ENDOFTEXT, IM_END
+from rltune.models.tokenizer import train_tokenizer
+from rltune.sdk.errors import ValidationError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+#: Name of the small JSON file rltune writes next to the weights.
+META_FILE = "rltune_model.json"
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    max_positions: int = 1024
+
+
+SHAPES: dict[str, ModelShape] = {
+    "tiny": ModelShape(64, 2, 4, 2, 128),
+    "nano": ModelShape(128, 3, 4, 2, 512),
+    "small": ModelShape(384, 4, 6, 3, 1536),
+}
+
+
+def shape_of(size: str) -> ModelShape:
+    if size not in SHAPES:
+        raise ValidationError(
+            f"unknown model size {size!r}", where="size", hint=f"use one of {sorted(SHAPES)}"
+        )
+    return SHAPES[size]
+
+
+def build_model(size: str, tokenizer: PreTrainedTokenizerFast, seed: int = 0) -> PreTrainedModel:
+    """A freshly initialised ``Qwen2ForCausalLM`` of ``size`` for ``tokenizer`` (fp32)."""
+    import torch
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    shape = shape_of(size)
+    eos_ids = [tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(ENDOFTEXT)]
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=shape.hidden,
+        intermediate_size=shape.ffn,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.kv_heads,
+        max_position_embeddings=shape.max_positions,
+        tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        bos_token_id=None,
+        eos_token_id=eos_ids[0],
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    # Seed only around construction, so callers' RNG streams stay theirs.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen2ForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=eos_ids, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
+    )
+    model.eval()
+    return model
+
+
+def build_tiny_model(
+    seed: int = 0,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    """An untrained ~0.1M-parameter model and its tokenizer, in memory, in about a second.
+
+    For unit tests of components that need *a* model (engine, gateway, trainer plumbing).
+    """
+    tokenizer = train_tokenizer(seed=0)
+    return build_model("tiny", tokenizer, seed=seed), tokenizer
+
+
+def count_parameters(model: Any) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def save_model(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerFast,
+    path: str | Path,
+    meta: dict[str, Any] | None = None,
+) -> Path:
+    """Save weights (safetensors), config, generation config, tokenizer and ``rltune_model.json``.
+
+    The directory then loads offline with ``AutoModelForCausalLM.from_pretrained(path)`` and
+    :func:`rltune.models.load_tokenizer`.
+    """
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    info = {"architecture": "Qwen2ForCausalLM", "parameters": count_parameters(model)}
+    info.update(meta or {})
+    (path / META_FILE).write_text(json.dumps(info, indent=2, default=_jsonable) + "\n")
+    return path
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__"):
+        return asdict(value)
+    return str(value)
+
+
+def read_meta(path: str | Path) -> dict[str, Any] | None:
+    """The ``rltune_model.json`` of a model directory, or None if it has none."""
+    meta = Path(path) / META_FILE
+    return json.loads(meta.read_text()) if meta.is_file() else None

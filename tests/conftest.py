@@ -1,0 +1,43 @@
+"""Shared fixtures: tiny self-made models (no hub, no network).
+
+* ``tiny_model_dir`` — untrained ~0.1M-parameter Qwen2 + tokenizer + chat template, saved once
+  per session (about 2 s). Load it with ``AutoModelForCausalLM.from_pretrained(dir)`` and
+  ``rltune.models.load_tokenizer(dir)``.
+* ``nano_model_dir`` — the warm-started ~0.8M ``nano`` calculator agent, built once per session
+  into a session-temporary RLTUNE_HOME (1-2 min on 2 cores): use it only in ``slow`` tests.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Tests share a 2-core box: keep torch's intra-op pool small (read when torch first loads).
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directory of an untrained tiny model in Hugging Face format (read-only by convention)."""
+    from rltune.models import build_tiny_model, save_model
+
+    model, tokenizer = build_tiny_model(seed=0)
+    return save_model(
+        model,
+        tokenizer,
+        tmp_path_factory.mktemp("models") / "tiny",
+        meta={"size": "tiny", "seed": 0, "trained": False},
+    )
+
+
+@pytest.fixture(scope="session")
+def nano_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directory of the warm-started nano model (built once per session; slow tests only)."""
+    from rltune.models import ensure_demo_model
+
+    home = tmp_path_factory.mktemp("rltune_home")
+    return ensure_demo_model("nano", seed=0, home=home)

@@ -1,0 +1,122 @@
+"""Shared base of every config model: unknown keys are errors with a "did you mean" hint, and
+numbers written as YAML strings (``"2e-6"``, ``"8"``) are accepted.
+
+Why a custom check instead of pydantic's ``extra="forbid"``: pydantic's message says only
+"Extra inputs are not permitted"; users need the closest valid key.
+
+Example:
+    >>> from rltune.config._base import StrictModel
+    >>> class M(StrictModel):
+    ...     learning_rate: float = 0.1
+    >>> M.model_validate({"learning_rate": "2e-6"}).learning_rate
+    2e-06
+    >>> M.model_validate({"lerning_rate": 1})
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for M
+    ...
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic_core import PydanticCustomError
+
+
+def closest(name: str, candidates: typing.Iterable[str]) -> str | None:
+    """The candidate closest to ``name`` (for "did you mean" hints), or None if none is close."""
+    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _scalar_kind(annotation: Any) -> type | None:
+    """``int`` or ``float`` if the annotation is (an Optional of) that type, else None."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _scalar_kind(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        kinds = {_scalar_kind(a) for a in typing.get_args(annotation) if a is not type(None)}
+        return kinds.pop() if len(kinds) == 1 else None
+    if annotation is int or annotation is float:
+        return annotation
+    return None
+
+
+def coerce_number(value: Any, kind: type) -> Any:
+    """Turn a YAML string such as ``"2e-6"`` or ``"1e3"`` into a number of ``kind``.
+
+    PyYAML reads ``2e-6`` (no dot) as a string, and cloud SDK job files send strings, so a
+    numeric string is accepted. Booleans are refused: ``true`` for a batch size is a mistake.
+    Anything else is returned unchanged for pydantic to judge.
+    """
+    if isinstance(value, bool):
+        raise PydanticCustomError(
+            "number_expected", "expected a number, not a boolean", {"value": value}
+        )
+    if isinstance(value, str):
+        try:
+            number = float(value.strip().replace("_", ""))
+        except ValueError:
+            return value
+        if kind is int:
+            return int(number) if number.is_integer() else value
+        return number
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+class StrictModel(BaseModel):
+    """Base config model: unknown keys rejected with a hint; numeric strings accepted."""
+
+    model_config = ConfigDict(validate_assignment=True, populate_by_name=True)
+
+    #: Keys accepted on input besides the field names (e.g. aliases of the documented shape).
+    _extra_input_keys: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Hook for subclasses: rewrite another accepted input shape into the canonical one."""
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_input(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = cls._normalize_input(dict(data))
+        known = set(cls.model_fields) | {
+            f.alias for f in cls.model_fields.values() if f.alias
+        } | set(cls._extra_input_keys)
+        unknown = [k for k in data if k not in known]
+        if unknown:
+            key = str(unknown[0])
+            suggestion = closest(key, sorted(known))
+            hint = (
+                f"did you mean '{suggestion}'?"
+                if suggestion
+                else "allowed keys: " + ", ".join(sorted(known))
+            )
+            raise PydanticCustomError(
+                "unknown_key",
+                "unknown key '{key}' ({hint})",
+                {"key": key, "hint": hint, "suggestion": suggestion, "others": unknown[1:]},
+            )
+        for name, field in cls.model_fields.items():
+            kind = _scalar_kind(field.annotation)
+            key = name if name in data else field.alias
+            if kind is not None and key in data:
+                if isinstance(data[key], bool):
+                    # Reported against the field itself (ctx "field"), not the whole model.
+                    raise PydanticCustomError(
+                        "number_expected",
+                        "expected a number, not a boolean",
+                        {"value": data[key], "field": key},
+                    )
+                data[key] = coerce_number(data[key], kind)
+        return data

@@ -1,0 +1,182 @@
+"""Function components of a job: where the code is (``fcmodel``), how it runs (``runtime``),
+and, for rewards, how much its score counts (``weight``, ``reward_metric_weight``).
+
+Names and fields match the cloud SDK's classes so cloud job code works with an import change.
+In YAML / dicts the ``type`` key picks the class: ``rollout`` | ``reward`` | ``group_reward``.
+
+Example:
+    >>> from rltune.config import RewardFunctionComponent
+    >>> r = RewardFunctionComponent.model_validate(
+    ...     {"name": "exact", "weight": "0.5", "fcmodel": {"classpath": "reward.py:Exact"}})
+    >>> r.weight, r.fcmodel.filepath, r.fcmodel.classname
+    (0.5, 'reward.py', 'Exact')
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from rltune.config._base import StrictModel
+from rltune.sdk.data import FunctionType
+
+
+class FunctionComponentModel(StrictModel):
+    """Where a function's code lives: a workspace folder and a classpath inside it."""
+
+    zipdir: str = "./"
+    classpath: Optional[str] = ""
+    filepath: str = ""
+    classname: str = ""
+    requirements_path: Optional[str] = "./requirements.txt"
+    extra_files: Optional[list[str]] = Field(default_factory=list)
+    oss_id: Optional[str] = None
+    oss_signed_url: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _split_classpath(self) -> FunctionComponentModel:
+        # Same split as the cloud SDK: "a/b.py:Class" or "pkg.mod.Class" → file part + class.
+        cp = (self.classpath or "").strip()
+        if cp and not self.classname:
+            if ":" in cp:
+                file_part, cls = cp.rsplit(":", 1)
+            elif "." in cp:
+                file_part, cls = cp.rsplit(".", 1)
+            else:
+                raise ValueError(
+                    f"classpath '{cp}' has no class part; write 'pkg.module.Class', "
+                    "'pkg.module:Class' or 'path/to/file.py:Class'"
+                )
+            object.__setattr__(self, "filepath", file_part)
+            object.__setattr__(self, "classname", cls)
+        return self
+
+
+class FunctionComponentRuntime(StrictModel):
+    """How a function's workers run (the canonical runtime model; the function pool uses it).
+
+    Every field defaults to None = "the backend's default", as in the cloud SDK. Local
+    backends read ``concurrency``, ``capacity``, ``min_capacity``, ``max_capacity``,
+    ``memory_size`` (MB limit per worker), ``cpu`` and ``env``; VPC fields are accepted for
+    compatibility and ignored locally.
+    """
+
+    layer_code: Optional[str] = None
+    cpu: Optional[float] = Field(None, gt=0, le=1024)
+    memory_size: Optional[int] = Field(None, ge=1, description="MB")
+    disk_size: Optional[int] = Field(None, ge=1, description="MB")
+    concurrency: Optional[int] = Field(None, ge=1, le=100000)
+    capacity: Optional[int] = Field(None, ge=0, le=100000)
+    max_capacity: Optional[int] = Field(None, ge=1, le=100000)
+    min_capacity: Optional[int] = Field(None, ge=0, le=100000)
+    memory_scale_threshold: Optional[float] = Field(None, ge=0, le=1)
+    concurrency_scale_threshold: Optional[float] = Field(None, ge=0, le=1)
+    enable_vpc_config: Optional[bool] = None
+    security_group_id: Optional[str] = None
+    switch_ids: Optional[list[str]] = None
+    vpc_id: Optional[str] = None
+    vpc_role: Optional[str] = None
+    enable_log: Optional[bool] = None
+    env: Optional[dict[str, Any]] = None
+
+    @model_validator(mode="after")
+    def _capacities(self) -> FunctionComponentRuntime:
+        lo, hi = self.min_capacity, self.max_capacity
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(
+                f"min_capacity ({lo}) is larger than max_capacity ({hi}); "
+                "set min_capacity <= max_capacity"
+            )
+        return self
+
+    def env_strings(self) -> dict[str, str]:
+        """``env`` as process environment strings (booleans as ``"true"``/``"false"``)."""
+        out: dict[str, str] = {}
+        for key, value in (self.env or {}).items():
+            out[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+        return out
+
+
+class AgenticRLFunctionComponent(StrictModel):
+    """A user function of a job. Use the typed subclasses for rewards (they carry weights)."""
+
+    type: FunctionType = FunctionType.ROLLOUT
+    name: Optional[str] = Field(None, min_length=1, max_length=128)
+    timeout: Optional[int] = Field(None, ge=1, le=86400, description="seconds per call")
+    fcmodel: Optional[FunctionComponentModel] = Field(default_factory=FunctionComponentModel)
+    runtime: Optional[FunctionComponentRuntime] = None
+    entity_id: Optional[str] = None
+    instance_id: Optional[str] = None
+    instance_url: Optional[str] = None
+    instance_token: Optional[str] = None
+    instance_status: Optional[int] = -1
+
+
+class RolloutFunctionComponent(AgenticRLFunctionComponent):
+    """The rollout (agent) function. ``weight``/``reward_metric_weight`` are placeholders."""
+
+    type: Literal[FunctionType.ROLLOUT] = FunctionType.ROLLOUT
+    weight: Optional[float] = None
+    reward_metric_weight: Optional[dict[str, float]] = None
+
+
+class _WeightedComponent(AgenticRLFunctionComponent):
+    weight: Optional[float] = Field(None, ge=-1e6, le=1e6)
+    reward_metric_weight: Optional[dict[str, float]] = None
+
+    @field_validator("reward_metric_weight", mode="before")
+    @classmethod
+    def _metric_weights(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for key, w in value.items():
+                if isinstance(w, bool):
+                    raise ValueError(
+                        f"weight of metric '{key}' must be a number, not {w}; write e.g. 0.5"
+                    )
+                try:
+                    out[key] = float(w)
+                except (TypeError, ValueError):
+                    raise ValueError(
+                        f"weight of metric '{key}' must be a number, got {w!r}; write e.g. 0.5"
+                    ) from None
+            return out
+        return value
+
+    @property
+    def effective_weight(self) -> float:
+        """The weight used in the final reward (unset means 1.0)."""
+        return 1.0 if self.weight is None else self.weight
+
+
+class RewardFunctionComponent(_WeightedComponent):
+    """A reward scoring one trajectory; its score counts ``weight`` times."""
+
+    type: Literal[FunctionType.REWARD] = FunctionType.REWARD
+
+
+class GroupRewardFunctionComponent(_WeightedComponent):
+    """A group reward scoring the n trajectories of one prompt together."""
+
+    type: Literal[FunctionType.GROUP_REWARD] = FunctionType.GROUP_REWARD
+
+
+def _component_tag(value: Any) -> str:
+    raw = value.get("type", "rollout") if isinstance(value, dict) else getattr(value, "type", None)
+    return raw.value if isinstance(raw, FunctionType) else str(raw or "rollout")
+
+
+#: One entry of ``functions``; the ``type`` key selects the class (default rollout).
+FunctionComponent = Annotated[
+    Union[
+        Annotated[RolloutFunctionComponent, Tag("rollout")],
+        Annotated[RewardFunctionComponent, Tag("reward")],
+        Annotated[GroupRewardFunctionComponent, Tag("group_reward")],
+    ],
+    Discriminator(
+        _component_tag,
+        custom_error_type="invalid_function_type",
+        custom_error_message="function 'type' must be one of rollout, reward, group_reward",
+    ),
+]

@@ -1,0 +1,161 @@
+"""Training hyper-parameters: the cloud names and ranges (DESIGN.md §7, reference §11), the
+algorithm knobs of DESIGN.md §6, and the couplings between them.
+
+A broken coupling is reported against the field to change, with the value, the rule and a fix
+(the pydantic error's ``ctx`` carries ``field`` and ``fix``; ``rltune.config.errors`` turns it
+into a ``ConfigError``).
+
+Example:
+    >>> from rltune.config import HyperParameters
+    >>> hp = HyperParameters(batch_size="4", n_rollouts=4, learning_rate="2e-6")
+    >>> hp.learning_rate, hp.mini_batch_rollouts
+    (2e-06, 16)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, Optional
+
+from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from rltune.config._base import StrictModel
+from rltune.config.algorithm import (
+    AlgorithmName,
+    ImportanceLevel,
+    KLEstimator,
+    LossAggMode,
+)
+
+
+def _coupling(field: str, value: Any, rule: str, fix: str) -> PydanticCustomError:
+    return PydanticCustomError(
+        "coupling", "{rule}", {"field": field, "value": value, "rule": rule, "fix": fix}
+    )
+
+
+class HyperParameters(StrictModel):
+    """All training knobs. Unset optional knobs take the algorithm preset's value."""
+
+    # --- the 15 cloud hyper-parameters (defaults sized for a small CPU run) ---
+    algorithm: AlgorithmName = "gspo"
+    batch_size: int = Field(8, ge=1, le=100000, description="prompts per step")
+    n_rollouts: int = Field(4, ge=1, le=1024, description="rollouts per prompt")
+    ppo_mini_batch_size: Optional[int] = Field(
+        None, ge=1, le=100000,
+        description="rollouts per optimizer step; unset = the whole step batch (one update)",
+    )
+    learning_rate: float = Field(1e-6, ge=0, le=1)
+    lr_scheduler_type: Literal["cosine", "linear", "constant"] = "constant"
+    lr_warmup_steps: int = Field(-1, ge=-1, description="-1 = auto (3% of the training steps)")
+    n_epochs: int = Field(1, ge=1, le=200)
+    kl_loss_coef: float = Field(0.001, ge=0, le=10)
+    max_length: int = Field(2048, ge=1, le=131072, description="prompt + response tokens")
+    max_prompt_length: int = Field(1024, ge=1, le=131072)
+    eval_steps: int = Field(10, ge=1, le=999999)
+    save_steps: int = Field(50, ge=1, le=999999)
+    save_strategy: Literal["steps", "epoch", "no"] = "epoch"
+    save_total_limit: int = Field(1, ge=1, le=200)
+
+    # --- distributed layout (validated; used where a backend supports them) ---
+    expert_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
+    inference_gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
+    inference_tensor_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
+    n_gpus_rollout: Optional[int] = Field(None, ge=0, le=100000)
+    n_gpus_training: Optional[int] = Field(None, ge=0, le=100000)
+    nnodes_rollout: Optional[int] = Field(None, ge=1, le=10000)
+    nnodes_training: Optional[int] = Field(None, ge=1, le=10000)
+    pipeline_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
+    sequence_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
+    tensor_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
+
+    # --- algorithm knobs (None = the preset's value; see rltune.config.algorithm) ---
+    importance_sampling_level: Optional[ImportanceLevel] = None
+    clip_ratio_low: Optional[float] = Field(None, ge=0, lt=1)
+    clip_ratio_high: Optional[float] = Field(None, ge=0, le=10)
+    clip_ratio_c: Optional[float] = Field(None, gt=1, le=100)
+    loss_agg_mode: Optional[LossAggMode] = None
+    use_kl_loss: Optional[bool] = None
+    kl_estimator: Optional[KLEstimator] = None
+    norm_adv_by_std: Optional[bool] = None
+    dynamic_sampling: Optional[bool] = None
+    max_sampling_rounds: Optional[int] = Field(None, ge=1, le=100)
+    overlong_buffer_len: Optional[int] = Field(None, ge=-1, le=131072)
+    overlong_penalty_factor: Optional[float] = Field(None, ge=0, le=100)
+    entropy_coeff: Optional[float] = Field(None, ge=0, le=10)
+    ppo_epochs: Optional[int] = Field(None, ge=1, le=100)
+
+    # --- optimisation and sampling (rltune's own; cloud jobs leave them at defaults) ---
+    max_grad_norm: float = Field(1.0, gt=0, le=1e6)
+    weight_decay: float = Field(0.01, ge=0, le=1)
+    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="cosine floor as a fraction")
+    temperature: float = Field(1.0, gt=0, le=10)
+    top_p: float = Field(1.0, gt=0, le=1)
+    micro_batch_size: Optional[int] = Field(
+        None, ge=1, le=100000, description="rows per forward pass (memory); unset = all"
+    )
+    bf16: bool = Field(False, description="bf16 autocast for training forward passes")
+    max_rollout_retries: int = Field(2, ge=0, le=20)
+    seed: int = Field(42, ge=0, le=2**32 - 1)
+
+    @property
+    def mini_batch_rollouts(self) -> int:
+        """Rollouts per optimizer step (``ppo_mini_batch_size`` or the whole step batch)."""
+        return self.ppo_mini_batch_size or self.batch_size * self.n_rollouts
+
+    def steps_per_epoch(self, n_rows: int) -> int:
+        """Training steps in one pass over ``n_rows`` prompts (an incomplete batch is dropped)."""
+        return n_rows // self.batch_size
+
+    def total_steps(self, n_rows: int) -> int:
+        return self.n_epochs * self.steps_per_epoch(n_rows)
+
+    def warmup_steps(self, total_steps: int) -> int:
+        """``lr_warmup_steps`` with -1 resolved: 3% of the steps, rounded up."""
+        if self.lr_warmup_steps >= 0:
+            return self.lr_warmup_steps
+        return math.ceil(0.03 * total_steps)
+
+    @model_validator(mode="after")
+    def _couplings(self) -> HyperParameters:
+        total = self.batch_size * self.n_rollouts
+        if self.ppo_mini_batch_size is not None and self.ppo_mini_batch_size > total:
+            raise _coupling(
+                "ppo_mini_batch_size", self.ppo_mini_batch_size,
+                f"must be <= batch_size x n_rollouts = {self.batch_size} x {self.n_rollouts}"
+                f" = {total}",
+                f"set ppo_mini_batch_size to at most {total}, or raise batch_size/n_rollouts",
+            )
+        if self.max_prompt_length >= self.max_length:
+            raise _coupling(
+                "max_prompt_length", self.max_prompt_length,
+                f"must be < max_length ({self.max_length}) to leave room for a response",
+                f"lower max_prompt_length below {self.max_length} or raise max_length",
+            )
+        if self.n_gpus_training:
+            tp = self.tensor_model_parallel_size or 1
+            pp = self.pipeline_model_parallel_size or 1
+            if self.n_gpus_training % (tp * pp):
+                raise _coupling(
+                    "n_gpus_training", self.n_gpus_training,
+                    f"must equal tp x pp x dp; tensor_model_parallel_size ({tp}) x "
+                    f"pipeline_model_parallel_size ({pp}) = {tp * pp} does not divide it",
+                    f"use a multiple of {tp * pp} GPUs or change the parallel sizes",
+                )
+        group_based = self.algorithm != "opd"
+        if group_based and self.n_rollouts < 2:
+            raise _coupling(
+                "n_rollouts", self.n_rollouts,
+                f"{self.algorithm} normalises rewards within each prompt's group, so a group "
+                "of 1 has zero advantage and nothing is learned",
+                "set n_rollouts to 2 or more (4-16 is typical)",
+            )
+        response_budget = self.max_length - self.max_prompt_length
+        if self.overlong_buffer_len is not None and self.overlong_buffer_len > response_budget:
+            raise _coupling(
+                "overlong_buffer_len", self.overlong_buffer_len,
+                f"must be <= max_length - max_prompt_length = {response_budget}",
+                f"set overlong_buffer_len to at most {response_budget} (or -1 for auto)",
+            )
+        return self

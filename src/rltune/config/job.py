@@ -1,0 +1,281 @@
+"""``JobConfig``: the one schema behind YAML, the SDK, the CLI and REST.
+
+It accepts both YAML shapes of the cloud SDK (reference §9.4):
+
+* the SDK's: ``name``, ``model: {name}``, ``teacher_model``, ``functions``, ``datasets``,
+  ``training: {type, hyper_parameters, resources}``, ``observability``;
+* the documented one: ``job_name``, ``workspace_dir``, scalar ``model``, ``mode``.
+
+and dumps back to the SDK shape. ``TuningModel`` is the cloud SDK's name for the same class.
+
+Example:
+    >>> from rltune.config import load_job_config_text
+    >>> job = load_job_config_text('''
+    ... job_name: calc
+    ... model: small
+    ... mode: reinforcement
+    ... datasets: [{type: training, file_name: data/train.jsonl}]
+    ... functions:
+    ...   - {type: reward, name: exact, fcmodel: {classpath: "reward.py:Exact"}}
+    ... training: {hyper_parameters: {algorithm: grpo, learning_rate: 2e-6}}
+    ... ''')
+    >>> job.name, job.model.name, job.hyper_parameters.learning_rate, job.knobs.clip_ratio_high
+    ('calc', 'small', 2e-06, 0.2)
+    >>> load_job_config_text(job.to_yaml_text()) == job
+    True
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import pydantic
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from rltune.config._base import StrictModel
+from rltune.config.algorithm import AlgorithmKnobs, resolve_algorithm
+from rltune.config.components import (
+    FunctionComponent,
+    GroupRewardFunctionComponent,
+    RewardFunctionComponent,
+    RolloutFunctionComponent,
+)
+from rltune.config.datasets import Dataset, DatasetsType, TrainingType
+from rltune.config.errors import config_error
+from rltune.config.hyperparams import HyperParameters
+from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
+from rltune.sdk.errors import ConfigError, DatasetError
+
+
+class FoundationModel(StrictModel):
+    """The base model: a name from ``rltune models``, a local path, or a hub id."""
+
+    name: Optional[str] = None
+
+
+class Observability(StrictModel):
+    """Observability settings (empty in the cloud SDK; kept for YAML compatibility)."""
+
+
+class Training(StrictModel):
+    type: TrainingType = TrainingType.TRAINING_TYPE
+    hyper_parameters: HyperParameters = Field(default_factory=HyperParameters)
+    #: Cloud resource keys (charge_type, mtu_spec_code, ...): accepted and ignored locally.
+    resources: Optional[dict[str, Any]] = None
+
+    @field_validator("hyper_parameters", mode="before")
+    @classmethod
+    def _none_is_default(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+def _coupling(field: str, value: Any, rule: str, fix: str) -> PydanticCustomError:
+    return PydanticCustomError(
+        "coupling", "{rule}", {"field": field, "value": value, "rule": rule, "fix": fix}
+    )
+
+
+class JobConfig(StrictModel):
+    """A training job. Build it from YAML (``load_job_config``), a dict or keyword args."""
+
+    _extra_input_keys = frozenset({"job_name", "mode"})
+
+    name: str = Field("agentic-rl", min_length=1, max_length=256)
+    model: FoundationModel
+    teacher_model: Optional[str] = None
+    workspace_dir: Optional[str] = None
+    functions: list[FunctionComponent] = Field(default_factory=list)
+    datasets: list[Dataset] = Field(default_factory=list)
+    training: Training = Field(default_factory=Training)
+    observability: Optional[Observability] = None
+
+    @classmethod
+    def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # The documented YAML shape (seed doc 001) → the SDK shape.
+        if "job_name" in data:
+            job_name = data.pop("job_name")
+            if "name" in data and data["name"] != job_name:
+                raise _coupling("job_name", job_name,
+                                f"conflicts with name '{data['name']}'", "keep only one of them")
+            data["name"] = job_name
+        if isinstance(data.get("model"), str):
+            data["model"] = {"name": data["model"]}
+        if "mode" in data:
+            mode = data.pop("mode")
+            training = dict(data.get("training") or {})
+            if "type" in training and training["type"] != mode:
+                raise _coupling("mode", mode, f"conflicts with training.type '{training['type']}'",
+                                "keep only one of them")
+            training["type"] = mode
+            data["training"] = training
+        workspace = data.get("workspace_dir")
+        if workspace and isinstance(data.get("functions"), list):
+            # workspace_dir is the default zipdir of every function that does not set one.
+            fixed = []
+            for fn in data["functions"]:
+                if isinstance(fn, dict):
+                    fcmodel = dict(fn.get("fcmodel") or {})
+                    fcmodel.setdefault("zipdir", workspace)
+                    fn = {**fn, "fcmodel": fcmodel}
+                fixed.append(fn)
+            data["functions"] = fixed
+        return data
+
+    @model_validator(mode="after")
+    def _rules(self) -> JobConfig:
+        if self.teacher_model and self.training.type is not TrainingType.PG_OPD:
+            # As in the cloud SDK: naming a teacher means on-policy distillation.
+            self.training.type = TrainingType.PG_OPD
+        if self.training.type is TrainingType.PG_OPD and not self.teacher_model:
+            raise _coupling("teacher_model", None, "training.type pg_opd needs a teacher model",
+                            "set teacher_model: <model name or path>")
+        rollouts = [f for f in self.functions if isinstance(f, RolloutFunctionComponent)]
+        if len(rollouts) > 1:
+            raise _coupling("functions", len(rollouts), "a job has at most one rollout function",
+                            "keep one entry with type: rollout")
+        counts: dict[str, int] = {}
+        seen: set[str] = set()
+        for fn in self.functions:
+            if fn.name is None:
+                # Deterministic names so metric paths (trace/reward/<name>/mean) are stable.
+                kind = fn.type.value
+                counts[kind] = counts.get(kind, 0) + 1
+                candidate = kind if counts[kind] == 1 else f"{kind}-{counts[kind]}"
+                while candidate in seen:
+                    candidate += "_"
+                object.__setattr__(fn, "name", candidate)
+            if fn.name in seen:
+                raise _coupling("functions", fn.name, f"function name '{fn.name}' is used twice",
+                                "give every function a unique name")
+            seen.add(fn.name)
+        if not self.model.name:
+            raise _coupling("model", None, "model name is empty",
+                            "set model: <name>, e.g. model: small")
+        return self
+
+    # ---- views the trainer reads ----
+    @property
+    def hyper_parameters(self) -> HyperParameters:
+        return self.training.hyper_parameters
+
+    @property
+    def knobs(self) -> AlgorithmKnobs:
+        """The resolved algorithm knobs (preset + explicit overrides)."""
+        return resolve_algorithm(self.training.hyper_parameters, self.training.type)
+
+    @property
+    def rollout(self) -> RolloutFunctionComponent | None:
+        """The rollout function, or None for the built-in single-turn rollout."""
+        return next((f for f in self.functions if isinstance(f, RolloutFunctionComponent)), None)
+
+    @property
+    def rewards(self) -> list[RewardFunctionComponent]:
+        return [f for f in self.functions if isinstance(f, RewardFunctionComponent)]
+
+    @property
+    def group_rewards(self) -> list[GroupRewardFunctionComponent]:
+        return [f for f in self.functions if isinstance(f, GroupRewardFunctionComponent)]
+
+    @property
+    def training_datasets(self) -> list[Dataset]:
+        return [d for d in self.datasets if d.type is DatasetsType.TRAINING]
+
+    @property
+    def validation_datasets(self) -> list[Dataset]:
+        return [d for d in self.datasets if d.type is DatasetsType.VALIDATION]
+
+    def check_dataset_rows(self, n_rows: int, *, where: str | None = None) -> None:
+        """Raise ``DatasetError`` unless the training data has at least ``batch_size`` rows."""
+        bs = self.hyper_parameters.batch_size
+        if n_rows < bs:
+            raise DatasetError(
+                f"training data has {n_rows} rows but batch_size is {bs}; a step needs "
+                "batch_size prompts",
+                where=where,
+                hint=f"add rows or set training.hyper_parameters.batch_size to at most {n_rows}",
+            )
+
+    def resolve_path(self, path: str, base: str | Path | None = None) -> Path:
+        """A path from the config made absolute against ``workspace_dir`` (then ``base``)."""
+        p = Path(path).expanduser()
+        if p.is_absolute():
+            return p
+        root = Path(base) if base else Path.cwd()
+        if self.workspace_dir:
+            root = root / self.workspace_dir
+        return (root / p).resolve()
+
+    # ---- cloud SDK compatible loading / dumping ----
+    @classmethod
+    def load_from_dict(cls, data: dict[str, Any], **overrides: Any) -> JobConfig:
+        """Validate a dict (top-level ``overrides`` replace keys, as in the cloud SDK)."""
+        return _validate(dict(data or {}), overrides, doc=None)
+
+    @classmethod
+    def load_from_yaml(cls, path: str | Path, **overrides: Any) -> JobConfig:
+        return load_job_config(path, **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict in the SDK shape, without None values and derived fields."""
+        data = self.model_dump(mode="json", exclude_none=True)
+        for fn in data.get("functions", []):
+            fc = fn.get("fcmodel") or {}
+            if fc.get("classpath"):
+                fc.pop("filepath", None)
+                fc.pop("classname", None)
+        return data
+
+    def to_yaml_text(self) -> str:
+        return dump_yaml(self.to_dict())
+
+    def to_yaml(self, file_path: str | Path, overwrite: bool = True) -> Path:
+        """Write the config as YAML (the cloud SDK's ``TuningModel.to_yaml``)."""
+        p = Path(file_path)
+        if p.exists() and not overwrite:
+            raise ConfigError(f"{p} exists", where=str(p), hint="pass overwrite=True")
+        p.write_text(self.to_yaml_text(), encoding="utf-8")
+        return p
+
+
+#: The cloud SDK's name for the job config.
+TuningModel = JobConfig
+
+
+def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None) -> JobConfig:
+    source = doc.source if doc else None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"the job config must be a mapping of keys, got {type(data).__name__}",
+            where=source, hint="start the file with keys such as 'name:' and 'model:'",
+        )
+    for key, value in overrides.items():
+        if value is not None:
+            data[key] = value
+    try:
+        return JobConfig.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise config_error(exc, root=JobConfig, source=source,
+                           line_of=doc.line_of if doc else None) from None
+
+
+def load_job_config(path: str | Path, **overrides: Any) -> JobConfig:
+    """Load a job YAML file (either shape); errors name file, line, field, value and fix."""
+    doc = read_yaml_file(path)
+    return _validate(doc.data, overrides, doc)
+
+
+def load_job_config_text(text: str, *, source: str | None = None, **overrides: Any) -> JobConfig:
+    """Load a job config from YAML text (``source`` is used in error messages)."""
+    doc = read_yaml_text(text, source=source)
+    return _validate(doc.data, overrides, doc)
+
+
+def validate_hyper_parameters(data: dict[str, Any]) -> HyperParameters:
+    """Validate a ``hyper_parameters`` dict alone (e.g. a REST override)."""
+    try:
+        return HyperParameters.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise config_error(exc, root=HyperParameters,
+                           prefix=("training", "hyper_parameters")) from None

@@ -1,0 +1,248 @@
+"""JobConfig: both YAML shapes, round trip, string numbers, couplings, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from rltune.config import (
+    FunctionComponentRuntime,
+    JobConfig,
+    RewardFunctionComponent,
+    TrainingDataset,
+    TrainingType,
+    TuningModel,
+    load_job_config,
+    load_job_config_text,
+    validate_hyper_parameters,
+)
+from rltune.sdk.errors import ConfigError, DatasetError
+
+SDK_SHAPE = """\
+name: calc-job
+model:
+  name: small
+functions:
+  - type: rollout
+    name: calc-rollout
+    timeout: 600
+    fcmodel:
+      zipdir: ./
+      classpath: functions/rollout.py:CalcRollout
+    runtime:
+      concurrency: 8
+      min_capacity: 1
+      max_capacity: 2
+      env: {DEBUG: true}
+  - type: reward
+    name: exact
+    weight: 0.7
+    reward_metric_weight: {accuracy: 1.0}
+    fcmodel: {classpath: functions.reward.Exact}
+  - type: group_reward
+    weight: "0.3"
+    fcmodel: {classpath: functions.group.Rank}
+datasets:
+  - type: training
+    data_source_type: file_id
+    file_name: data/train.jsonl
+  - type: validation
+    file_name: data/val.jsonl
+training:
+  type: reinforcement
+  hyper_parameters:
+    algorithm: grpo
+    batch_size: 4
+    n_rollouts: 4
+    ppo_mini_batch_size: 8
+    learning_rate: 2e-6
+    kl_loss_coef: "0.002"
+    lr_scheduler_type: linear
+    save_strategy: steps
+  resources: {charge_type: mtu_postpaid, mtu_capacity: 24}
+observability: {}
+"""
+
+DOC_SHAPE = """\
+job_name: "agentic-rl"
+workspace_dir: "./ws"
+model: "qwen3.5-9b"
+mode: "reinforcement"
+datasets:
+  - type: "training"
+    data_source_type: "file_id"
+    file_name: "./data/calc_train_min.jsonl"
+functions:
+  - type: "rollout"
+    name: "rollout-1"
+    timeout: 600
+    fcmodel:
+      classpath: "functions.rollout.rollout.CalcXRolloutProcessor"
+    runtime: {cpu: 2, memory_size: 4096, concurrency: 30, memory_scale_threshold: 0.6}
+  - type: "reward"
+    name: "rewards-1"
+    weight: 1.0
+    timeout: 120
+    fcmodel:
+      classpath: "functions.reward.reward.DemoRewardProcessor"
+training:
+  hyper_parameters:
+    algorithm: "gspo"
+    batch_size: 64
+    eval_steps: 1
+    kl_loss_coef: 0.002
+    learning_rate: 2e-6
+    lr_scheduler_type: "linear"
+    max_length: 8192
+    n_epochs: 1
+    n_rollouts: 8
+    ppo_mini_batch_size: 8
+    save_steps: 100
+    save_strategy: "epoch"
+    save_total_limit: 1
+  resources:
+    charge_type: "mtu_postpaid"
+"""
+
+
+def test_sdk_shape_loads_with_typed_components():
+    job = load_job_config_text(SDK_SHAPE)
+    assert job.name == "calc-job" and job.model.name == "small"
+    assert job.rollout is not None and job.rollout.fcmodel.classname == "CalcRollout"
+    assert job.rollout.fcmodel.filepath == "functions/rollout.py"
+    assert job.rollout.runtime.env_strings() == {"DEBUG": "true"}
+    assert [r.name for r in job.rewards] == ["exact"]
+    assert job.rewards[0].reward_metric_weight == {"accuracy": 1.0}
+    assert job.group_rewards[0].weight == 0.3 and job.group_rewards[0].name == "group_reward"
+    hp = job.hyper_parameters
+    assert (hp.learning_rate, hp.kl_loss_coef, hp.ppo_mini_batch_size) == (2e-6, 0.002, 8)
+    assert job.knobs.clip_ratio_low == 0.2 and job.knobs.loss_agg_mode == "seq-mean-token-mean"
+    assert [d.file_name for d in job.training_datasets] == ["data/train.jsonl"]
+    assert [d.file_name for d in job.validation_datasets] == ["data/val.jsonl"]
+    assert job.training.resources["mtu_capacity"] == 24
+
+
+def test_documented_shape_maps_onto_sdk_shape():
+    job = load_job_config_text(DOC_SHAPE)
+    assert job.name == "agentic-rl" and job.model.name == "qwen3.5-9b"
+    assert job.training.type is TrainingType.TRAINING_TYPE
+    assert job.workspace_dir == "./ws"
+    assert all(f.fcmodel.zipdir == "./ws" for f in job.functions)
+    assert job.hyper_parameters.max_length == 8192 and job.knobs.algorithm == "gspo"
+
+
+@pytest.mark.parametrize("text", [SDK_SHAPE, DOC_SHAPE])
+def test_dump_and_reload_round_trip(text, tmp_path):
+    job = load_job_config_text(text)
+    path = job.to_yaml(tmp_path / "out.yaml")
+    again = load_job_config(path)
+    assert again == job
+    assert "job_name" not in path.read_text()  # dumped in the SDK shape
+
+
+def test_python_construction_like_the_cloud_sdk():
+    job = TuningModel(
+        model={"name": "nano"},
+        functions=[RewardFunctionComponent(fcmodel={"classpath": "r.py:R"},
+                                           runtime=FunctionComponentRuntime(concurrency=2))],
+        datasets=[TrainingDataset(file_name="t.jsonl")],
+        training={"hyper_parameters": {"learning_rate": "1e-5", "n_rollouts": "8"}},
+    )
+    assert job.rewards[0].name == "reward" and job.rewards[0].effective_weight == 1.0
+    assert job.hyper_parameters.n_rollouts == 8
+    assert job.rollout is None  # the built-in single-turn rollout will be used
+
+
+def test_teacher_model_means_opd():
+    job = load_job_config_text("model: m\nteacher_model: big\n")
+    assert job.training.type is TrainingType.PG_OPD
+    assert job.knobs.algorithm == "opd" and job.knobs.advantage_estimator == "opd"
+    with pytest.raises(ConfigError, match="teacher_model"):
+        load_job_config_text("model: m\ntraining: {type: pg_opd}\n")
+
+
+def _err(text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_job_config_text(text, source="job.yaml")
+    return info.value
+
+
+def test_unknown_key_names_line_and_suggestion():
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    lerning_rate: 0.1\n")
+    assert err.where == "job.yaml:4"
+    assert "training.hyper_parameters.lerning_rate" in str(err)
+    assert "did you mean 'learning_rate'" in err.hint
+    err = _err("model: m\nfunctions:\n  - type: reward\n    wieght: 1\n")
+    assert "functions[0].wieght" in str(err) and "'weight'" in err.hint
+
+
+def test_range_error_names_field_value_rule_and_fix():
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    n_rollouts: 5000\n")
+    assert err.where == "job.yaml:4"
+    assert "n_rollouts = 5000" in err.message and "less than or equal to 1024" in err.message
+    assert err.hint == "use a value in [1, 1024]"
+    assert err.details[0]["field"] == "training.hyper_parameters.n_rollouts"
+
+
+def test_coupling_errors():
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    batch_size: 2\n    n_rollouts: 2\n"
+               "    ppo_mini_batch_size: 5\n")
+    assert "ppo_mini_batch_size = 5" in err.message and "= 4" in err.message
+    assert err.where == "job.yaml:6" and "at most 4" in err.hint
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    n_gpus_training: 6\n"
+               "    tensor_model_parallel_size: 4\n")
+    assert "n_gpus_training = 6" in err.message and "tp x pp x dp" in err.message
+    err = _err("model: m\ntraining:\n  hyper_parameters: {max_length: 100, "
+               "max_prompt_length: 100}\n")
+    assert "max_prompt_length" in err.message
+    err = _err("model: m\ntraining:\n  hyper_parameters: {n_rollouts: 1}\n")
+    assert "n_rollouts" in err.message and "2 or more" in err.hint
+
+
+def test_string_numbers_and_bad_values():
+    hp = validate_hyper_parameters({"learning_rate": "2e-6", "batch_size": "1e1",
+                                    "max_grad_norm": "0.5"})
+    assert (hp.learning_rate, hp.batch_size, hp.max_grad_norm) == (2e-6, 10, 0.5)
+    with pytest.raises(ConfigError, match="not a boolean"):
+        validate_hyper_parameters({"batch_size": True})
+    with pytest.raises(ConfigError, match="valid integer"):
+        validate_hyper_parameters({"batch_size": "eight"})
+    with pytest.raises(ConfigError, match="did you mean 'cosine'"):
+        validate_hyper_parameters({"lr_scheduler_type": "cosin"})
+
+
+def test_several_problems_are_all_listed():
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    batch_size: 0\n    top_p: 3\n")
+    assert "2 problems" in err.message
+    assert "job.yaml:4" in err.message and "job.yaml:5" in err.message
+
+
+def test_structural_errors():
+    assert "has no class part" in _err("model: m\nfunctions: [{fcmodel: {classpath: X}}]\n").message
+    assert "used twice" in _err("model: m\nfunctions: [{type: reward, name: a},"
+                                " {type: reward, name: a}]\n").message
+    assert "at most one rollout" in _err("model: m\nfunctions: [{}, {}]\n").message
+    assert "rollout, reward, group_reward" in _err("model: m\nfunctions: [{type: rwd}]\n").message
+    assert "required" in _err("name: x\n").message
+    assert "not valid YAML" in _err("model: m\n  x: : y\n").message
+    assert "mapping" in _err("- a\n- b\n").message
+    assert "min_capacity" in _err("model: m\nfunctions: [{runtime: {min_capacity: 3, "
+                                  "max_capacity: 1}}]\n").message
+    assert "file_name" in _err("model: m\ndatasets: [{type: training}]\n").hint
+
+
+def test_overrides_and_missing_file(tmp_path):
+    p = tmp_path / "job.yaml"
+    p.write_text(SDK_SHAPE)
+    job = JobConfig.load_from_yaml(p, name="other")
+    assert job.name == "other"
+    with pytest.raises(ConfigError, match="bogus = 1: unknown key"):
+        JobConfig.load_from_yaml(p, bogus=1)
+    with pytest.raises(ConfigError, match="not found"):
+        load_job_config(tmp_path / "nope.yaml")
+
+
+def test_dataset_rows_must_cover_batch():
+    job = load_job_config_text("model: m\ntraining: {hyper_parameters: {batch_size: 8}}\n")
+    job.check_dataset_rows(8)
+    with pytest.raises(DatasetError, match="batch_size is 8"):
+        job.check_dataset_rows(7, where="train.jsonl")

@@ -1,0 +1,53 @@
+"""Explicit failure outputs: what a call returns when the runtime, not the user, says no.
+
+A failed call is an output with ``status=FAILED``, an ``error`` in words and (where the model has
+one) an ``error_code``. The reward value inside a failed reward output is a placeholder the
+trainer must ignore: FAILED means "retry or drop", never "score 0".
+
+Example:
+    >>> out = failed_output("reward", "worker crashed", code="worker_crashed")
+    >>> out.status.value, out.error_code
+    ('failed', 'worker_crashed')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rltune.sdk.data import (
+    OUTPUT_MODELS,
+    FunctionType,
+    GroupReward,
+    GroupRewardOutput,
+    Reward,
+    RewardOutput,
+    RolloutOutput,
+    TaskStatus,
+)
+
+# error_code values the pool sets.
+WORKER_CRASHED = "worker_crashed"
+MEMORY_EXCEEDED = "memory_exceeded"
+TIMEOUT = "timeout"
+USER_EXCEPTION = "user_exception"
+INVALID_OUTPUT = "invalid_output"
+BAD_REQUEST = "bad_request"
+OVERLOADED = "overloaded"
+NO_WORKERS = "no_workers"
+
+
+def failed_output(func_type: str | FunctionType, error: str, *, code: str) -> Any:
+    """The output model of ``func_type`` with status FAILED, the error and its code."""
+    ftype = FunctionType(func_type)
+    if ftype is FunctionType.ROLLOUT:
+        return RolloutOutput(status=TaskStatus.FAILED, error=error, error_code=code)
+    if ftype is FunctionType.REWARD:
+        return RewardOutput(reward=Reward(reward_score=0.0), status=TaskStatus.FAILED,
+                            error=error, error_code=code)
+    # GroupRewardOutput has no error_code field; extra="allow" keeps it anyway.
+    return GroupRewardOutput(reward=GroupReward(rewards=[]), status=TaskStatus.FAILED,
+                             error=error, error_code=code)
+
+
+def output_model(func_type: str | FunctionType) -> type:
+    return OUTPUT_MODELS[FunctionType(func_type)]

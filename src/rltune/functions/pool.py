@@ -1,0 +1,333 @@
+"""The function pool: N worker processes for one component, one async ``call`` for the trainer.
+
+``call`` never raises for a user or worker failure: after bounded retries it returns the output
+model with ``status=FAILED`` and the error. A crashed or killed worker is replaced; calls that
+were on it are retried on another worker (at most ``spec.max_retries`` times). Calls that run
+past ``spec.timeout`` fail with ``error_code="timeout"`` without a retry (it would only time out
+again). Scaling and memory enforcement live in ``rltune.functions.scaler``.
+
+Example:
+    >>> import asyncio
+    >>> from rltune.functions import FunctionComponentSpec, FunctionPool
+    >>> async def demo(ws):
+    ...     spec = FunctionComponentSpec(classpath="functions.trivial.Trivial",
+    ...                                  func_type="reward", workspace=ws)
+    ...     async with await FunctionPool.start(spec) as pool:
+    ...         out = await pool.call({"agent_output": {"messages": []}})
+    ...         return out.reward.reward_score
+    >>> asyncio.run(demo("tests/functions/fixtures/ws"))  # doctest: +SKIP
+    1.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections import deque
+from typing import Any, Optional
+from urllib.parse import urlsplit
+
+import orjson
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+
+from rltune.functions import failures as F
+from rltune.functions.backends.base import WorkerBackend, WorkerHandle
+from rltune.functions.http import WorkerConnectionError, WorkerHTTPClient, WorkerTimeout
+from rltune.functions.metrics import LatencyWindow, PoolMetrics, WorkerMetrics
+from rltune.functions.spec import FunctionComponentSpec
+from rltune.sdk.data import INPUT_MODELS, TaskStatus
+from rltune.sdk.errors import ValidationError
+
+log = logging.getLogger("rltune.functions.pool")
+_HANG_GRACE_S = 0.5  # the worker answers 504 at `timeout`; past this grace it counts as hung
+
+
+class _Worker:
+    """The pool's view of one worker."""
+
+    def __init__(self, handle: WorkerHandle):
+        self.handle = handle
+        parsed = urlsplit(handle.base_url)
+        self.http = WorkerHTTPClient(parsed.hostname or "127.0.0.1", parsed.port or 80)
+        self.in_flight = 0
+        self.idle_since = time.monotonic()
+        self.death_reason: Optional[str] = None
+        self.death_code = F.WORKER_CRASHED
+        self.retiring = False
+
+    @property
+    def available(self) -> bool:
+        return self.death_reason is None and not self.retiring
+
+
+class FunctionPool:
+    """Workers for one function component. Create with ``await FunctionPool.start(spec)``."""
+
+    def __init__(self, spec: FunctionComponentSpec, backend: Optional[WorkerBackend] = None,
+                 *, scale_interval: float = 0.2):
+        from rltune.functions.backends.local import LocalProcessBackend
+
+        self.spec = spec
+        self.runtime = spec.resolved_runtime()
+        self.backend = backend or LocalProcessBackend()
+        self.scale_interval = scale_interval
+        self.workers: list[_Worker] = []
+        self.starting = 0
+        self.queued = 0
+        self.start_error: Optional[str] = None
+        self.counters = dict.fromkeys(
+            ("calls", "succeeded", "failures", "retries", "restarts", "scale_outs", "scale_ins"), 0
+        )
+        self.latency = LatencyWindow()
+        self._ids = itertools.count(1)
+        self._waiters: deque[asyncio.Future] = deque()
+        self._input_model = INPUT_MODELS[spec.func_type]
+        self._output_model = F.output_model(spec.func_type)
+        self._scaler_task: Optional[asyncio.Task] = None
+        self._tasks: set[asyncio.Task] = set()
+        self._closed = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    @classmethod
+    async def start(cls, spec: FunctionComponentSpec, backend: Optional[WorkerBackend] = None,
+                    **kwargs: Any) -> FunctionPool:
+        """Start ``runtime.capacity`` workers (raise ``UserCodeError`` if setup fails)."""
+        from rltune.functions.scaler import Autoscaler
+
+        pool = cls(spec, backend, **kwargs)
+        try:
+            n = pool.runtime.capacity or 0
+            handles = await asyncio.gather(*(pool._spawn() for _ in range(n)))
+            pool.workers.extend(_Worker(h) for h in handles)
+        except BaseException:
+            await pool.close()
+            raise
+        pool._scaler_task = asyncio.ensure_future(Autoscaler(pool).run())
+        return pool
+
+    async def __aenter__(self) -> FunctionPool:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop the scaler and every worker; pending calls get an explicit failure."""
+        self._closed = True
+        if self._scaler_task:
+            self._scaler_task.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        self._wake(all_waiters=True)
+        await asyncio.gather(*(w.handle.stop(grace=2.0) for w in self.workers),
+                             return_exceptions=True)
+        for w in self.workers:
+            w.http.close()
+        self.workers.clear()
+        await self.backend.close()
+
+    async def _spawn(self) -> WorkerHandle:
+        worker_id = f"{self.spec.func_type.value}-w{next(self._ids)}"
+        self.starting += 1
+        try:
+            return await self.backend.start_worker(self.spec, worker_id)
+        finally:
+            self.starting -= 1
+
+    def add_worker_soon(self, reason: str) -> None:
+        """Start one more worker in the background (scale-out or replacement)."""
+        async def grow() -> None:
+            try:
+                handle = await self._spawn()
+            except Exception as exc:
+                self.start_error = str(exc)
+                log.error("%s: starting a worker (%s) failed: %s", self.spec.display_name,
+                          reason, exc)
+                self._wake(all_waiters=True)
+                return
+            if self._closed:
+                await handle.stop()
+                return
+            self.start_error = None
+            self.workers.append(_Worker(handle))
+            log.info("%s: worker %s up (%s)", self.spec.display_name, handle.worker_id, reason)
+            self._wake(all_waiters=True)
+
+        task = asyncio.ensure_future(grow())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def mark_dead(self, worker: _Worker, reason: str, code: str = F.WORKER_CRASHED) -> None:
+        """Take a worker out of rotation for good, kill it and start a replacement."""
+        if worker.death_reason is not None:
+            return
+        worker.death_reason = reason
+        worker.death_code = code
+        worker.handle.kill()
+        worker.http.close()
+        if worker in self.workers:
+            self.workers.remove(worker)
+        self.counters["restarts"] += 1
+        log.warning("%s: worker %s %s; replacing it", self.spec.display_name,
+                    worker.handle.worker_id, reason)
+        if not self._closed:
+            self.add_worker_soon("replacement")
+
+    # ---- dispatch --------------------------------------------------------------------------
+    def _pick(self) -> Optional[_Worker]:
+        best = None
+        limit = self.runtime.concurrency
+        for w in self.workers:
+            if w.available and w.in_flight < limit and (
+                best is None or w.in_flight < best.in_flight
+            ):
+                best = w
+        return best
+
+    def _wake(self, all_waiters: bool = False) -> None:
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                if not all_waiters:
+                    return
+
+    async def _acquire(self) -> Optional[_Worker]:
+        """A worker with a free slot; None when the pool is closed or cannot start workers."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if self._closed:
+                return None
+            worker = self._pick()
+            if worker is not None:
+                worker.in_flight += 1
+                return worker
+            if self.start_error and not self.workers and not self.starting:
+                return None
+            fut = loop.create_future()
+            self._waiters.append(fut)
+            self.queued += 1
+            try:
+                await fut
+            finally:
+                self.queued -= 1
+
+    def _release(self, worker: _Worker) -> None:
+        worker.in_flight -= 1
+        if worker.in_flight == 0:
+            worker.idle_since = time.monotonic()
+        self._wake()
+
+    # ---- the call --------------------------------------------------------------------------
+    async def call(self, input_data: Any, *, headers: Optional[dict[str, str]] = None) -> Any:
+        """Run one call; return the output model (status FAILED with the error on failure).
+
+        ``input_data`` is the input model or a dict of it; a dict that does not validate raises
+        ``rltune.sdk.errors.ValidationError`` (that is the caller's bug, not the function's).
+        """
+        if isinstance(input_data, BaseModel):
+            payload = input_data.to_wire() if hasattr(input_data, "to_wire") else (
+                input_data.model_dump(mode="json"))
+        else:
+            try:
+                payload = self._input_model.model_validate(input_data).to_wire()
+            except PydanticValidationError as exc:
+                raise ValidationError(
+                    f"input does not fit {self._input_model.__name__}: {exc}",
+                    where=self.spec.display_name,
+                    hint="build the input with the function type's input model",
+                ) from exc
+        body = orjson.dumps(payload)
+        self.counters["calls"] += 1
+        started = time.monotonic()
+        out = await self._call_with_retries(body, headers)
+        self.latency.add(time.monotonic() - started)
+        self.counters["succeeded" if out.status == TaskStatus.SUCCESS else "failures"] += 1
+        return out
+
+    async def _call_with_retries(self, body: bytes, headers: Optional[dict[str, str]]) -> Any:
+        ftype = self.spec.func_type
+        attempts = 0
+        busy_retries = 0
+        timeout = self.spec.timeout
+        while True:
+            worker = await self._acquire()
+            if worker is None:
+                reason = self.start_error or "the pool is closed"
+                return F.failed_output(ftype, f"no worker can take the call: {reason}",
+                                       code=F.NO_WORKERS)
+            try:
+                status, content = await worker.http.post(
+                    "/api/v1", body, headers, timeout=timeout + _HANG_GRACE_S if timeout else None
+                )
+            except WorkerTimeout:
+                self.mark_dead(worker, f"did not answer within timeout {timeout} s "
+                                       f"(+{_HANG_GRACE_S} s grace): hung", code=F.TIMEOUT)
+                return F.failed_output(ftype, f"call timed out after {timeout} s and worker "
+                                              f"{worker.handle.worker_id} hung; it was replaced",
+                                       code=F.TIMEOUT)
+            except WorkerConnectionError as exc:
+                if worker.death_reason is None and not worker.handle.is_alive():
+                    self.mark_dead(worker, worker.handle.exit_description())
+                attempts += 1
+                reason = worker.death_reason or f"connection failed: {exc}"
+                if attempts > self.spec.max_retries:
+                    return F.failed_output(
+                        ftype, f"worker {worker.handle.worker_id} {reason}; gave up after "
+                               f"{attempts} attempts", code=worker.death_code)
+                self.counters["retries"] += 1
+                continue
+            finally:
+                self._release(worker)
+            if status == 503 and busy_retries < 20:
+                busy_retries += 1  # worker queue full: back off briefly, try again
+                await asyncio.sleep(0.05 * busy_retries)
+                continue
+            return self._to_output(status, content)
+
+    def _to_output(self, status: int, content: bytes) -> Any:
+        ftype = self.spec.func_type
+        text = content[:500].decode("utf-8", "replace")
+        try:
+            data = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            data = {"message": text}
+        if not isinstance(data, dict):
+            data = {"message": text}
+        if status == 200:
+            try:
+                return self._output_model.model_validate(data)
+            except PydanticValidationError as exc:
+                return F.failed_output(
+                    ftype, f"process() returned something that is not a "
+                           f"{self._output_model.__name__}: {exc}", code=F.INVALID_OUTPUT)
+        message = data.get("message") or data.get("detail") or text
+        if status == 500:
+            return F.failed_output(ftype, f"process() raised {data.get('error_type', 'an error')}"
+                                          f": {message}", code=F.USER_EXCEPTION)
+        if status == 504:
+            return F.failed_output(ftype, str(message), code=F.TIMEOUT)
+        if status == 503:
+            return F.failed_output(ftype, str(message), code=F.OVERLOADED)
+        return F.failed_output(ftype, f"worker answered {status}: {message}",
+                               code=F.BAD_REQUEST)
+
+    # ---- metrics ---------------------------------------------------------------------------
+    def metrics(self) -> PoolMetrics:
+        """Workers, in-flight, queued, counters and latency percentiles (seconds)."""
+        pct = self.latency.percentiles()
+        details = [
+            WorkerMetrics(worker_id=w.handle.worker_id, pid=w.handle.pid, url=w.handle.url,
+                          in_flight=w.in_flight, rss_mb=round(w.handle.rss_bytes() / 2**20, 1))
+            for w in self.workers
+        ]
+        return PoolMetrics(
+            name=self.spec.display_name, workers=len(self.workers), starting=self.starting,
+            in_flight=sum(w.in_flight for w in self.workers), queued=self.queued,
+            latency_p50_s=pct["p50"], latency_p95_s=pct["p95"], latency_p99_s=pct["p99"],
+            worker_details=details, **self.counters,
+        )
+

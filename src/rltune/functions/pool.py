@@ -270,8 +270,8 @@ class FunctionPool:
                                               f"{worker.handle.worker_id} hung; it was replaced",
                                        code=F.TIMEOUT)
             except WorkerConnectionError as exc:
-                if worker.death_reason is None and not worker.handle.is_alive():
-                    self.mark_dead(worker, worker.handle.exit_description())
+                if worker.death_reason is None:
+                    await self._confirm_death(worker)
                 attempts += 1
                 reason = worker.death_reason or f"connection failed: {exc}"
                 if attempts > self.spec.max_retries:
@@ -287,6 +287,15 @@ class FunctionPool:
                 await asyncio.sleep(0.05 * busy_retries)
                 continue
             return self._to_output(status, content)
+
+    async def _confirm_death(self, worker: _Worker) -> None:
+        # The kernel closes a dying process's sockets a moment before it can be reaped, so a
+        # dropped connection may come just before the exit is visible: wait for it briefly.
+        for _ in range(25):
+            if not worker.handle.is_alive():
+                self.mark_dead(worker, worker.handle.exit_description())
+                return
+            await asyncio.sleep(0.01)
 
     def _to_output(self, status: int, content: bytes) -> Any:
         ftype = self.spec.func_type

@@ -1,0 +1,132 @@
+"""The FastAPI app of the policy gateway: routes, auth, OpenAI-shaped errors.
+
+Routes: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``. Every ``/v1`` call
+needs ``Authorization: Bearer <key>`` where the key is a live per-rollout key (its calls are
+captured for that rollout) or a static serving key (not captured), unless the gateway was made
+with ``open_access=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any, Optional
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError as PydanticValidationError
+
+from rltune.gateway.protocol import ChatCompletionRequest, error_body
+from rltune.sdk.errors import AuthError, RltuneError
+
+if TYPE_CHECKING:
+    from rltune.gateway.server import Gateway
+
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+          413: "invalid_request_error", 503: "server_error"}
+
+
+def _error(status: int, message: str, *, param: Optional[str] = None,
+           code: Optional[str] = None) -> JSONResponse:
+    return JSONResponse(error_body(message, type_=_TYPES.get(status, "server_error"),
+                                   param=param, code=code), status_code=status)
+
+
+def create_app(gw: Gateway) -> FastAPI:
+    """Build the app around a :class:`~rltune.gateway.server.Gateway` (keys, engine, capture)."""
+    app = FastAPI(title="rltune policy gateway", docs_url=None, redoc_url=None)
+
+    @app.exception_handler(RltuneError)
+    async def _rltune_error(_: Request, exc: RltuneError) -> JSONResponse:
+        status = 400 if exc.http_status == 422 else exc.http_status
+        return _error(status, str(exc), param=exc.where, code=exc.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        message, param = _describe(exc.errors())
+        return _error(400, message, param=param)
+
+    @app.middleware("http")
+    async def _limits(request: Request, call_next: Any) -> Any:
+        size = request.headers.get("content-length")
+        if size is not None and size.isdigit() and int(size) > gw.max_body_bytes:
+            return _error(413, f"request body is {size} bytes; the limit is "
+                          f"{gw.max_body_bytes} bytes (fix: send fewer or shorter messages)",
+                          code="request_too_large")
+        return await call_next(request)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "model": gw.model_name, "weight_version":
+                gw.engine.weight_version, "stats": gw.stats()}
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> dict[str, Any]:
+        gw.authenticate(request.headers.get("authorization"))
+        return {"object": "list", "data": [{"id": gw.model_name, "object": "model",
+                                            "created": int(gw.started_at), "owned_by": "rltune"}]}
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        rollout_id = gw.authenticate(request.headers.get("authorization"))
+        raw = await request.body()
+        if len(raw) > gw.max_body_bytes:
+            return _error(413, f"request body is {len(raw)} bytes; the limit is "
+                          f"{gw.max_body_bytes} bytes", code="request_too_large")
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(400, f"request body is not valid JSON: {exc}",
+                          code="invalid_json")
+        try:
+            req = ChatCompletionRequest.model_validate(body)
+        except PydanticValidationError as exc:
+            message, param = _describe(exc.errors())
+            return _error(400, message, param=param)
+        svc = gw.chat
+        p = svc.prepare(req, gw.store.calls(rollout_id) if rollout_id else ())
+        svc.stats["requests"] += 1
+        call_index = gw.store.next_index(rollout_id) if rollout_id else 0
+        if req.stream:
+            def record(completions: list, parsed: list, version: int, latency: float) -> None:
+                if rollout_id:
+                    for c, out in zip(completions, parsed, strict=True):
+                        gw.store.add(svc.captured(p, c, out, rollout_id, call_index, version,
+                                                  latency))
+            return StreamingResponse(_sse(svc.stream_chunks(p, record)),
+                                     media_type="text/event-stream")
+        result = await gw.engine.generate_one(svc.engine_request(p))
+        resp, parsed = svc.response(p, result.completions)
+        if rollout_id:
+            for c, out in zip(result.completions, parsed, strict=True):
+                gw.store.add(svc.captured(p, c, out, rollout_id, call_index,
+                                          result.weight_version, result.latency_s))
+        return JSONResponse(resp.model_dump(exclude_none=True))
+
+    @app.exception_handler(AuthError)
+    async def _auth(_: Request, exc: AuthError) -> JSONResponse:
+        return _error(401, str(exc), code="invalid_api_key")
+
+    app.state.started = time.time()
+    return app
+
+
+async def _sse(chunks: Any) -> Any:
+    try:
+        async for chunk in chunks:
+            yield f"data: {json.dumps(chunk)}\n\n"
+    except RltuneError as exc:  # headers are sent: report in-band, as OpenAI does
+        yield f"data: {json.dumps(error_body(str(exc), code=exc.code))}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _describe(errors: list[dict[str, Any]]) -> tuple[str, Optional[str]]:
+    """First pydantic error as (message with field path, param)."""
+    if not errors:
+        return "invalid request", None
+    e = errors[0]
+    loc = [str(x) for x in e.get("loc", ()) if x != "body"]
+    param = ".".join(loc) or None
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    return f"{param or 'body'}: {e.get('msg', 'invalid')}{more}", param

@@ -1,0 +1,128 @@
+"""The :class:`Gateway`: one engine served over HTTP, with per-rollout keys and capture.
+
+The trainer runs it inside its own event loop::
+
+    gw = await Gateway.start(engine, host="127.0.0.1", port=0)   # uvicorn in this loop
+    gw.register("key-abc", rollout_id="r-1")      # hand base_url + key to the rollout
+    ...                                           # the rollout calls /v1/chat/completions
+    calls = gw.pop_calls("r-1"); gw.unregister("key-abc")
+    rows = build_rows(calls)
+    await gw.stop()
+
+Serving mode (no capture) passes ``static_keys`` (or ``open_access=True`` for a local
+playground) and registers nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any, Optional
+
+from rltune.engine.base import Engine
+from rltune.gateway.capture import CapturedCall, CaptureStore
+from rltune.gateway.chat import ChatService
+from rltune.gateway.toolcalls import ToolParser, parser_for_model_type
+from rltune.sdk.errors import AuthError
+
+
+class Gateway:
+    """State of one policy gateway: engine, keys, capture store, and (once started) a server."""
+
+    def __init__(self, engine: Engine, *, static_keys: tuple[str, ...] = (),
+                 open_access: bool = False, parser: Optional[ToolParser] = None,
+                 model_name: Optional[str] = None, max_body_bytes: int = 4 * 1024 * 1024):
+        self.engine = engine
+        self.model_name = model_name or engine.model_name
+        model_type = getattr(getattr(getattr(engine, "model", None), "config", None),
+                             "model_type", None)
+        self.chat = ChatService(engine, parser or parser_for_model_type(model_type),
+                                model_name=self.model_name)
+        self.store = CaptureStore()
+        self.static_keys = set(static_keys)
+        self.open_access = open_access
+        self.max_body_bytes = max_body_bytes
+        self.started_at = time.time()
+        self._keys: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._server: Any = None
+        self._task: Optional[asyncio.Task] = None
+        self.base_url = ""
+        from rltune.gateway.app import create_app
+
+        self.app = create_app(self)
+
+    # -- keys and capture -------------------------------------------------------------------
+
+    def register(self, key: str, rollout_id: str) -> None:
+        """Accept ``key`` and capture its calls under ``rollout_id``."""
+        if not key:
+            raise ValueError("empty api key")
+        with self._lock:
+            self._keys[key] = rollout_id
+
+    def unregister(self, key: str) -> None:
+        """Reject ``key`` from now on (401). Captured calls stay until popped."""
+        with self._lock:
+            self._keys.pop(key, None)
+
+    def calls(self, rollout_id: str) -> list[CapturedCall]:
+        """Captured calls of a rollout so far, in arrival order (not cleared)."""
+        return self.store.calls(rollout_id)
+
+    def pop_calls(self, rollout_id: str) -> list[CapturedCall]:
+        """Captured calls of a rollout, forgetting them (call once the rollout finished)."""
+        return self.store.pop(rollout_id)
+
+    def authenticate(self, header: Optional[str]) -> Optional[str]:
+        """Map an ``Authorization`` header to a rollout id (None = serving key, not captured)."""
+        key = header[7:].strip() if header and header.lower().startswith("bearer ") else None
+        with self._lock:
+            rollout_id = self._keys.get(key) if key else None
+        if rollout_id is not None:
+            return rollout_id
+        if (key and key in self.static_keys) or self.open_access:
+            return None
+        if not key:
+            raise AuthError("missing api key: send 'Authorization: Bearer <key>'",
+                            hint="use the api_key from model_resource")
+        raise AuthError("unknown or expired api key",
+                        hint="use the api_key handed to this rollout; keys expire with it")
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.chat.stats, "live_keys": len(self._keys)}
+
+    # -- server -----------------------------------------------------------------------------
+
+    @classmethod
+    async def start(cls, engine: Engine, *, host: str = "127.0.0.1", port: int = 0,
+                    **kwargs: Any) -> Gateway:
+        """Build a gateway and serve it with uvicorn as a task of the running loop."""
+        gw = cls(engine, **kwargs)
+        await gw.serve(host=host, port=port)
+        return gw
+
+    async def serve(self, *, host: str = "127.0.0.1", port: int = 0) -> str:
+        import uvicorn
+
+        config = uvicorn.Config(self.app, host=host, port=port, log_level="warning",
+                                lifespan="off", access_log=False)
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve())
+        while not self._server.started:
+            if self._task.done():  # e.g. the port is taken
+                self._task.result()
+                raise RuntimeError("the gateway server stopped during start-up")
+            await asyncio.sleep(0.01)
+        sock = self._server.servers[0].sockets[0].getsockname()
+        self.base_url = f"http://{host}:{sock[1]}/v1"
+        return self.base_url
+
+    async def stop(self, *, close_engine: bool = False) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            await self._task
+            self._server = None
+        if close_engine:
+            await self.engine.close()

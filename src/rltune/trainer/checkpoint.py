@@ -1,0 +1,140 @@
+"""Checkpoints: the model in Hugging Face format plus everything needed to resume exactly
+(optimizer, LR schedule, RNG states, data order and the trainer's own counters).
+
+Layout of ``<root>/checkpoint-<step>/``::
+
+    config.json, model.safetensors, tokenizer files   (loadable with from_pretrained)
+    training_state.pt   optimizer + scheduler + updater step
+    rng_state.pt        python / torch (and numpy if present) RNG states
+    trainer_state.json  step, epoch, data-order state, metrics worth keeping
+
+A checkpoint is written to a temporary folder and renamed, so a crash never leaves a
+half-written ``checkpoint-N`` behind. ``save_total_limit`` keeps the newest N.
+
+Example:
+    >>> import tempfile
+    >>> from rltune.trainer.testing import tiny_qwen2
+    >>> root = tempfile.mkdtemp()
+    >>> path = save_checkpoint(root, step=3, model=tiny_qwen2(), trainer_state={"epoch": 0})
+    >>> path.name, latest_checkpoint(root) == path, read_trainer_state(path)["step"]
+    ('checkpoint-3', True, 3)
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+from rltune.sdk.errors import ValidationError
+
+_NAME = re.compile(r"^checkpoint-(\d+)$")
+
+
+def list_checkpoints(root: str | Path) -> list[Path]:
+    """Complete checkpoints under ``root``, oldest step first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in root.iterdir()
+             if p.is_dir() and (m := _NAME.match(p.name)) and (p / "trainer_state.json").exists()]
+    return [p for _, p in sorted(found)]
+
+
+def latest_checkpoint(root: str | Path) -> Optional[Path]:
+    found = list_checkpoints(root)
+    return found[-1] if found else None
+
+
+def _rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    try:
+        import numpy as np
+
+        state["numpy"] = np.random.get_state()
+    except ImportError:  # numpy is optional
+        pass
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+    if "numpy" in state:
+        import numpy as np
+
+        np.random.set_state(state["numpy"])
+
+
+def save_checkpoint(
+    root: str | Path,
+    *,
+    step: int,
+    model: Any,
+    tokenizer: Any = None,
+    updater: Any = None,
+    trainer_state: Optional[dict[str, Any]] = None,
+    save_total_limit: Optional[int] = None,
+) -> Path:
+    """Write ``<root>/checkpoint-<step>`` and drop the oldest beyond ``save_total_limit``.
+
+    ``updater`` is a ``PolicyUpdater`` (its optimizer and scheduler are saved);
+    ``trainer_state`` is any JSON-able dict (put the sampler's ``state_dict()`` in it).
+    """
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"checkpoint-{step}"
+    tmp = root / f".tmp-checkpoint-{step}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    model.save_pretrained(tmp)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(tmp)
+    if updater is not None:
+        torch.save(updater.state_dict(), tmp / "training_state.pt")
+    torch.save(_rng_state(), tmp / "rng_state.pt")
+    state = {**(trainer_state or {}), "step": step}
+    (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2, default=str))
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    if save_total_limit:
+        for old in list_checkpoints(root)[:-save_total_limit]:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def read_trainer_state(path: str | Path) -> dict[str, Any]:
+    """The ``trainer_state.json`` of a checkpoint."""
+    p = Path(path) / "trainer_state.json"
+    if not p.exists():
+        raise ValidationError(f"{path} is not a complete checkpoint (no trainer_state.json)",
+                              where=str(path), hint="pick a checkpoint-<step> folder")
+    return json.loads(p.read_text())
+
+
+def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool = True) -> dict:
+    """Load optimizer/scheduler into ``updater`` and the RNG states; return trainer_state.
+
+    The model weights are loaded separately with ``from_pretrained(path)`` (they are a normal
+    Hugging Face folder), before building the updater.
+    """
+    path = Path(path)
+    state = read_trainer_state(path)
+    if updater is not None:
+        ts = path / "training_state.pt"
+        if not ts.exists():
+            raise ValidationError(f"{path} has no optimizer state", where=str(ts),
+                                  hint="resume from a checkpoint saved with updater=")
+        updater.load_state_dict(torch.load(ts, weights_only=False))
+    if rng and (path / "rng_state.pt").exists():
+        _set_rng_state(torch.load(path / "rng_state.pt", weights_only=False))
+    return state

@@ -1,0 +1,147 @@
+"""The PPO-clip core shared by GRPO, GSPO, DAPO and OPD: pure torch functions.
+
+Token positions are aligned with ``input_ids``: ``logp_BT[b, t]`` is the log-prob of token
+``t`` given tokens ``< t`` (position 0 is unused and masked out).
+
+Example:
+    >>> import torch
+    >>> logp = torch.tensor([[0.0, -1.0, -2.0]]); old = torch.tensor([[0.0, -1.1, -1.9]])
+    >>> mask = torch.tensor([[0.0, 1.0, 1.0]])
+    >>> round(importance_ratio_BT(logp, old, mask, "sequence")[0, 1].item(), 6)  # exp(0)
+    1.0
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+import torch
+
+LossAggMode = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean"]
+
+
+def masked_sum(x: torch.Tensor, mask: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
+    return (x * mask).sum() if dim is None else (x * mask).sum(dim)
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
+    """Mean of ``x`` where ``mask`` is 1 (0 when the mask is empty, never NaN)."""
+    return masked_sum(x, mask, dim) / mask.sum(dim).clamp(min=1)
+
+
+def importance_ratio_BT(
+    logp_BT: torch.Tensor,
+    old_logp_BT: torch.Tensor,
+    mask_BT: torch.Tensor,
+    level: Literal["token", "sequence"] = "token",
+) -> torch.Tensor:
+    """Importance ratio per token position.
+
+    ``token``: ``exp(logp - old)`` per token (GRPO, DAPO). ``sequence`` (GSPO):
+    ``exp(mean_t(logp - old))`` over the row's masked tokens, the same value at every position;
+    the gradient flows through the mean, so each token gets ``1/|y|`` of the sequence signal.
+    """
+    log_ratio_BT = (logp_BT - old_logp_BT) * mask_BT
+    if level == "token":
+        return torch.exp(log_ratio_BT)
+    seq_log_ratio_B = masked_mean(log_ratio_BT, mask_BT, dim=-1)
+    return torch.exp(seq_log_ratio_B).unsqueeze(-1).expand_as(logp_BT)
+
+
+def ppo_clip_loss_BT(
+    ratio_BT: torch.Tensor,
+    adv_BT: torch.Tensor,
+    clip_low: Optional[float],
+    clip_high: Optional[float],
+    clip_c: Optional[float] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO clipped surrogate (to minimise) with asymmetric ε, and where clipping was active.
+
+    ``loss = max(-A·r, -A·clip(r, 1-ε_low, 1+ε_high))``; ``clip_c`` adds dual clipping for
+    A < 0 (loss capped at ``-A·c``). ``clip_low = clip_high = None`` disables clipping.
+    """
+    unclipped_BT = -adv_BT * ratio_BT
+    if clip_low is None and clip_high is None:
+        return unclipped_BT, torch.zeros_like(ratio_BT, dtype=torch.bool)
+    lo = 1.0 - (clip_low if clip_low is not None else float("inf"))
+    hi = 1.0 + (clip_high if clip_high is not None else float("inf"))
+    clipped_BT = -adv_BT * torch.clamp(ratio_BT, lo, hi)
+    loss_BT = torch.maximum(unclipped_BT, clipped_BT)
+    was_clipped_BT = clipped_BT > unclipped_BT
+    if clip_c is not None:
+        dual_BT = -adv_BT * clip_c
+        capped_BT = torch.minimum(loss_BT, dual_BT)
+        loss_BT = torch.where(adv_BT < 0, capped_BT, loss_BT)
+    return loss_BT, was_clipped_BT
+
+
+def kl_penalty_BT(
+    logp_BT: torch.Tensor, ref_logp_BT: torch.Tensor, estimator: Literal["k1", "k2", "k3"] = "k3"
+) -> torch.Tensor:
+    """Per-token estimate of KL(π || π_ref) from samples of π (Schulman's k1/k2/k3).
+
+    k1 = log r', k2 = ½ (log r')², k3 = exp(-log r') + log r' - 1 with log r' = logp - ref.
+    k3 is unbiased and always ≥ 0; it is clamped to [-10, 10] as in verl for stability.
+    """
+    log_ratio_BT = logp_BT - ref_logp_BT
+    if estimator == "k1":
+        return log_ratio_BT
+    if estimator == "k2":
+        return 0.5 * log_ratio_BT.square()
+    neg = (-log_ratio_BT).clamp(-20.0, 20.0)
+    return (torch.exp(neg) - neg - 1.0).clamp(-10.0, 10.0)
+
+
+def entropy_from_logits_BT(logits_BTV: torch.Tensor) -> torch.Tensor:
+    """Entropy of the next-token distribution at each position."""
+    logp = torch.log_softmax(logits_BTV.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def aggregate_loss(
+    loss_BT: torch.Tensor,
+    mask_BT: torch.Tensor,
+    mode: LossAggMode,
+    *,
+    row_weight_B: Optional[torch.Tensor] = None,
+    normalizer: Optional[float] = None,
+) -> torch.Tensor:
+    """Reduce a per-token loss to a scalar.
+
+    * ``token-mean``: Σ loss·mask / Σ mask over the whole batch (DAPO; long answers weigh more).
+      A rollout split into several rows already counts exactly as its tokens, so rows are not
+      re-weighted.
+    * ``seq-mean-token-mean``: each row's token mean, then a (weighted) mean over rows (GRPO).
+    * ``seq-mean-token-sum``: each row's token sum, then a mean over rows.
+    * ``seq-mean``: the mean over rows of a per-sequence loss (GSPO, whose per-token loss is
+      constant within a row; for token losses it equals ``seq-mean-token-mean``).
+
+    ``row_weight_B`` (``1/rows_per_rollout``) makes every rollout count once. ``normalizer``
+    overrides the denominator (Σ mask or Σ weights of the whole mini-batch) so that gradient
+    accumulation over micro-batches adds up to the mini-batch loss.
+    """
+    if mode == "token-mean":
+        denom = normalizer if normalizer is not None else mask_BT.sum().clamp(min=1)
+        return masked_sum(loss_BT, mask_BT) / denom
+    if mode in ("seq-mean-token-mean", "seq-mean"):
+        row_B = masked_mean(loss_BT, mask_BT, dim=-1)
+    elif mode == "seq-mean-token-sum":
+        row_B = masked_sum(loss_BT, mask_BT, dim=-1)
+    else:
+        raise ValueError(f"unknown loss_agg_mode {mode!r}")
+    # Rows without any sampled token carry no signal and do not count in the mean.
+    present_B = (mask_BT.sum(-1) > 0).to(row_B.dtype)
+    weight_B = present_B if row_weight_B is None else row_weight_B.to(row_B.dtype) * present_B
+    denom = normalizer if normalizer is not None else weight_B.sum().clamp(min=1e-8)
+    return (row_B * weight_B).sum() / denom
+
+
+def agg_normalizer(
+    mask_BT: torch.Tensor, mode: LossAggMode, row_weight_B: Optional[torch.Tensor] = None
+) -> float:
+    """The denominator ``aggregate_loss`` would use on this (whole mini-)batch."""
+    if mode == "token-mean":
+        return float(mask_BT.sum().clamp(min=1))
+    present_B = (mask_BT.sum(-1) > 0).float()
+    weight_B = present_B if row_weight_B is None else row_weight_B.float() * present_B
+    return float(weight_B.sum().clamp(min=1e-8))

@@ -1,0 +1,26 @@
+"""A throwaway in-memory Qwen2 (hidden 64, 2 layers) for tests and examples.
+
+Example:
+    >>> m = tiny_qwen2(seed=0)
+    >>> sum(p.numel() for p in m.parameters()) < 200_000
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def tiny_qwen2(seed: int = 0, vocab_size: int = 32, hidden: int = 64, layers: int = 2) -> Any:
+    """A randomly initialised ``Qwen2ForCausalLM`` (fp32, eval mode off, no dropout)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    config = Qwen2Config(
+        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=hidden * 2,
+        num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=256, tie_word_embeddings=True, pad_token_id=0,
+        bos_token_id=1, eos_token_id=2,
+    )
+    return Qwen2ForCausalLM(config)

@@ -1,0 +1,297 @@
+"""The policy-update half of a training step: rows in, ``actor/*`` metrics out.
+
+``PolicyUpdater.update(rows)`` recomputes old log-probs (unless given), computes reference
+log-probs for the KL term, splits the rollouts into ``ppo_mini_batch_size`` mini-batches, runs
+the preset's loss with AdamW and gradient clipping, and steps the LR schedule once.
+
+Example (a throwaway model; see tests/trainer/test_update.py for more):
+    >>> from rltune.config import HyperParameters, resolve_algorithm
+    >>> from rltune.trainer.testing import tiny_qwen2
+    >>> model = tiny_qwen2()
+    >>> hp = HyperParameters(algorithm="grpo", learning_rate=1e-3, n_rollouts=2)
+    >>> up = PolicyUpdater(model, hp, resolve_algorithm(hp), total_steps=10)
+    >>> rows = [TrainingRow([1, 2, 3], [0, 1, 1], 1.0, "a"),
+    ...         TrainingRow([1, 2, 4], [0, 1, 1], -1.0, "b")]
+    >>> m = up.update(rows)
+    >>> sorted(k for k in m if k.startswith("actor/"))[:3]
+    ['actor/entropy', 'actor/grad_norm', 'actor/kl_loss']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import torch
+
+from rltune.config.algorithm import AlgorithmKnobs
+from rltune.config.hyperparams import HyperParameters
+from rltune.trainer.advantages import rollout_weights_B
+from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
+from rltune.trainer.losses import (
+    agg_normalizer,
+    aggregate_loss,
+    importance_ratio_BT,
+    kl_penalty_BT,
+    ppo_clip_loss_BT,
+)
+from rltune.trainer.optim import build_optimizer, build_scheduler
+
+
+@dataclass
+class TrainingRow:
+    """One training sequence. Per-token lists are aligned with ``input_ids`` (entry ``t`` is
+    about token ``t``); ``loss_mask`` is 1 on sampled tokens. ``advantage`` is one number
+    (GRPO/GSPO/DAPO) or one per token (OPD)."""
+
+    input_ids: list[int]
+    loss_mask: list[int]
+    advantage: Union[float, list[float]]
+    rollout_id: str
+    old_logprobs: Optional[list[float]] = None
+    rollout_logprobs: Optional[list[float]] = None  # the engine's sampling log-probs
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.input_ids)
+        if n < 2 or len(self.loss_mask) != n:
+            raise ValueError(
+                f"row of rollout {self.rollout_id}: input_ids ({n}) and loss_mask "
+                f"({len(self.loss_mask)}) must have the same length >= 2"
+            )
+        if self.loss_mask[0]:
+            raise ValueError(f"row of rollout {self.rollout_id}: loss_mask[0] must be 0 "
+                             "(the first token has no context to be sampled from)")
+        for name in ("old_logprobs", "rollout_logprobs"):
+            values = getattr(self, name)
+            if values is not None and len(values) != n:
+                raise ValueError(f"row of rollout {self.rollout_id}: {name} has {len(values)} "
+                                 f"entries for {n} tokens")
+
+
+@dataclass
+class _Batch:
+    ids: torch.Tensor
+    attn: torch.Tensor
+    mask: torch.Tensor
+    adv: torch.Tensor
+    old: torch.Tensor
+    ref: Optional[torch.Tensor]
+    weight: torch.Tensor
+
+
+def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A frozen reference copy (for the KL term when training all weights)."""
+    ref = copy.deepcopy(model)
+    ref.eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    return ref
+
+
+class PolicyUpdater:
+    """Owns the model's optimizer and LR schedule; ``update(rows)`` is one training step.
+
+    ``reference_model``: the frozen base model for the KL term. If None and the KL term is on,
+    a frozen copy of ``model`` is made now — correct at job start; on resume pass the *base*
+    model, not the checkpoint.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        hp: HyperParameters,
+        knobs: AlgorithmKnobs,
+        *,
+        total_steps: int,
+        reference_model: Optional[torch.nn.Module] = None,
+        pad_token_id: int = 0,
+    ):
+        self.model, self.hp, self.knobs = model, hp, knobs
+        self.pad_token_id = pad_token_id
+        self.use_kl = knobs.use_kl_loss and knobs.kl_loss_coef > 0
+        self.reference = reference_model if reference_model is not None or not self.use_kl \
+            else frozen_copy(model)
+        self.optimizer = build_optimizer(model, hp)
+        self.scheduler = build_scheduler(self.optimizer, hp, total_steps)
+        self.total_steps = total_steps
+        self.step = 0
+
+    # ---- log-probs ----
+    def _collate(self, rows: Sequence[TrainingRow], key: str) -> torch.Tensor:
+        values, _ = pad_rows([getattr(r, key) for r in rows], dtype=torch.float32)
+        return values
+
+    @torch.no_grad()
+    def compute_logprobs(
+        self, rows: Sequence[TrainingRow], model: Optional[torch.nn.Module] = None
+    ) -> list[list[float]]:
+        """Log-probs of every row under ``model`` (default: the policy), in eval mode."""
+        model = model or self.model
+        was_training = model.training
+        model.eval()
+        out: list[list[float]] = []
+        try:
+            for chunk in self._chunks(list(range(len(rows)))):
+                ids, attn = pad_rows([rows[i].input_ids for i in chunk], pad_id=self.pad_token_id)
+                logp, _ = token_logprobs_BT(model, ids, attn, temperature=self.hp.temperature,
+                                            bf16=self.hp.bf16)
+                for j, i in enumerate(chunk):
+                    out.append(logp[j, : len(rows[i].input_ids)].tolist())
+        finally:
+            model.train(was_training)
+        return out
+
+    def _chunks(self, indices: list[int]) -> list[list[int]]:
+        size = self.hp.micro_batch_size or len(indices) or 1
+        return [indices[i : i + size] for i in range(0, len(indices), size)]
+
+    # ---- the update ----
+    def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
+        """Run the mini-batch updates of one training step and return its metrics."""
+        if not rows:
+            raise ValueError("update() needs at least one row")
+        t0 = time.perf_counter()
+        rows = [dataclasses.replace(r) for r in rows]  # filled below; callers' rows untouched
+        if any(r.old_logprobs is None for r in rows):
+            # Old log-probs are recomputed by the trainer (DESIGN.md §6); the engine's
+            # sampling log-probs only feed the mismatch metric.
+            for r, lp in zip(rows, self.compute_logprobs(rows), strict=True):
+                if r.old_logprobs is None:
+                    r.old_logprobs = lp
+        ref = self.compute_logprobs(rows, self.reference) if self.use_kl else None
+
+        rollout_ids = list(dict.fromkeys(r.rollout_id for r in rows))
+        index_of = {rid: i for i, rid in enumerate(rollout_ids)}
+        per_mb = self.hp.mini_batch_rollouts
+        groups = [rollout_ids[i : i + per_mb] for i in range(0, len(rollout_ids), per_mb)]
+
+        metrics: dict[str, list[float]] = {}
+        self.model.train()
+        for _ in range(self.knobs.ppo_epochs):
+            for group in groups:
+                members = set(group)
+                idx = [i for i, r in enumerate(rows) if r.rollout_id in members]
+                mb = self._mini_batch(rows, idx, ref, index_of)
+                for key, value in mb.items():
+                    metrics.setdefault(key, []).append(value)
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.scheduler.step()
+        self.step += 1
+
+        out = {k: float(sum(v) / len(v)) for k, v in metrics.items() if k != "actor/grad_norm"}
+        norms = [g for g in metrics.get("actor/grad_norm", []) if math.isfinite(g)]
+        out["actor/grad_norm"] = float(sum(norms) / len(norms)) if norms else float("nan")
+        out["actor/lr"] = lr
+        out["actor/num_mini_batches"] = float(len(groups) * self.knobs.ppo_epochs)
+        adv = [a for r in rows for a in (r.advantage if isinstance(r.advantage, list)
+                                         else [r.advantage])]
+        out["critic/advantages/mean"] = sum(adv) / len(adv)
+        out["critic/advantages/max"] = max(adv)
+        out["critic/advantages/min"] = min(adv)
+        mismatch = self._mismatch(rows)
+        if mismatch is not None:
+            out["training/rollout_probs_diff_mean"] = mismatch
+        out["timing/s/update"] = time.perf_counter() - t0
+        return out
+
+    async def aupdate(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
+        """``update`` in a worker thread, so the event loop keeps serving rollouts."""
+        return await asyncio.to_thread(self.update, rows)
+
+    def _tensors(self, rows: Sequence[TrainingRow], idx: list[int], ref: Any,
+                 index_of: dict[str, int]) -> _Batch:
+        sub = [rows[i] for i in idx]
+        ids, attn = pad_rows([r.input_ids for r in sub], pad_id=self.pad_token_id)
+        mask = self._collate(sub, "loss_mask")
+        adv_rows = [r.advantage if isinstance(r.advantage, list)
+                    else [float(r.advantage)] * len(r.input_ids) for r in sub]
+        adv = pad_rows(adv_rows, dtype=torch.float32)[0]
+        old = self._collate(sub, "old_logprobs")
+        ref_t = pad_rows([ref[i] for i in idx], dtype=torch.float32)[0] if ref else None
+        weight = rollout_weights_B(torch.tensor([index_of[r.rollout_id] for r in sub]))
+        return _Batch(ids, attn, mask, adv, old, ref_t, weight)
+
+    def _mini_batch(self, rows: Sequence[TrainingRow], idx: list[int], ref: Any,
+                    index_of: dict[str, int]) -> dict[str, float]:
+        k = self.knobs
+        full = self._tensors(rows, idx, ref, index_of)
+        mode = k.loss_agg_mode
+        norm = agg_normalizer(full.mask, mode, full.weight)
+        tokens = float(full.mask.sum().clamp(min=1))
+        sums = {"pg": 0.0, "kl": 0.0, "ent": 0.0, "clip": 0.0, "ppo_kl": 0.0}
+        self.optimizer.zero_grad(set_to_none=True)
+        for chunk in self._chunks(list(range(len(idx)))):
+            b = self._tensors(rows, [idx[i] for i in chunk], ref, index_of)
+            logp, entropy = token_logprobs_BT(
+                self.model, b.ids, b.attn, temperature=self.hp.temperature, bf16=self.hp.bf16,
+                with_entropy=True,
+            )
+            mask = b.mask.to(logp.device)
+            ratio = importance_ratio_BT(logp, b.old.to(logp.device), mask,
+                                        k.importance_sampling_level)
+            adv = b.adv.to(logp.device)
+            pg_BT, clipped_BT = ppo_clip_loss_BT(ratio, adv, k.clip_ratio_low,
+                                                 k.clip_ratio_high, k.clip_ratio_c)
+            weight = b.weight.to(logp.device)
+            pg = aggregate_loss(pg_BT, mask, mode, row_weight_B=weight, normalizer=norm)
+            loss = pg
+            if self.use_kl and b.ref is not None:
+                kl = aggregate_loss(kl_penalty_BT(logp, b.ref.to(logp.device), k.kl_estimator),
+                                    mask, mode, row_weight_B=weight, normalizer=norm)
+                loss = loss + k.kl_loss_coef * kl
+                sums["kl"] += float(kl.detach())
+            if k.entropy_coeff:
+                ent_term = aggregate_loss(entropy, mask, mode, row_weight_B=weight,
+                                          normalizer=norm)
+                loss = loss - k.entropy_coeff * ent_term
+            loss.backward()
+            sums["pg"] += float(pg.detach())
+            sums["ent"] += float((entropy * mask).sum()) / tokens
+            sums["clip"] += float((clipped_BT.float() * mask).sum()) / tokens
+            sums["ppo_kl"] += float(((b.old.to(logp.device) - logp.detach()) * mask).sum()) \
+                / tokens
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, self.hp.max_grad_norm))
+        if math.isfinite(grad_norm):
+            self.optimizer.step()
+        else:
+            # A non-finite gradient would poison the weights and Adam's moments: skip it.
+            self.optimizer.zero_grad(set_to_none=True)
+        return {
+            "actor/pg_loss": sums["pg"],
+            "actor/kl_loss": sums["kl"],
+            "actor/entropy": sums["ent"],
+            "actor/pg_clipfrac": sums["clip"],
+            "actor/ppo_kl": sums["ppo_kl"],
+            "actor/grad_norm": grad_norm,
+            "actor/skipped_updates": 0.0 if math.isfinite(grad_norm) else 1.0,
+        }
+
+    def _mismatch(self, rows: Sequence[TrainingRow]) -> Optional[float]:
+        have = [r for r in rows if r.rollout_logprobs is not None and r.old_logprobs is not None]
+        if not have:
+            return None
+        diffs = torch.cat([
+            (torch.tensor(r.old_logprobs).exp() - torch.tensor(r.rollout_logprobs).exp()).abs()
+            [torch.tensor(r.loss_mask, dtype=torch.bool)] for r in have
+        ])
+        return float(diffs.mean()) if diffs.numel() else None
+
+    # ---- state for checkpoints ----
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "step": self.step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step = int(state["step"])
+
+

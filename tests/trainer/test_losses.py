@@ -1,0 +1,108 @@
+"""Loss pieces against hand-computed values."""
+
+import math
+
+import pytest
+import torch
+
+from rltune.trainer.losses import (
+    agg_normalizer,
+    aggregate_loss,
+    entropy_from_logits_BT,
+    importance_ratio_BT,
+    kl_penalty_BT,
+    masked_mean,
+    ppo_clip_loss_BT,
+)
+
+LOGP = torch.tensor([[0.0, -1.0, -2.0]])
+OLD = torch.tensor([[0.0, -1.2, -1.6]])
+MASK = torch.tensor([[0.0, 1.0, 1.0]])
+
+
+def test_token_ratio():
+    r = importance_ratio_BT(LOGP, OLD, MASK, "token")
+    # log ratios 0.2 and -0.4 on the masked tokens; position 0 masked → exp(0).
+    assert r.tolist()[0] == pytest.approx([1.0, math.exp(0.2), math.exp(-0.4)])
+
+
+def test_gspo_sequence_ratio_is_exp_of_mean_token_log_ratio():
+    r = importance_ratio_BT(LOGP, OLD, MASK, "sequence")
+    expected = math.exp((0.2 - 0.4) / 2)  # 0.904837
+    assert r.tolist()[0] == pytest.approx([expected] * 3)
+    # The gradient flows through the mean: d r / d logp_t = r / |y| on masked tokens.
+    logp = LOGP.clone().requires_grad_(True)
+    importance_ratio_BT(logp, OLD, MASK, "sequence")[0, 0].backward()
+    assert logp.grad.tolist()[0] == pytest.approx([0.0, expected / 2, expected / 2])
+
+
+def test_asymmetric_clipping():
+    ratio = torch.tensor([[0.5, 1.0, 1.5]])
+    loss, clipped = ppo_clip_loss_BT(ratio, torch.ones(1, 3), 0.2, 0.28)
+    # -A·r = [-0.5, -1, -1.5]; -A·clip = [-0.8, -1, -1.28]; max → [-0.5, -1, -1.28].
+    assert loss.tolist()[0] == pytest.approx([-0.5, -1.0, -1.28])
+    assert clipped.tolist()[0] == [False, False, True]
+    loss, clipped = ppo_clip_loss_BT(ratio, -torch.ones(1, 3), 0.2, 0.28)
+    # A<0: [0.5, 1, 1.5] vs [0.8, 1, 1.28] → [0.8, 1, 1.5].
+    assert loss.tolist()[0] == pytest.approx([0.8, 1.0, 1.5])
+    assert clipped.tolist()[0] == [True, False, False]
+
+
+def test_gspo_clip_range_and_dual_clip_and_no_clip():
+    r = torch.tensor([[0.904837]])
+    loss, clipped = ppo_clip_loss_BT(r, torch.tensor([[-1.0]]), 3e-4, 4e-4)
+    assert loss.item() == pytest.approx(0.9997) and clipped.item()
+    loss, _ = ppo_clip_loss_BT(torch.tensor([[4.0]]), torch.tensor([[-1.0]]), 0.2, 0.2,
+                               clip_c=3.0)
+    assert loss.item() == pytest.approx(3.0)  # max(4, 1.2) = 4, capped at c·|A| = 3
+    loss, clipped = ppo_clip_loss_BT(torch.tensor([[4.0]]), torch.tensor([[2.0]]), None, None)
+    assert loss.item() == -8.0 and not clipped.item()
+
+
+def test_aggregation_modes():
+    loss = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    assert aggregate_loss(loss, mask, "token-mean").item() == pytest.approx(10 / 4)
+    assert aggregate_loss(loss, mask, "seq-mean-token-mean").item() == pytest.approx(3.0)
+    assert aggregate_loss(loss, mask, "seq-mean").item() == pytest.approx(3.0)
+    assert aggregate_loss(loss, mask, "seq-mean-token-sum").item() == pytest.approx(5.0)
+    assert agg_normalizer(mask, "token-mean") == 4 and agg_normalizer(mask, "seq-mean") == 2
+
+
+def test_per_rollout_normalisation():
+    # Rows 0 and 1 belong to one rollout (weight 1/2 each), row 2 to another (weight 1).
+    loss = torch.tensor([[2.0, 2.0], [4.0, 4.0], [6.0, 6.0]])
+    mask = torch.ones(3, 2)
+    w = torch.tensor([0.5, 0.5, 1.0])
+    # (0.5·2 + 0.5·4 + 1·6) / (0.5 + 0.5 + 1) = 9 / 2
+    assert aggregate_loss(loss, mask, "seq-mean-token-mean", row_weight_B=w).item() == 4.5
+    # Without weights the split rollout would count twice: (2 + 4 + 6) / 3 = 4.
+    assert aggregate_loss(loss, mask, "seq-mean-token-mean").item() == 4.0
+
+
+def test_masks_and_micro_batch_normaliser():
+    loss = torch.tensor([[1.0, 100.0], [3.0, 100.0]])
+    mask = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    assert aggregate_loss(loss, mask, "token-mean").item() == 2.0  # masked 100s ignored
+    # Splitting into micro-batches with the mini-batch normaliser sums to the whole.
+    parts = [aggregate_loss(loss[i:i + 1], mask[i:i + 1], "token-mean", normalizer=2.0)
+             for i in range(2)]
+    assert sum(p.item() for p in parts) == 2.0
+    # A row with no sampled token does not dilute seq-mean.
+    mask2 = torch.tensor([[1.0, 0.0], [0.0, 0.0]])
+    assert aggregate_loss(loss, mask2, "seq-mean-token-mean").item() == 1.0
+    assert masked_mean(torch.ones(2), torch.zeros(2)).item() == 0.0
+
+
+def test_kl_estimators():
+    logp, ref = torch.tensor([-1.0]), torch.tensor([-1.5])  # log ratio 0.5
+    assert kl_penalty_BT(logp, ref, "k1").item() == pytest.approx(0.5)
+    assert kl_penalty_BT(logp, ref, "k2").item() == pytest.approx(0.125)
+    assert kl_penalty_BT(logp, ref, "k3").item() == pytest.approx(math.exp(-0.5) + 0.5 - 1)
+    assert kl_penalty_BT(ref, ref, "k3").item() == 0.0
+
+
+def test_entropy():
+    logits = torch.tensor([[[0.0, 0.0], [0.0, math.log(3.0)]]])
+    h = entropy_from_logits_BT(logits)[0].tolist()
+    assert h == pytest.approx([math.log(2), -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))])

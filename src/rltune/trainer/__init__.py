@@ -1,1 +1,39 @@
-"""rltune.trainer."""
+"""rltune.trainer: the step loop's building blocks.
+
+* ``advantages`` / ``losses``: pure torch functions of the PPO-clip core (GRPO, GSPO, DAPO, OPD)
+* ``logprobs``: per-token log-probs of padded rows under a causal LM
+* ``update``: ``PolicyUpdater`` (mini-batches, AdamW, clipping, schedule, ``actor/*`` metrics)
+* ``optim``: optimizer and LR schedule; ``checkpoint``: HF-format checkpoints + exact resume
+
+Importing this package does not import torch (the CLI and server import it); the names below
+load their module on first use.
+
+Example:
+    >>> import rltune.trainer as t
+    >>> t.TrainingRow([1, 2], [0, 1], 1.0, "r0").rollout_id
+    'r0'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "PolicyUpdater": "rltune.trainer.update",
+    "TrainingRow": "rltune.trainer.update",
+    "frozen_copy": "rltune.trainer.update",
+    "save_checkpoint": "rltune.trainer.checkpoint",
+    "restore_training_state": "rltune.trainer.checkpoint",
+    "latest_checkpoint": "rltune.trainer.checkpoint",
+    "list_checkpoints": "rltune.trainer.checkpoint",
+    "read_trainer_state": "rltune.trainer.checkpoint",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rltune.trainer' has no attribute {name!r}")

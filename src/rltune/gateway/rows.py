@@ -125,7 +125,7 @@ def _detect_rewrite(call: CapturedCall, rows: list[Row], owners: list[CapturedCa
         if not prev.messages or not _continues(call.messages, prev.messages):
             continue
         ids, prompt = rows[i].input_ids, call.prompt_ids
-        pos = next((k for k, (a, b) in enumerate(zip(ids, prompt, strict=True)) if a != b),
+        pos = next((k for k, (a, b) in enumerate(zip(ids, prompt, strict=False)) if a != b),
                    min(len(ids), len(prompt)))
         return RowBreak(call_index=call.call_index, choice_index=call.choice_index,
                         previous_call_index=prev.call_index, first_mismatch=pos,
@@ -137,7 +137,7 @@ def _continues(messages: list[dict[str, Any]], earlier: list[dict[str, Any]]) ->
     """``messages`` = ``earlier`` (same roles and text) + an assistant turn + more."""
     if len(messages) <= len(earlier):
         return False
-    for new, old in zip(messages, earlier, strict=True):
+    for new, old in zip(messages, earlier, strict=False):
         if new.get("role") != old.get("role") or _text(new) != _text(old):
             return False
     return messages[len(earlier)].get("role") == "assistant"

@@ -119,6 +119,11 @@ class Gateway:
         self.base_url = f"http://{host}:{sock[1]}/v1"
         return self.base_url
 
+    async def wait(self) -> None:
+        """Block until the server stops (Ctrl-C / SIGTERM in serving mode, or ``stop()``)."""
+        if self._task is not None:
+            await self._task
+
     async def stop(self, *, close_engine: bool = False) -> None:
         if self._server is not None:
             self._server.should_exit = True

@@ -1,0 +1,54 @@
+"""``rltune serve`` as a real process, reached with the openai client."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import openai
+import pytest
+
+from rltune.cli.serve_cmd import resolve_model_path
+from rltune.sdk.errors import NotFoundError
+
+
+def test_resolve_model_path(tmp_path, monkeypatch, tiny_model_dir):
+    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path))
+    assert resolve_model_path(str(tiny_model_dir)) == tiny_model_dir
+    shutil.copytree(tiny_model_dir, tmp_path / "models" / "mine")
+    assert resolve_model_path("mine") == tmp_path / "models" / "mine"
+    with pytest.raises(NotFoundError, match="known names: mine"):
+        resolve_model_path("nope")
+
+
+def test_serve_process_answers_with_key(tmp_path, tiny_model_dir):
+    home = tmp_path / "home"
+    shutil.copytree(tiny_model_dir, home / "models" / "tiny")
+    env = {**os.environ, "RLTUNE_HOME": str(home), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rltune.cli.main", "serve", "tiny", "--port", "0",
+         "--api-key", "sk-test", "--threads", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        deadline, url, seen = time.time() + 90, None, []
+        while time.time() < deadline and url is None:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                break
+            seen.append(line)
+            m = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line)
+            url = m.group(1) if m else None
+        assert url, "".join(seen)
+        client = openai.OpenAI(base_url=url, api_key="sk-test")
+        r = client.chat.completions.create(model="tiny", max_tokens=4, messages=[
+            {"role": "user", "content": "hi"}])
+        assert r.model == "tiny" and r.usage.completion_tokens > 0
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=url, api_key="wrong").models.list()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

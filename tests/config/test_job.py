@@ -246,3 +246,11 @@ def test_dataset_rows_must_cover_batch():
     job.check_dataset_rows(8)
     with pytest.raises(DatasetError, match="batch_size is 8"):
         job.check_dataset_rows(7, where="train.jsonl")
+
+
+def test_single_rollout_groups_only_for_opd():
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    n_rollouts: 1\n")
+    assert err.where == "job.yaml:4" and "training.hyper_parameters.n_rollouts = 1" in str(err)
+    job = load_job_config_text("model: m\nteacher_model: t\ntraining:\n  hyper_parameters:\n"
+                               "    n_rollouts: 1\n")
+    assert job.hyper_parameters.n_rollouts == 1

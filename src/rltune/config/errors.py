@@ -110,7 +110,8 @@ def _describe(err: dict[str, Any], root: type[BaseModel]) -> tuple[tuple[Any, ..
         value = value.get(ctx["key"]) if isinstance(value, dict) else value
         return path, value, "unknown key", str(ctx.get("hint"))
     if kind in ("coupling", "number_expected"):
-        path = (*loc, ctx["field"]) if ctx.get("field") else loc
+        # A dotted ``field`` (set by a validator higher up) names a nested path.
+        path = (*loc, *str(ctx["field"]).split(".")) if ctx.get("field") else loc
         return path, ctx.get("value"), str(ctx.get("rule", msg)), str(
             ctx.get("fix", "write a number, e.g. 8 or 2e-6")
         )

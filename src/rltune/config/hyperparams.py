@@ -143,14 +143,6 @@ class HyperParameters(StrictModel):
                     f"pipeline_model_parallel_size ({pp}) = {tp * pp} does not divide it",
                     f"use a multiple of {tp * pp} GPUs or change the parallel sizes",
                 )
-        group_based = self.algorithm != "opd"
-        if group_based and self.n_rollouts < 2:
-            raise _coupling(
-                "n_rollouts", self.n_rollouts,
-                f"{self.algorithm} normalises rewards within each prompt's group, so a group "
-                "of 1 has zero advantage and nothing is learned",
-                "set n_rollouts to 2 or more (4-16 is typical)",
-            )
         response_budget = self.max_length - self.max_prompt_length
         if self.overlong_buffer_len is not None and self.overlong_buffer_len > response_budget:
             raise _coupling(

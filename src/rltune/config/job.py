@@ -131,6 +131,14 @@ class JobConfig(StrictModel):
         if self.training.type is TrainingType.PG_OPD and not self.teacher_model:
             raise _coupling("teacher_model", None, "training.type pg_opd needs a teacher model",
                             "set teacher_model: <model name or path>")
+        hp = self.training.hyper_parameters
+        if self.knobs.advantage_estimator == "grpo" and hp.n_rollouts < 2:
+            raise _coupling(
+                "training.hyper_parameters.n_rollouts", hp.n_rollouts,
+                f"{hp.algorithm} normalises rewards within each prompt's group, so a group "
+                "of 1 has zero advantage and nothing is learned",
+                "set n_rollouts to 2 or more (4-16 is typical)",
+            )
         rollouts = [f for f in self.functions if isinstance(f, RolloutFunctionComponent)]
         if len(rollouts) > 1:
             raise _coupling("functions", len(rollouts), "a job has at most one rollout function",

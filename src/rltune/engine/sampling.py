@@ -49,11 +49,11 @@ def sample_batch(logits: Any, rows: list[RowParams]) -> tuple[Any, Any, Optional
     raw_lp = torch.log_softmax(logits, dim=-1)
 
     work = logits
-    banned_rows = [(i, r.banned) for i, r in enumerate(rows) if r.banned]
-    if banned_rows:
+    banned = [(i, t) for i, r in enumerate(rows) for t in r.banned]
+    if banned:  # one indexed write for the whole batch
         work = logits.clone()
-        for i, ids in banned_rows:
-            work[i, ids] = float("-inf")
+        at = torch.tensor(banned, dtype=torch.long, device=logits.device)
+        work[at[:, 0], at[:, 1]] = float("-inf")
 
     dev = logits.device
     temps = torch.tensor([r.temperature for r in rows], dtype=torch.float32, device=dev)

@@ -408,8 +408,9 @@ class TransformersEngine(Engine):
                 top_here = [TopLogprob(token_id=i, logprob=v)
                             for v, i in zip(vals[:k], idxs[:k], strict=True)]
             finished = s.append(tokens[row], lps[row], top_here, self.max_context)
-            s.job.emit(TokenDelta(index=s.index, token_ids=[tokens[row]], logprobs=[lps[row]],
-                                  finished=finished))
+            if s.job.queue is not None:  # only streaming callers want per-token deltas
+                s.job.emit(TokenDelta(index=s.index, token_ids=[tokens[row]],
+                                      logprobs=[lps[row]], finished=finished))
             if finished is not None:
                 s.job.finish_choice(finished)
             else:

@@ -1,0 +1,138 @@
+"""Score the rollouts of one prompt with every reward and group-reward component.
+
+Reward calls of a group run concurrently. A component that returns FAILED is retried (bounded)
+and then the rollout is dropped from training and counted (``reward_error``); a wrong answer
+is a SUCCESS with a low score, so it trains normally. Scores combine per DESIGN.md §5.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from rltune.sdk.data import (
+    GroupRewardInput,
+    GroupRewardOutput,
+    RequestMetadata,
+    RewardInput,
+    RewardOutput,
+    TaskStatus,
+)
+from rltune.trainer.rollouts import RolloutResult
+from rltune.trainer.scoring import InvalidReward, combine_scores, component_score, own_score
+
+
+@dataclass
+class RewardComponent:
+    """A running reward function: its pool and how its score counts."""
+
+    name: str
+    pool: Any  # FunctionPool: ``await pool.call(input) -> output``
+    group: bool = False
+    weight: float = 1.0
+    metric_weights: Optional[dict[str, float]] = None
+
+
+class Rewarder:
+    def __init__(self, components: list[RewardComponent], *, job_id: str, max_retries: int):
+        self.components = components
+        self.job_id = job_id
+        self.max_retries = max_retries
+
+    async def _call(self, pool: Any, payload: Any) -> Any:
+        out = None
+        for _ in range(self.max_retries + 1):
+            out = await pool.call(payload)
+            if out.status is not TaskStatus.FAILED:
+                return out
+        return out
+
+    async def score_group(self, results: list[RolloutResult], ground_truth: Any) -> None:
+        """Fill ``reward``, ``component_scores``/``metrics`` or ``reward_error`` in place."""
+        valid = [r for r in results if r.ok]
+        if not valid:
+            return
+        if not self.components:
+            for r in valid:
+                try:
+                    r.reward = own_score(r.agent_output)
+                except InvalidReward as exc:
+                    r.reward_error = str(exc)
+                    continue
+                if r.reward is None:
+                    r.reward_error = (
+                        "no reward function is configured and the rollout set no "
+                        "agent_output.reward_score"
+                    )
+            return
+        await asyncio.gather(
+            *(self._score_component(c, valid, ground_truth) for c in self.components)
+        )
+        weights = {c.name: c.weight for c in self.components}
+        for r in valid:
+            if r.reward_error is not None:
+                continue
+            try:
+                r.reward = combine_scores(r.component_scores, weights)
+            except InvalidReward as exc:
+                r.reward_error = str(exc)
+
+    def _meta(self, r: RolloutResult) -> RequestMetadata:
+        return RequestMetadata(
+            job_id=self.job_id,
+            sample_id=r.sample_id,
+            rollout_id=r.rollout_id,
+            attempt_id=str(r.attempts - 1),
+        )
+
+    async def _score_component(
+        self, comp: RewardComponent, valid: list[RolloutResult], ground_truth: Any
+    ) -> None:
+        if comp.group:
+            payload = GroupRewardInput(
+                agent_outputs=[r.agent_output for r in valid],
+                ground_truth=ground_truth,
+                request_metadata=self._meta(valid[0]),
+            )
+            out: GroupRewardOutput = await self._call(comp.pool, payload)
+            rewards = out.reward.rewards if out.status is TaskStatus.SUCCESS else []
+            if out.status is TaskStatus.FAILED or len(rewards) != len(valid):
+                why = (
+                    out.error
+                    if out.status is TaskStatus.FAILED
+                    else (
+                        f"returned {len(rewards)} rewards for {len(valid)} rollouts; return one "
+                        "Reward per agent output, in order"
+                    )
+                )
+                for r in valid:
+                    r.reward_error = r.reward_error or f"group reward {comp.name}: {why}"
+                return
+            for r, reward in zip(valid, rewards, strict=True):
+                self._record(r, comp, reward)
+            return
+
+        async def one(r: RolloutResult) -> None:
+            payload = RewardInput(
+                agent_output=r.agent_output,
+                ground_truth=ground_truth,
+                request_metadata=self._meta(r),
+            )
+            out: RewardOutput = await self._call(comp.pool, payload)
+            if out.status is TaskStatus.FAILED:
+                r.reward_error = r.reward_error or f"reward {comp.name}: {out.error}"
+                return
+            self._record(r, comp, out.reward)
+
+        await asyncio.gather(*(one(r) for r in valid))
+
+    @staticmethod
+    def _record(r: RolloutResult, comp: RewardComponent, reward: Any) -> None:
+        try:
+            r.component_scores[comp.name] = component_score(reward, comp.metric_weights)
+        except InvalidReward as exc:
+            r.reward_error = r.reward_error or f"reward {comp.name}: {exc}"
+            return
+        if reward.reward_metrics:
+            r.component_metrics[comp.name] = dict(reward.reward_metrics)

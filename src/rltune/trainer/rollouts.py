@@ -1,0 +1,189 @@
+"""Run one rollout attempt end to end: key → user rollout → captured calls → training rows.
+
+Each attempt gets its own gateway key, so every token the policy samples for it is captured
+under its rollout id. A FAILED status, a crash, or a rollout that never called the model is
+retried up to ``max_retries`` times; after that the rollout is dropped and counted, never
+scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Protocol
+
+import httpx
+
+from rltune.config.data import DataRow
+from rltune.gateway.rows import Row, build_rows
+from rltune.sdk.data import (
+    AgentOutput,
+    ModelResource,
+    RequestMetadata,
+    RolloutInput,
+    RolloutOutput,
+    TaskStatus,
+)
+
+
+class RolloutCaller(Protocol):
+    """Something that runs a rollout: the function pool, or the built-in single-turn rollout."""
+
+    async def call(self, input_data: Any) -> RolloutOutput: ...
+
+
+@dataclass
+class RolloutResult:
+    """Everything the step loop needs to know about one rollout (after its retries)."""
+
+    rollout_id: str
+    sample_id: str
+    sample_index: int  # index of the prompt in the step (the GRPO group)
+    row_index: int  # index of the prompt in the dataset
+    ok: bool
+    agent_output: Optional[AgentOutput] = None
+    rows: list[Row] = field(default_factory=list)
+    num_calls: int = 0
+    template_rewrites: int = 0
+    attempts: int = 1
+    error: Optional[str] = None
+    latency_s: float = 0.0
+    # filled by the reward stage
+    reward: Optional[float] = None
+    component_scores: dict[str, float] = field(default_factory=dict)
+    component_metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    reward_error: Optional[str] = None
+    advantage: float = 0.0
+
+    @property
+    def response_tokens(self) -> int:
+        return sum(r.num_sampled for r in self.rows)
+
+    @property
+    def scored(self) -> bool:
+        return self.ok and self.reward is not None
+
+
+class BuiltinRollout:
+    """The "model RL" rollout used when a job configures no rollout function: one chat call."""
+
+    def __init__(self, timeout: float = 600.0):
+        self._http = httpx.AsyncClient(timeout=timeout)
+
+    async def call(self, input_data: RolloutInput) -> RolloutOutput:
+        res = input_data.model_resource
+        body: dict[str, Any] = {"model": res.model_name, "messages": input_data.messages}
+        if input_data.tools:
+            body["tools"] = input_data.tools
+        params = dict(input_data.sampling_params or {})
+        params.pop("max_turns", None)
+        params.pop("timeout", None)
+        body.update(params)
+        try:
+            resp = await self._http.post(
+                res.base_url.rstrip("/") + "/chat/completions",
+                json=body,
+                headers={"Authorization": f"Bearer {res.api_key.get_secret_value()}"},
+            )
+            resp.raise_for_status()
+            message = resp.json()["choices"][0]["message"]
+        except Exception as exc:
+            return RolloutOutput(status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        message = {k: v for k, v in message.items() if v is not None}
+        return RolloutOutput(
+            agent_output=AgentOutput(
+                messages=[*input_data.messages, message], rollout_extra=input_data.rollout_extra
+            )
+        )
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+
+class RolloutRunner:
+    """Runs rollout attempts against one gateway with a caller (pool or built-in)."""
+
+    def __init__(
+        self,
+        caller: RolloutCaller,
+        gateway: Any,
+        *,
+        job_id: str,
+        model_name: str,
+        sampling_params: dict[str, Any],
+        max_retries: int,
+    ):
+        self.caller, self.gateway = caller, gateway
+        self.job_id, self.model_name = job_id, model_name
+        self.sampling_params = sampling_params
+        self.max_retries = max_retries
+
+    def _input(
+        self, row: DataRow, rid: str, key: str, sample_id: str, attempt: int
+    ) -> RolloutInput:
+        return RolloutInput(
+            messages=row.message_dicts(),
+            tools=row.tool_dicts(),
+            ground_truth=row.ground_truth,
+            rollout_extra=row.rollout_extra,
+            sampling_params=dict(self.sampling_params),
+            model_resource=ModelResource(
+                model_name=self.model_name, base_url=self.gateway.base_url, api_key=key
+            ),
+            request_metadata=RequestMetadata(
+                job_id=self.job_id, sample_id=sample_id, rollout_id=rid, attempt_id=str(attempt)
+            ),
+        )
+
+    async def run(
+        self, row: DataRow, *, rollout_id: str, sample_id: str, sample_index: int, row_index: int
+    ) -> RolloutResult:
+        """Run one rollout with retries; never raises for user or model failures."""
+        errors: list[str] = []
+        started = time.perf_counter()
+        for attempt in range(self.max_retries + 1):
+            rid = f"{rollout_id}.a{attempt}"
+            key = "rk-" + secrets.token_urlsafe(18)
+            self.gateway.register(key, rid)
+            try:
+                out = await self.caller.call(self._input(row, rid, key, sample_id, attempt))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a caller bug must not sink the step
+                out = RolloutOutput(status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+            finally:
+                self.gateway.unregister(key)
+            calls = self.gateway.pop_calls(rid)
+            if out.status is TaskStatus.FAILED or out.agent_output is None:
+                errors.append(out.error or "rollout returned no agent_output")
+                continue
+            built = build_rows(calls)
+            rows = [r for r in built.rows if r.num_sampled > 0]
+            if not rows:
+                errors.append("the rollout never called the policy model (no tokens to train on)")
+                continue
+            return RolloutResult(
+                rollout_id=rid,
+                sample_id=sample_id,
+                sample_index=sample_index,
+                row_index=row_index,
+                ok=True,
+                agent_output=out.agent_output,
+                rows=rows,
+                num_calls=len({c.call_index for c in calls}),
+                template_rewrites=built.template_rewrites,
+                attempts=attempt + 1,
+                latency_s=time.perf_counter() - started,
+            )
+        return RolloutResult(
+            rollout_id=f"{rollout_id}.a{self.max_retries}",
+            sample_id=sample_id,
+            sample_index=sample_index,
+            row_index=row_index,
+            ok=False,
+            attempts=self.max_retries + 1,
+            error="; ".join(dict.fromkeys(errors)),
+            latency_s=time.perf_counter() - started,
+        )

@@ -1,0 +1,281 @@
+"""Everything a training job runs while it trains: engine, gateway, policy, pools, rewards.
+
+``TrainingRuntime`` is an async context manager: entering loads the model twice (an engine
+copy that samples and the policy that trains), starts the policy gateway on 127.0.0.1 and the
+function pools; leaving stops them all, even after an error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rltune.config import JobConfig
+from rltune.config.data import EpochSampler
+from rltune.sdk.data import FunctionType
+from rltune.sdk.errors import ConfigError
+from rltune.trainer.advantages import group_advantages_B, overlong_penalty_B
+from rltune.trainer.checkpoint import list_checkpoints, restore_training_state, save_checkpoint
+from rltune.trainer.rewarding import RewardComponent, Rewarder
+from rltune.trainer.rollouts import BuiltinRollout, RolloutResult, RolloutRunner
+from rltune.trainer.update import PolicyUpdater, TrainingRow
+
+
+def resolve_model_path(name: str) -> Path:
+    """A model directory from a path, a name under ``$RLTUNE_HOME/models``, or a demo size."""
+    if name and (Path(name).expanduser() / "config.json").is_file():
+        return Path(name).expanduser().resolve()
+    from rltune.models import resolve_model
+
+    return Path(resolve_model(name))
+
+
+def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
+    """The function pool's spec for one configured component."""
+    from rltune.functions.spec import FunctionComponentRuntime, FunctionComponentSpec
+
+    fc = comp.fcmodel
+    if not fc or not fc.classpath:
+        raise ConfigError(
+            f"function {comp.name!r} has no fcmodel.classpath",
+            where=f"functions[{comp.name}]",
+            hint="set fcmodel.classpath, e.g. functions/reward.py:MyReward",
+        )
+    runtime = comp.runtime.model_dump(exclude_none=True) if comp.runtime else {}
+    return FunctionComponentSpec(
+        classpath=fc.classpath,
+        func_type=func_type,
+        workspace=(base_dir / (fc.zipdir or ".")).resolve(),
+        name=comp.name,
+        timeout=comp.timeout,
+        runtime=FunctionComponentRuntime.model_validate(runtime),
+    )
+
+
+class TrainingRuntime:
+    def __init__(
+        self,
+        config: JobConfig,
+        *,
+        job_dir: Path,
+        base_dir: Path,
+        job_id: str,
+        total_steps: int,
+        log: Callable[..., None],
+    ):
+        self.config, self.base_dir, self.job_id = config, base_dir, job_id
+        self.hp, self.knobs = config.hyper_parameters, config.knobs
+        self.total_steps = total_steps
+        self.log = log
+        self.model_path = resolve_model_path(config.model.name or "")
+        self.ckpt_root = Path(job_dir) / "checkpoints"
+        self._closers: list[Any] = []
+
+    async def __aenter__(self) -> TrainingRuntime:
+        try:
+            await self._start()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def _start(self) -> None:
+        from transformers import AutoModelForCausalLM
+
+        from rltune.engine.transformers_engine import TransformersEngine
+        from rltune.functions.pool import FunctionPool
+        from rltune.gateway.server import Gateway
+
+        hp = self.hp
+        torch.manual_seed(hp.seed)
+        threads = int(os.environ.get("RLTUNE_TORCH_THREADS", "2"))
+        self.engine = TransformersEngine.from_pretrained(
+            self.model_path,
+            threads=threads,
+            model_name=self.config.model.name or "policy",
+            max_batch_size=max(8, hp.batch_size * hp.n_rollouts),
+        )
+        self._closers.append(self.engine.close)
+        self.tokenizer = self.engine.tokenizer
+        self.gateway = await Gateway.start(self.engine)
+        self._closers.append(self.gateway.stop)
+        self.log(f"policy gateway at {self.gateway.base_url}, model {self.model_path}")
+
+        self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
+        reference = None
+        if self.knobs.use_kl_loss and self.knobs.kl_loss_coef > 0:
+            reference = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
+            reference.eval().requires_grad_(False)
+        self.updater = PolicyUpdater(
+            self.model,
+            hp,
+            self.knobs,
+            total_steps=max(1, self.total_steps),
+            reference_model=reference,
+            pad_token_id=self.tokenizer.pad_token_id or 0,
+        )
+
+        async def start_pool(comp: Any, ftype: FunctionType) -> Any:
+            pool = await FunctionPool.start(component_spec(comp, ftype, self.base_dir))
+            self._closers.append(pool.close)
+            self.log(f"started {ftype.value} function {comp.name} ({comp.fcmodel.classpath})")
+            return pool
+
+        rollout = self.config.rollout
+        if rollout is not None:
+            caller: Any = await start_pool(rollout, FunctionType.ROLLOUT)
+        else:
+            caller = BuiltinRollout()
+            self._closers.append(caller.close)
+            self.log("no rollout function configured: using the built-in single-turn rollout")
+        components = []
+        for comp in self.config.rewards:
+            components.append(
+                RewardComponent(
+                    name=comp.name,
+                    pool=await start_pool(comp, FunctionType.REWARD),
+                    weight=1.0 if comp.weight is None else comp.weight,
+                    metric_weights=comp.reward_metric_weight,
+                )
+            )
+        for comp in self.config.group_rewards:
+            components.append(
+                RewardComponent(
+                    name=comp.name,
+                    pool=await start_pool(comp, FunctionType.GROUP_REWARD),
+                    group=True,
+                    weight=1.0 if comp.weight is None else comp.weight,
+                    metric_weights=comp.reward_metric_weight,
+                )
+            )
+        self.rewarder = Rewarder(components, job_id=self.job_id, max_retries=hp.max_rollout_retries)
+        sampling = {
+            "temperature": hp.temperature,
+            "top_p": hp.top_p,
+            "max_tokens": hp.max_length - hp.max_prompt_length,
+        }
+        common = dict(
+            job_id=self.job_id,
+            model_name=self.gateway.model_name,
+            max_retries=hp.max_rollout_retries,
+        )
+        self.runner = RolloutRunner(caller, self.gateway, sampling_params=sampling, **common)
+        self.val_runner = RolloutRunner(caller, self.gateway, sampling_params=sampling, **common)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        while self._closers:
+            close = self._closers.pop()
+            try:
+                await close()
+            except Exception as err:  # keep closing the rest
+                self.log(f"error while shutting down: {err}", level="WARNING")
+
+    # ------------------------------------------------------------------ training rows
+
+    def assign_advantages(self, results: list[RolloutResult]) -> list[TrainingRow]:
+        """Shape rewards, compute group advantages, and return the rows to train on."""
+        hp, knobs = self.hp, self.knobs
+        scored = [r for r in results if r.scored and r.reward_error is None]
+        if not scored:
+            return []
+        rewards_B = torch.tensor([float(r.reward) for r in scored])
+        if knobs.overlong_buffer_len > 0 and knobs.overlong_penalty_factor > 0:
+            lengths_B = torch.tensor([float(r.response_tokens) for r in scored])
+            rewards_B = rewards_B + overlong_penalty_B(
+                lengths_B,
+                max_response_len=hp.max_length - hp.max_prompt_length,
+                buffer_len=knobs.overlong_buffer_len,
+                factor=knobs.overlong_penalty_factor,
+            )
+            for r, value in zip(scored, rewards_B.tolist(), strict=True):
+                r.reward = value
+        groups_B = torch.tensor([r.sample_index for r in scored])
+        adv_B = group_advantages_B(rewards_B, groups_B, norm_by_std=knobs.norm_adv_by_std)
+        rows: list[TrainingRow] = []
+        for r, adv in zip(scored, adv_B.tolist(), strict=True):
+            r.advantage = adv
+            if adv == 0.0:
+                continue  # no signal: the gradient would be zero (KL aside), skip the compute
+            for row in r.rows:
+                ids = row.input_ids[: hp.max_length]
+                mask = row.loss_mask[: hp.max_length]
+                if sum(mask) == 0:
+                    continue
+                rows.append(
+                    TrainingRow(
+                        input_ids=ids,
+                        loss_mask=mask,
+                        advantage=adv,
+                        rollout_id=r.rollout_id,
+                        rollout_logprobs=row.sampled_logprobs[: hp.max_length],
+                    )
+                )
+        return rows
+
+    async def sync_weights(self) -> None:
+        await self.engine.update_weights(self.model)
+
+    def trajectory(self, r: RolloutResult) -> dict[str, Any]:
+        """The stored record of one rollout (what the console replays)."""
+        out = r.agent_output
+        return {
+            "rollout_id": r.rollout_id,
+            "sample_id": r.sample_id,
+            "sample_index": r.sample_index,
+            "row_index": r.row_index,
+            "status": "success" if r.ok and r.reward_error is None else "failed",
+            "error": r.error or r.reward_error,
+            "attempts": r.attempts,
+            "messages": out.messages if out else None,
+            "rollout_metrics": out.rollout_metrics if out else None,
+            "reward": r.reward,
+            "rewards": r.component_scores,
+            "reward_metrics": r.component_metrics,
+            "advantage": r.advantage,
+            "num_llm_calls": r.num_calls,
+            "response_tokens": r.response_tokens,
+            "prompt_tokens": r.rows[0].prompt_length if r.rows else 0,
+            "template_rewrites": r.template_rewrites,
+            "latency_s": round(r.latency_s, 4),
+            "tokens": [
+                {
+                    "input_ids": row.input_ids,
+                    "loss_mask": row.loss_mask,
+                    "logprobs": [round(x, 4) for x in row.sampled_logprobs],
+                }
+                for row in r.rows
+            ],
+        }
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save(self, step: int, sampler: EpochSampler, trainer_state: dict[str, Any]) -> Path:
+        state = {**trainer_state, "data_order": sampler.state_dict()}
+        return save_checkpoint(
+            self.ckpt_root,
+            step=step,
+            model=self.model,
+            tokenizer=self.tokenizer,
+            updater=self.updater,
+            trainer_state=state,
+            save_total_limit=self.hp.save_total_limit,
+        )
+
+    async def restore(self, path: str | Path, sampler: EpochSampler) -> int:
+        """Load a checkpoint's weights and state into policy and engine; returns its step."""
+        from transformers import AutoModelForCausalLM
+
+        path = Path(path)
+        loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        self.model.load_state_dict(loaded.state_dict())
+        state = restore_training_state(path, self.updater)
+        sampler.load_state_dict(state["data_order"])
+        await self.sync_weights()
+        return int(state["step"])
+
+    def checkpoints(self) -> list[Path]:
+        return list_checkpoints(self.ckpt_root)

@@ -24,10 +24,11 @@ async def start(tmp_path, s, **kw):
     return await FunctionPool.start(s, LocalProcessBackend(tmp_path / "logs"), **kw)
 
 
-async def wait_until(pred, timeout=10.0):
+async def wait_until(pred, timeout=10.0, pool=None):
     deadline = time.monotonic() + timeout
     while not pred():
-        assert time.monotonic() < deadline, "condition not reached in time"
+        state = pool.metrics().model_dump() if pool else ""
+        assert time.monotonic() < deadline, f"condition not reached in time {state}"
         await asyncio.sleep(0.05)
 
 
@@ -84,7 +85,7 @@ async def test_memory_limit_kills_and_reports(tmp_path):
         out = await asyncio.wait_for(pool.call(rollout_input(alloc_mb=300, hold=20)), 15)
         assert out.status == TaskStatus.FAILED and out.error_code == "memory_exceeded"
         assert "exceeded memory_size 160 MB" in out.error
-        await wait_until(lambda: pool.metrics().workers == 1)
+        await wait_until(lambda: pool.metrics().workers == 1, pool=pool)
         assert pool.metrics().restarts == 1
         assert (await pool.call(rollout_input())).status == TaskStatus.SUCCESS
 

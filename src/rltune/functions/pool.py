@@ -100,6 +100,7 @@ class FunctionPool:
         pool = cls(spec, backend, **kwargs)
         try:
             n = pool.runtime.capacity or 0
+            pool.starting += n
             handles = await asyncio.gather(*(pool._spawn() for _ in range(n)))
             pool.workers.extend(_Worker(h) for h in handles)
         except BaseException:
@@ -131,7 +132,6 @@ class FunctionPool:
 
     async def _spawn(self) -> WorkerHandle:
         worker_id = f"{self.spec.func_type.value}-w{next(self._ids)}"
-        self.starting += 1
         try:
             return await self.backend.start_worker(self.spec, worker_id)
         finally:
@@ -156,6 +156,7 @@ class FunctionPool:
             log.info("%s: worker %s up (%s)", self.spec.display_name, handle.worker_id, reason)
             self._wake(all_waiters=True)
 
+        self.starting += 1  # counted now, not when the task runs: the scaler reads it at once
         task = asyncio.ensure_future(grow())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import os
 
 import typer
+
+# No model hub is ever contacted implicitly: models are local paths or built by rltune.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 app = typer.Typer(
     name="rltune",
@@ -15,7 +20,7 @@ app = typer.Typer(
 
 # (module, attribute): each module defines ``register(app)`` that adds its commands. Importing
 # lazily keeps `rltune --help` fast and lets each group pull heavy imports only when it runs.
-_GROUPS = ("models_cmd", "functions_cmd", "serve_cmd")
+_GROUPS = ("models_cmd", "functions_cmd", "serve_cmd", "train_cmd", "init_cmd")
 
 
 def _register_groups() -> None:

@@ -85,12 +85,14 @@ class TrainingRuntime:
 
     async def _start(self) -> None:
         from transformers import AutoModelForCausalLM
+        from transformers.utils import logging as hf_logging
 
         from rltune.engine.transformers_engine import TransformersEngine
         from rltune.functions.pool import FunctionPool
         from rltune.gateway.server import Gateway
 
         hp = self.hp
+        hf_logging.disable_progress_bar()  # per-load tqdm bars drown the job's own progress
         torch.manual_seed(hp.seed)
         threads = int(os.environ.get("RLTUNE_TORCH_THREADS", "2"))
         self.engine = TransformersEngine.from_pretrained(

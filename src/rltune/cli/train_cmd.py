@@ -1,0 +1,114 @@
+"""``rltune train``: run a job in the foreground, no server needed, with a live progress bar."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)
+
+
+def train(
+    config: Path = typer.Option(
+        ..., "--config", "-c", help="job YAML file", exists=True, dir_okay=False
+    ),
+    output_dir: Optional[Path] = typer.Option(
+        None,
+        "--output-dir",
+        "-O",
+        help="where metrics, trajectories, logs and checkpoints go "
+        "(default: runs/<job id> next to the YAML)",
+    ),
+    resume: Optional[Path] = typer.Option(
+        None,
+        "--resume",
+        help="continue from this checkpoint-<step> folder",
+        exists=True,
+        file_okay=False,
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar; print a summary"),
+) -> None:
+    """Train a job in this process: rollouts, rewards, updates, validation, checkpoints."""
+    from rltune.config import load_job_config
+    from rltune.sdk.errors import RltuneError
+
+    try:
+        job = load_job_config(config)
+    except RltuneError as err:
+        typer.secho(f"error: {err}", fg="red", err=True)
+        raise typer.Exit(2) from err
+    base_dir = config.resolve().parent
+    job_id = f"ft-{secrets.token_hex(6)}"
+    job_dir = (output_dir or base_dir / "runs" / job_id).resolve()
+    try:
+        summary = asyncio.run(_run(job, job_dir, job_id, base_dir, resume, quiet))
+    except RltuneError as err:
+        typer.secho(f"error: {err}", fg="red", err=True)
+        raise typer.Exit(2) from err
+    except KeyboardInterrupt:
+        typer.secho(f"\ninterrupted; what was saved is in {job_dir}", fg="yellow", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(json.dumps(summary, indent=2, default=str))
+    typer.echo(f"outputs: {job_dir}")
+
+
+async def _run(
+    job, job_dir: Path, job_id: str, base_dir: Path, resume: Optional[Path], quiet: bool
+) -> dict:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from rltune.trainer.loop import Trainer
+    from rltune.trainer.sink import FileSink
+
+    sink = FileSink(job_dir, echo=False)
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("reward {task.fields[reward]}"),
+        TextColumn("val {task.fields[val]}"),
+        TextColumn("{task.fields[tps]} tok/s"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, disable=quiet, transient=False) as bar:
+        task = bar.add_task(job.name, total=None, reward="-", val="-", tps="-")
+
+        def on_progress(state: dict) -> None:
+            bar.update(
+                task,
+                completed=state["step"],
+                total=state["total_steps"],
+                reward=_fmt(state.get("reward")),
+                val=_fmt(state.get("validation_reward")),
+                tps=f"{state.get('tokens_per_s') or 0:.0f}",
+            )
+
+        trainer = Trainer(
+            job, job_dir=job_dir, job_id=job_id, base_dir=base_dir, sink=sink, progress=on_progress
+        )
+        bar.update(task, total=trainer.total_steps)
+        bar.console.print(f"job {job_id}: {trainer.total_steps} steps → {job_dir}")
+        try:
+            return await trainer.run(resume_from=resume)
+        finally:
+            sink.close()
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.3f}"

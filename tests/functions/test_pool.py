@@ -100,6 +100,19 @@ async def test_crashing_worker_is_retried_then_failed(tmp_path):
         assert (await pool.call(rollout_input())).status == TaskStatus.SUCCESS
 
 
+async def test_hung_worker_without_timeout_is_replaced(tmp_path):
+    # No call timeout: the /health probe finds the frozen event loop.
+    s = spec(max_retries=0, hang_timeout=1.0, health_interval=0.2)
+    async with await start(tmp_path, s, scale_interval=0.05) as pool:
+        t0 = time.monotonic()
+        out = await asyncio.wait_for(pool.call(rollout_input(block=30)), 10)
+        assert out.status == TaskStatus.FAILED and out.error_code == "worker_hung"
+        assert "/health unanswered for 1.0 s" in out.error
+        assert time.monotonic() - t0 < 4
+        await wait_until(lambda: pool.metrics().workers == 1, pool=pool)
+        assert (await pool.call(rollout_input())).status == TaskStatus.SUCCESS
+
+
 async def test_setup_failure_fails_start(tmp_path):
     with pytest.raises(UserCodeError, match="setup\\(\\) raised RuntimeError"):
         await start(tmp_path, spec("functions.bad_setup.BadSetup", "reward"))

@@ -27,6 +27,7 @@ from rltune.sdk.data import (
 
 # error_code values the pool sets.
 WORKER_CRASHED = "worker_crashed"
+WORKER_HUNG = "worker_hung"
 MEMORY_EXCEEDED = "memory_exceeded"
 TIMEOUT = "timeout"
 USER_EXCEPTION = "user_exception"

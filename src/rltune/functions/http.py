@@ -62,7 +62,13 @@ class WorkerHTTPClient:
     async def post(self, path: str, body: bytes, headers: Optional[dict[str, str]] = None,
                    timeout: Optional[float] = None) -> tuple[int, bytes]:
         """POST ``body`` as JSON; return (status, body). Raises the two errors above."""
-        head = [b"POST ", path.encode(), b" HTTP/1.1\r\nHost: ", self._host_header,
+        return await self.request("POST", path, body, headers, timeout)
+
+    async def request(self, method: str, path: str, body: bytes = b"",
+                      headers: Optional[dict[str, str]] = None,
+                      timeout: Optional[float] = None) -> tuple[int, bytes]:
+        """Send one request; return (status, body). Raises the two errors above."""
+        head = [method.encode(), b" ", path.encode(), b" HTTP/1.1\r\nHost: ", self._host_header,
                 b"\r\nContent-Type: application/json\r\nContent-Length: ",
                 str(len(body)).encode(), b"\r\n"]
         for key, value in (headers or {}).items():

@@ -57,6 +57,8 @@ class _Worker:
         self.death_reason: Optional[str] = None
         self.death_code = F.WORKER_CRASHED
         self.retiring = False
+        self.probing = False
+        self.last_probe = time.monotonic()
 
     @property
     def available(self) -> bool:

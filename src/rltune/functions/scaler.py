@@ -8,7 +8,9 @@ Every ``scale_interval`` seconds:
 - scale out by one worker (up to ``max_capacity``) when (in flight + queued) / (workers ×
   concurrency) ≥ ``concurrency_scale_threshold``, or mean RSS / ``memory_size`` ≥
   ``memory_scale_threshold``;
-- scale in by one worker (down to ``min_capacity``) that has been idle ``scale_in_cooldown`` s.
+- scale in by one worker (down to ``min_capacity``) that has been idle ``scale_in_cooldown`` s;
+- every ``health_interval`` s a busy worker's ``/health`` is probed: one that does not answer in
+  ``hang_timeout`` s (its event loop is stuck) is killed and replaced, and its calls retried.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class Autoscaler:
                     code=F.MEMORY_EXCEEDED)
                 continue
             rss_total += rss
+            self.maybe_probe(w)
         n = len(pool.workers)
         planned = n + pool.starting
         if planned < rt.min_capacity:
@@ -89,6 +92,33 @@ class Autoscaler:
                     and now - w.idle_since >= pool.spec.scale_in_cooldown]
             if idle:
                 await self.retire(idle[-1])
+
+    def maybe_probe(self, worker) -> None:
+        spec = self.pool.spec
+        now = time.monotonic()
+        due = now - worker.last_probe >= spec.health_interval
+        if worker.probing or worker.in_flight == 0 or not due:
+            return
+        worker.probing = True
+        worker.last_probe = now
+
+        async def probe() -> None:
+            from rltune.functions.http import WorkerConnectionError, WorkerTimeout
+
+            try:
+                await worker.http.request("GET", "/health", timeout=spec.hang_timeout)
+            except WorkerTimeout:
+                self.pool.mark_dead(worker, f"hung: /health unanswered for {spec.hang_timeout} s "
+                                            "(a call blocks its event loop; use def process or "
+                                            "await instead of blocking)", code=F.WORKER_HUNG)
+            except WorkerConnectionError:
+                pass  # it died; the reaper handles that
+            finally:
+                worker.probing = False
+
+        task = asyncio.ensure_future(probe())
+        self.pool._tasks.add(task)
+        task.add_done_callback(self.pool._tasks.discard)
 
     async def retire(self, worker) -> None:
         pool = self.pool

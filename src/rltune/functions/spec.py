@@ -121,6 +121,9 @@ class FunctionComponentSpec(BaseModel):
     scale_in_cooldown: float = Field(30.0, ge=0, description="idle seconds before a worker stops")
     start_timeout: float = Field(60.0, gt=0, description="seconds a worker may take to start")
     python: Optional[str] = Field(None, description="interpreter for workers (a built venv)")
+    hang_timeout: float = Field(
+        30.0, gt=0, description="a busy worker whose /health does not answer this long is hung")
+    health_interval: float = Field(5.0, gt=0, description="seconds between /health probes")
 
     @model_validator(mode="after")
     def _check(self) -> FunctionComponentSpec:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import site
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -104,7 +105,7 @@ def ensure_venv(workspace: str | Path, cache_dir: str | Path) -> Path:
         [sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
         [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(req)],
     ]
-    for cmd in steps:
+    for i, cmd in enumerate(steps):
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ConfigError(
@@ -112,5 +113,18 @@ def ensure_venv(workspace: str | Path, cache_dir: str | Path) -> Path:
                 where=str(req),
                 hint="fix the failing requirement line or install it into this environment",
             )
+        if i == 0:
+            _inherit_site_packages(python)
     (venv / ".rltune-ready").write_text(digest)
     return python
+
+
+def _inherit_site_packages(python: Path) -> None:
+    # --system-site-packages exposes the *base* interpreter's packages, not those of the venv
+    # rltune runs in. A .pth that calls site.addsitedir appends this environment's site dirs
+    # (processing their own .pth files, e.g. an editable rltune) after the new venv's own.
+    out = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+                         capture_output=True, text=True, check=True)
+    target = Path(out.stdout.strip())
+    lines = [f"import site; site.addsitedir({d!r})" for d in site.getsitepackages()]
+    (target / "zz-rltune-parent.pth").write_text("\n".join(lines) + "\n")

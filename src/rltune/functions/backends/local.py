@@ -129,8 +129,15 @@ class LocalProcessBackend(WorkerBackend):
         ready = self.log_dir / f"{worker_id}.ready"
         ready.unlink(missing_ok=True)
         log_path = self.log_dir / f"{worker_id}.log"
+        python = spec.python or sys.executable
+        if spec.build_venv and not spec.python:
+            from rltune.functions.registry import rltune_home
+            from rltune.functions.requirements import ensure_venv
+
+            venvs = rltune_home() / "functions" / "venvs"
+            python = str(await asyncio.to_thread(ensure_venv, spec.workspace, venvs))
         cmd = [
-            spec.python or sys.executable, "-m", "rltune.functions.worker",
+            python, "-m", "rltune.functions.worker",
             "--func-type", spec.func_type.value, "--classpath", spec.classpath,
             "--workspace", str(spec.workspace), "--port", "0",
             "--concurrency", str(runtime.concurrency), "--queue-size", str(spec.queue_size),

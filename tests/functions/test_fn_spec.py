@@ -1,0 +1,76 @@
+"""Component spec: cloud runtime names, local defaults, consistency errors; requirements."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import WS
+from rltune.functions.requirements import ensure_venv, missing_requirements
+from rltune.functions.spec import FunctionComponentRuntime, FunctionComponentSpec
+from rltune.sdk.errors import ConfigError
+
+
+def test_cloud_runtime_fields_and_local_defaults():
+    cloud = {"layer_code": "x", "cpu": 2, "memory_size": 4096, "disk_size": 512,
+             "concurrency": 30, "capacity": 2, "max_capacity": 5, "min_capacity": 1,
+             "memory_scale_threshold": 0.8, "concurrency_scale_threshold": 0.6,
+             "enable_vpc_config": False, "enable_log": True, "env": {"DEBUG": True, "N": 3}}
+    rt = FunctionComponentRuntime.model_validate(cloud)
+    assert rt.env == {"DEBUG": "true", "N": "3"}  # as the cloud sends them
+    empty = FunctionComponentRuntime().resolve()
+    assert (empty.cpu, empty.memory_size, empty.concurrency) == (1.0, 4096, 16)
+    assert (empty.capacity, empty.min_capacity, empty.max_capacity) == (1, 1, 4)
+    assert FunctionComponentRuntime(max_capacity=1, capacity=None).resolve().capacity == 1
+    assert FunctionComponentRuntime(min_capacity=0).resolve().capacity == 1
+
+
+def test_bad_runtime_is_a_clear_error():
+    with pytest.raises(Exception, match="Extra inputs are not permitted"):
+        FunctionComponentRuntime(cpus=2)
+    with pytest.raises(ConfigError, match="min_capacity 5 > max_capacity 2") as info:
+        FunctionComponentRuntime(min_capacity=5, max_capacity=2).resolve()
+    assert info.value.where == "runtime.min_capacity"
+    with pytest.raises(ConfigError, match=r"capacity 9 is outside \[min_capacity 1"):
+        FunctionComponentRuntime(capacity=9, max_capacity=3).resolve()
+    with pytest.raises(ConfigError, match="is not a directory"):
+        FunctionComponentSpec(classpath="a.B", workspace=WS / "nope")
+
+
+def test_missing_requirements_lists_lines(tmp_path):
+    (tmp_path / "requirements.txt").write_text(
+        "pydantic>=2\npydantic<1  # too old\n-r other.txt\nno-such-pkg-xyz\n!!bad\n")
+    found = [(m.lineno, m.reason.split(":")[0]) for m in missing_requirements(tmp_path)]
+    assert found[0][0] == 2 and found[0][1].startswith("installed version is")
+    assert found[1:] == [(4, "not installed"), (5, "not a requirement")]
+    assert missing_requirements(WS) == []
+
+
+@pytest.mark.slow
+def test_ensure_venv_builds_once_and_sees_rltune(tmp_path):
+    (tmp_path / "requirements.txt").write_text("pydantic>=2\n")
+    python = ensure_venv(tmp_path, tmp_path / "venvs")
+    assert python.exists() and ensure_venv(tmp_path, tmp_path / "venvs") == python
+    out = subprocess.run([str(python), "-c", "import rltune.functions.worker; print('ok')"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.slow
+async def test_pool_worker_runs_in_the_built_venv(tmp_path, monkeypatch):
+    from rltune.functions import FunctionPool
+
+    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path / "home"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "requirements.txt").write_text("pydantic>=2\n")
+    (ws / "where.py").write_text(
+        "import sys\nfrom rltune.sdk import AbstractRewardProcessor, RewardOutput, Reward\n"
+        "class Where(AbstractRewardProcessor):\n    def process(self, x):\n"
+        "        return RewardOutput(reward=Reward(reward_score=1.0), python=sys.prefix)\n")
+    spec = FunctionComponentSpec(classpath="where.Where", func_type="reward", workspace=ws,
+                                 build_venv=True)
+    async with await FunctionPool.start(spec) as pool:
+        out = await pool.call({"agent_output": {"messages": []}})
+    assert "functions/venvs/venv-" in out.python

@@ -12,13 +12,21 @@ from rltune.functions.spec import FunctionComponentRuntime, FunctionComponentSpe
 from rltune.sdk.errors import ConfigError
 
 
+def test_job_config_runtime_is_accepted():
+    from rltune.config.components import FunctionComponentRuntime as ConfigRuntime
+
+    spec = FunctionComponentSpec(classpath="a.B", workspace=WS,
+                                 runtime=ConfigRuntime(concurrency=3, env={"A": 1}))
+    assert spec.resolved_runtime().concurrency == 3 and spec.runtime.env_strings() == {"A": "1"}
+
+
 def test_cloud_runtime_fields_and_local_defaults():
     cloud = {"layer_code": "x", "cpu": 2, "memory_size": 4096, "disk_size": 512,
              "concurrency": 30, "capacity": 2, "max_capacity": 5, "min_capacity": 1,
              "memory_scale_threshold": 0.8, "concurrency_scale_threshold": 0.6,
              "enable_vpc_config": False, "enable_log": True, "env": {"DEBUG": True, "N": 3}}
     rt = FunctionComponentRuntime.model_validate(cloud)
-    assert rt.env == {"DEBUG": "true", "N": "3"}  # as the cloud sends them
+    assert rt.env_strings() == {"DEBUG": "true", "N": "3"}  # as the cloud sends them
     empty = FunctionComponentRuntime().resolve()
     assert (empty.cpu, empty.memory_size, empty.concurrency) == (1.0, 4096, 16)
     assert (empty.capacity, empty.min_capacity, empty.max_capacity) == (1, 1, 4)
@@ -27,13 +35,17 @@ def test_cloud_runtime_fields_and_local_defaults():
 
 
 def test_bad_runtime_is_a_clear_error():
-    with pytest.raises(Exception, match="Extra inputs are not permitted"):
+    with pytest.raises(Exception, match="cpus"):
         FunctionComponentRuntime(cpus=2)
-    with pytest.raises(ConfigError, match="min_capacity 5 > max_capacity 2") as info:
-        FunctionComponentRuntime(min_capacity=5, max_capacity=2).resolve()
-    assert info.value.where == "runtime.min_capacity"
-    with pytest.raises(ConfigError, match=r"capacity 9 is outside \[min_capacity 1"):
+    with pytest.raises(Exception, match=r"min_capacity \(5\) is larger than max_capacity"):
+        FunctionComponentRuntime(min_capacity=5, max_capacity=2)
+    r = FunctionComponentRuntime(min_capacity=5).resolve()  # defaults bend around it
+    assert (r.min_capacity, r.capacity, r.max_capacity) == (5, 5, 5)
+    r = FunctionComponentRuntime(capacity=0).resolve()
+    assert (r.min_capacity, r.capacity, r.max_capacity) == (0, 0, 4)
+    with pytest.raises(ConfigError, match=r"capacity 9 is outside \[min_capacity 1") as info:
         FunctionComponentRuntime(capacity=9, max_capacity=3).resolve()
+    assert info.value.where == "runtime.capacity"
     with pytest.raises(ConfigError, match="is not a directory"):
         FunctionComponentSpec(classpath="a.B", workspace=WS / "nope")
 

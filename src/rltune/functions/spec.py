@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rltune.config.components import FunctionComponentRuntime as _ConfigRuntime
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import ConfigError
 
@@ -36,44 +37,16 @@ LOCAL_DEFAULTS: dict[str, Any] = {
 }
 
 
-class FunctionComponentRuntime(BaseModel):
-    """Runtime knobs of one function component (cloud names; all optional).
+class FunctionComponentRuntime(_ConfigRuntime):
+    """Runtime knobs of one function component (cloud names; all optional), plus ``resolve()``.
 
-    Local defaults when a field is None: ``cpu`` 1, ``memory_size`` 4096 MB, ``concurrency`` 16,
-    ``capacity`` 1, ``min_capacity`` 1, ``max_capacity`` 4, ``concurrency_scale_threshold`` 0.8,
-    ``memory_scale_threshold`` 0.9, ``env`` {}. ``disk_size``, ``layer_code`` and the VPC fields
-    are accepted for compatibility and ignored locally.
+    The fields are those of ``rltune.config.FunctionComponentRuntime`` (the job config's model);
+    this subclass adds rltune's local defaults. When a field is None: ``cpu`` 1,
+    ``memory_size`` 4096 MB, ``concurrency`` 16, ``capacity`` 1, ``min_capacity`` 1,
+    ``max_capacity`` 4, ``concurrency_scale_threshold`` 0.8, ``memory_scale_threshold`` 0.9,
+    ``env`` {}. ``disk_size``, ``layer_code`` and the VPC fields are accepted for compatibility
+    and ignored locally.
     """
-
-    model_config = ConfigDict(extra="forbid")
-
-    layer_code: Optional[str] = None
-    cpu: Optional[float] = Field(None, gt=0)
-    memory_size: Optional[int] = Field(None, gt=0, description="MB")
-    disk_size: Optional[int] = Field(None, gt=0, description="MB (ignored locally)")
-    concurrency: Optional[int] = Field(None, ge=1)
-    capacity: Optional[int] = Field(None, ge=0)
-    max_capacity: Optional[int] = Field(None, ge=1)
-    min_capacity: Optional[int] = Field(None, ge=0)
-    memory_scale_threshold: Optional[float] = Field(None, gt=0, le=1)
-    concurrency_scale_threshold: Optional[float] = Field(None, gt=0, le=1)
-    enable_vpc_config: Optional[bool] = None
-    security_group_id: Optional[str] = None
-    switch_ids: Optional[list[str]] = None
-    vpc_id: Optional[str] = None
-    vpc_role: Optional[str] = None
-    enable_log: Optional[bool] = None
-    env: Optional[dict[str, Any]] = None
-
-    @field_validator("env")
-    @classmethod
-    def _env_to_str(cls, value: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
-        # The cloud sends bools as lowercase strings; do the same so os.environ gets text.
-        if value is None:
-            return None
-        return {
-            str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items()
-        }
 
     def resolve(self) -> FunctionComponentRuntime:
         """A copy with every None knob replaced by the local default, checked for consistency."""
@@ -81,9 +54,14 @@ class FunctionComponentRuntime(BaseModel):
         for key, default in LOCAL_DEFAULTS.items():
             if data.get(key) is None:
                 data[key] = default
-        lo, hi = data["min_capacity"], data["max_capacity"]
+        # Defaults bend around what the user did set: min_capacity 6 alone means max 6 too.
+        given = [v for v in (self.min_capacity, self.capacity) if v is not None]
+        if self.max_capacity is None and given:
+            data["max_capacity"] = max(data["max_capacity"], *given)
         if self.min_capacity is None:
-            lo = data["min_capacity"] = min(lo, hi)
+            data["min_capacity"] = min(data["min_capacity"], data["max_capacity"],
+                                       *([self.capacity] if self.capacity is not None else []))
+        lo, hi = data["min_capacity"], data["max_capacity"]
         if self.capacity is None:
             data["capacity"] = max(lo, min(data["capacity"], hi))
         if lo > hi:
@@ -126,6 +104,14 @@ class FunctionComponentSpec(BaseModel):
     hang_timeout: float = Field(
         30.0, gt=0, description="a busy worker whose /health does not answer this long is hung")
     health_interval: float = Field(5.0, gt=0, description="seconds between /health probes")
+
+    @field_validator("runtime", mode="before")
+    @classmethod
+    def _any_runtime(cls, value: Any) -> Any:
+        # Accept the job config's runtime model (same fields) as well as a dict.
+        if isinstance(value, BaseModel) and not isinstance(value, FunctionComponentRuntime):
+            return value.model_dump(exclude_none=True)
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> FunctionComponentSpec:

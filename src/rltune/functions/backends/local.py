@@ -121,7 +121,7 @@ class LocalProcessBackend(WorkerBackend):
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(spec.workspace), env.get("PYTHONPATH", "")) if p
         )
-        env.update(runtime.env or {})
+        env.update(runtime.env_strings())
         return env
 
     async def start_worker(self, spec: FunctionComponentSpec, worker_id: str) -> WorkerHandle:

@@ -95,6 +95,7 @@ async def test_crashing_worker_is_retried_then_failed(tmp_path):
         out = await asyncio.wait_for(pool.call(rollout_input(exit=7)), 30)
         assert out.status == TaskStatus.FAILED and out.error_code == "worker_crashed"
         assert "exited with code 7" in out.error and "after 2 attempts" in out.error
+        assert "fatal: exiting with 7" in out.error  # the worker's own last words
         assert pool.metrics().retries == 1
         await wait_until(lambda: pool.metrics().workers == 1)
         assert (await pool.call(rollout_input())).status == TaskStatus.SUCCESS

@@ -45,6 +45,12 @@ log = logging.getLogger("rltune.functions.pool")
 _HANG_GRACE_S = 0.5  # the worker answers 504 at `timeout`; past this grace it counts as hung
 
 
+def exit_reason(handle: WorkerHandle) -> str:
+    """How a worker ended plus the end of its output (the user's traceback, usually)."""
+    tail = handle.log_tail(800).strip()
+    return handle.exit_description() + (f"; its last output:\n{tail}" if tail else "")
+
+
 class _Worker:
     """The pool's view of one worker."""
 
@@ -296,7 +302,7 @@ class FunctionPool:
         # dropped connection may come just before the exit is visible: wait for it briefly.
         for _ in range(25):
             if not worker.handle.is_alive():
-                self.mark_dead(worker, worker.handle.exit_description())
+                self.mark_dead(worker, exit_reason(worker.handle))
                 return
             await asyncio.sleep(0.01)
 

@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rltune.functions import failures as F
+from rltune.functions.pool import exit_reason
 
 if TYPE_CHECKING:
     from rltune.functions.pool import FunctionPool
@@ -58,7 +59,7 @@ class Autoscaler:
         rss_total = 0
         for w in list(pool.workers):
             if not w.handle.is_alive():
-                pool.mark_dead(w, w.handle.exit_description())
+                pool.mark_dead(w, exit_reason(w.handle))
                 continue
             rss = w.handle.rss_bytes()
             if rss > limit:

@@ -108,8 +108,15 @@ class LocalProcessBackend(WorkerBackend):
     """
 
     def __init__(self, log_dir: str | Path | None = None):
+        self._own_dir = log_dir is None  # a temp dir we made is removed on close
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="rltune-workers-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
+
+    async def close(self) -> None:
+        if self._own_dir:
+            import shutil
+
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def worker_env(self, spec: FunctionComponentSpec) -> dict[str, str]:
         runtime = spec.resolved_runtime()

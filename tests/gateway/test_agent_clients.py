@@ -5,6 +5,8 @@ and whose whole agent loop must merge into one token-exact row."""
 
 from __future__ import annotations
 
+import json
+
 import openai
 import pytest
 
@@ -28,11 +30,18 @@ def calculator(expression: str) -> str:
 
 
 def build_agent(base_url: str, key: str):
+    """Agent ⇄ ToolNode loop: the first turn must call the calculator (tool_choice="required",
+    served by forced-prefix decoding), later turns must answer (tool_choice="none"), so the
+    loop ends even with a weak model."""
     # The async API matters: the server runs in this test's event loop.
-    llm = ChatOpenAI(model="policy", base_url=base_url, api_key=key, temperature=0,
-                     max_tokens=48).bind_tools([CALCULATOR_TOOL])
+    base = ChatOpenAI(model="policy", base_url=base_url, api_key=key, temperature=0,
+                      max_tokens=48)
+    first = base.bind_tools([CALCULATOR_TOOL], tool_choice="required")
+    later = base.bind_tools([CALCULATOR_TOOL], tool_choice="none")
 
     async def agent(state: MessagesState):
+        used_tool = any(isinstance(m, ToolMessage) for m in state["messages"])
+        llm = later if used_tool else first
         return {"messages": [await llm.ainvoke(state["messages"])]}
 
     g = StateGraph(MessagesState)
@@ -77,28 +86,36 @@ async def test_openai_client_gets_parsed_tool_calls(nano_gateway):
     client = openai.AsyncOpenAI(base_url=nano_gateway.base_url, api_key="serve-key")
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": QUESTION}]
+    # auto: the warm-started model calls the calculator on part of its samples
     r = await client.chat.completions.create(model="policy", messages=messages,
-                                             tools=[CALCULATOR_TOOL], temperature=0,
-                                             max_tokens=48)
+                                             tools=[CALCULATOR_TOOL], temperature=1.0,
+                                             max_tokens=48, n=16, seed=0)
+    called = [c for c in r.choices if c.finish_reason == "tool_calls"]
+    assert called, [c.message.content for c in r.choices]
+    for c in called:
+        assert c.message.tool_calls[0].function.name == "calculator"
+        assert "expression" in json.loads(c.message.tool_calls[0].function.arguments)
+    # required: forced-prefix decoding; the call comes back parsed, also when streamed
+    kw = dict(model="policy", messages=messages, tools=[CALCULATOR_TOOL], temperature=0,
+              max_tokens=48, tool_choice="required")
+    r = await client.chat.completions.create(**kw)
     choice = r.choices[0]
     assert choice.finish_reason == "tool_calls", choice.message
     call = choice.message.tool_calls[0]
-    assert call.function.name == "calculator"
-    assert calculate(__import__("json").loads(call.function.arguments)["expression"]) == "148"
-    # streaming gives the same call, as tool_calls deltas
-    stream = await client.chat.completions.create(
-        model="policy", messages=messages, tools=[CALCULATOR_TOOL], temperature=0,
-        max_tokens=48, stream=True)
-    names, args, reasons = [], "", []
+    assert call.function.name == "calculator" and choice.message.content is None
+    assert "expression" in json.loads(call.function.arguments)
+    stream = await client.chat.completions.create(**kw, stream=True)
+    names, args, reasons, content = [], "", [], ""
     async for chunk in stream:
         for ch in chunk.choices:
+            content += ch.delta.content or ""
             for tc in ch.delta.tool_calls or []:
                 names.append(tc.function.name)
                 args += tc.function.arguments or ""
             if ch.finish_reason:
                 reasons.append(ch.finish_reason)
     assert names == ["calculator"] and args == call.function.arguments
-    assert reasons == ["tool_calls"]
+    assert reasons == ["tool_calls"] and content == ""
 
 
 @pytest.mark.slow

@@ -55,6 +55,13 @@ async def test_user_exception_is_an_explicit_failure(tmp_path):
         assert pool.metrics().failures == 1 and pool.metrics().restarts == 0
 
 
+async def test_non_finite_output_is_an_explicit_failure(tmp_path):
+    async with await start(tmp_path, spec()) as pool:
+        out = await pool.call(rollout_input(nan=True))
+        assert out.status == TaskStatus.FAILED and out.error_code == "invalid_output"
+        assert "non-finite number at agent_output.reward_score (nan)" in out.error
+
+
 async def test_env_and_cpu_reach_the_worker(tmp_path):
     s = spec(runtime={"env": {"RLTUNE_TEST_ENV": True}, "cpu": 1.5})
     async with await start(tmp_path, s) as pool:

@@ -323,6 +323,8 @@ class FunctionPool:
                     ftype, f"process() returned something that is not a "
                            f"{self._output_model.__name__}: {exc}", code=F.INVALID_OUTPUT)
         message = data.get("message") or data.get("detail") or text
+        if status == 500 and data.get("invalid_output"):
+            return F.failed_output(ftype, str(message), code=F.INVALID_OUTPUT)
         if status == 500:
             return F.failed_output(ftype, f"process() raised {data.get('error_type', 'an error')}"
                                           f": {message}", code=F.USER_EXCEPTION)

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 import traceback
@@ -165,13 +166,44 @@ def build_app(
                                "error_type": type(exc).__name__,
                                "traceback": traceback.format_exc(limit=20)})
         try:
-            return _json(200, to_jsonable(result))
+            payload = to_jsonable(result)
+            bad = first_non_finite(payload)
+            if bad is not None:
+                # JSON has no NaN/inf (orjson would quietly write null): say so instead.
+                return _json(500, {"message": f"process() returned a non-finite number at "
+                                              f"{bad[0]} ({bad[1]}); scores and metrics must be "
+                                              "finite numbers (return status FAILED to give up)",
+                                   "error_type": "InvalidOutput", "invalid_output": True})
+            return _json(200, payload)
         except (TypeError, orjson.JSONEncodeError) as exc:
             return _json(500, {"message": f"process() returned {type(result).__name__} that is "
                                           f"not JSON-serialisable: {exc}",
                                "error_type": type(exc).__name__})
 
     return app
+
+
+def first_non_finite(data: Any, path: str = "") -> Optional[tuple[str, float]]:
+    """(path, value) of the first NaN or infinite float in a JSON-like value, else None.
+
+    >>> first_non_finite({"reward": {"reward_score": float("nan")}})
+    ('reward.reward_score', nan)
+    """
+    if isinstance(data, float):
+        return None if math.isfinite(data) else (path or "<root>", data)
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(value, (dict, list, float)):
+                found = first_non_finite(value, f"{path}.{key}" if path else str(key))
+                if found:
+                    return found
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            if isinstance(value, (dict, list, float)):
+                found = first_non_finite(value, f"{path}[{i}]")
+                if found:
+                    return found
+    return None
 
 
 async def _wait_disconnect(request: Request) -> None:

@@ -1,0 +1,167 @@
+"""``rltune models``: build, chat with and list the self-made demo models.
+
+Heavy imports (torch, transformers) happen inside the commands, so ``rltune --help`` is fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+models_app = typer.Typer(help="Self-made tiny models: build the warm-started demo models, chat.")
+
+
+def register(app: typer.Typer) -> None:
+    """Attach the ``models`` command group to the root app."""
+    app.add_typer(models_app, name="models")
+
+
+def _quiet_transformers() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+@models_app.command("build-demo")
+def build_demo(
+    size: str = typer.Option("nano", "--size", help="nano (~0.8M, ~1-2 min) or small (~9M)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of tokenizer, weights and data."),
+    force: bool = typer.Option(False, "--force", help="Rebuild even if cached."),
+    home: Path | None = typer.Option(None, "--home", help="RLTUNE_HOME (default ~/.rltune)."),
+) -> None:
+    """Build (or reuse) a warm-started calculator-agent model under RLTUNE_HOME/models."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rltune.models.factory import META_FILE, read_meta
+    from rltune.models.recipes import recipe_for
+    from rltune.models.registry import ensure_demo_model, model_name, models_home
+    from rltune.sdk.errors import RltuneError
+
+    console = Console()
+    try:
+        recipe = recipe_for(size)
+    except RltuneError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--size") from None
+    target = models_home(home) / model_name(size, seed)
+    if not force and (target / META_FILE).is_file():
+        console.print(f"[green]cached[/green] {target}")
+        _print_meta(console, read_meta(target) or {})
+        return
+    _quiet_transformers()
+    last_eval: dict[str, Any] = {}
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("step {task.completed:.0f}/{task.total:.0f}"),
+        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("acc {task.fields[acc]} tool {task.fields[tool]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task(
+            f"warm start {size}", total=recipe.config.max_steps, loss="-", acc="-", tool="-"
+        )
+
+        def on_event(event: dict[str, Any]) -> None:
+            fields = {"loss": f"{event['loss']:.3f}"}
+            if event["phase"] == "eval":
+                last_eval.update(event)
+                fields.update(acc=f"{event['accuracy']:.2f}", tool=f"{event['tool_rate']:.2f}")
+            bar.update(task, completed=event["step"], **fields)
+
+        path = ensure_demo_model(size, seed=seed, home=home, progress=on_event, force=force)
+    console.print(f"[green]built[/green] {path}")
+    _print_meta(console, read_meta(path) or {})
+
+
+def _print_meta(console: Any, meta: dict[str, Any]) -> None:
+    acc = meta.get("heldout_accuracy")
+    band = meta.get("target_band")
+    console.print(
+        f"  size={meta.get('size')} params={meta.get('parameters')} seed={meta.get('seed')} "
+        f"held-out accuracy={acc if acc is None else round(acc, 3)} band={band} "
+        f"reached={meta.get('reached_band')} build={meta.get('build_seconds')} s"
+    )
+
+
+@models_app.command("chat")
+def chat(
+    model: str = typer.Argument(..., help="A size (nano, small), a built model name or a path."),
+    question: str = typer.Argument(..., help='For example "What is 23 + 45?"'),
+    temperature: float = typer.Option(1.0, "--temperature", "-t", help="0 = greedy."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed."),
+    home: Path | None = typer.Option(None, "--home", help="RLTUNE_HOME (default ~/.rltune)."),
+) -> None:
+    """Run the calculator agent once on QUESTION and print the transcript."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from rltune.models.registry import resolve_model
+    from rltune.models.tasks import CALCULATOR_TOOL, SYSTEM_PROMPT
+    from rltune.sdk.errors import RltuneError
+
+    console = Console()
+    _quiet_transformers()
+    try:
+        path = resolve_model(model, home)
+    except RltuneError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    from transformers import AutoModelForCausalLM
+
+    from rltune.models.agent import run_episodes
+    from rltune.models.tokenizer import load_tokenizer
+
+    lm = AutoModelForCausalLM.from_pretrained(str(path))
+    tok = load_tokenizer(path)
+    row = {
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": question},
+        ],
+        "tools": [CALCULATOR_TOOL],
+    }
+    ep = run_episodes(lm, tok, [row], temperature=temperature, seed=seed)[0]
+    console.print(f"[dim]model: {path}[/dim]")
+    for msg in ep.messages[1:]:
+        role = msg["role"]
+        style = {"user": "cyan", "assistant": "green", "tool": "yellow"}.get(role, "white")
+        text = msg.get("content") or ""
+        for call in msg.get("tool_calls") or []:
+            fn = call["function"]
+            text += f"{fn['name']}({fn['arguments']})"
+        console.print(Text.assemble((f"{role:>9} ", style), text))
+    console.print(f"[bold]answer:[/bold] {ep.answer} (finish: {ep.finish})")
+
+
+@models_app.command("list")
+def list_cmd(
+    home: Path | None = typer.Option(None, "--home", help="RLTUNE_HOME (default ~/.rltune)."),
+) -> None:
+    """List built models with their size, accuracy and build time."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from rltune.models.registry import list_models, models_home
+
+    rows = list_models(home)
+    console = Console()
+    if not rows:
+        console.print(f"no models under {models_home(home)}; run `rltune models build-demo`")
+        return
+    table = Table("name", "size", "params", "held-out acc", "build s", "path")
+    for r in rows:
+        acc = r.get("heldout_accuracy")
+        table.add_row(
+            r.get("name", "?"),
+            str(r.get("size")),
+            str(r.get("parameters")),
+            "-" if acc is None else f"{acc:.2f}",
+            str(r.get("build_seconds")),
+            r["path"],
+        )
+    console.print(table)

@@ -1,0 +1,61 @@
+"""Warm-start recipes of the demo sizes (shape in ``factory.SHAPES``, training knobs here).
+
+Each recipe is fixed and seeded; the run stops on held-out accuracy (see ``warmstart``), so
+the same recipe lands in the same band on a fast or a loaded machine, only slower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from rltune.models.tasks import TaskConfig
+from rltune.models.warmstart import WarmStartConfig
+from rltune.sdk.errors import ValidationError
+
+
+@dataclass(frozen=True)
+class Recipe:
+    size: str
+    config: WarmStartConfig = field(default_factory=WarmStartConfig)
+    note: str = ""
+
+    def warm_start(self, seed: int) -> WarmStartConfig:
+        return replace(self.config, seed=seed)
+
+
+RECIPES: dict[str, Recipe] = {
+    "nano": Recipe(
+        "nano",
+        WarmStartConfig(
+            task=TaskConfig(digits=1, heldout_percent=30),
+            lr=3e-3,
+            batch_size=32,
+            max_steps=800,
+            eval_every=25,
+            eval_episodes=60,
+        ),
+        note="~0.8M params, single-digit +,-,* (tests, CI)",
+    ),
+    "small": Recipe(
+        "small",
+        WarmStartConfig(
+            task=TaskConfig(digits=2),
+            lr=1e-3,
+            batch_size=32,
+            max_steps=1500,
+            eval_every=50,
+            eval_episodes=64,
+        ),
+        note="~9M params, two-digit +,-,* (README demo)",
+    ),
+}
+
+
+def recipe_for(size: str) -> Recipe:
+    if size not in RECIPES:
+        raise ValidationError(
+            f"no warm-start recipe for size {size!r}",
+            where="size",
+            hint=f"use one of {', '.join(RECIPES)} (tiny is untrained: build_tiny_model())",
+        )
+    return RECIPES[size]

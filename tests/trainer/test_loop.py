@@ -1,0 +1,135 @@
+"""The step loop end to end on an untrained tiny model: real pools, gateway and engine.
+
+These check plumbing (metrics, trajectories, checkpoints, resume, dropped rollouts); the
+learning test with a warm-started model is in test_learning.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rltune.config import load_job_config
+from rltune.models.tasks import make_dataset_rows, write_jsonl
+from rltune.templates import TEMPLATES_DIR
+from rltune.trainer.loop import Trainer
+from rltune.trainer.sink import read_metrics
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def make_workspace(tmp_path: Path, model_dir: Path, **hp) -> Path:
+    ws = tmp_path / "ws"
+    shutil.copytree(TEMPLATES_DIR / "calc", ws, ignore=shutil.ignore_patterns("__pycache__"))
+    write_jsonl(make_dataset_rows(12, "train", seed=0), ws / "data" / "train.jsonl")
+    write_jsonl(make_dataset_rows(4, "heldout", seed=0), ws / "data" / "val.jsonl")
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = str(model_dir)
+    job["training"]["hyper_parameters"].update(
+        {
+            "batch_size": 2,
+            "n_rollouts": 2,
+            "max_length": 200,
+            "max_prompt_length": 180,
+            "eval_steps": 2,
+            "save_strategy": "steps",
+            "save_steps": 1,
+            "save_total_limit": 3,
+            "learning_rate": 1e-3,
+            **hp,
+        }
+    )
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    return ws
+
+
+async def test_steps_write_metrics_trajectories_and_checkpoints(tmp_path, tiny_model_dir):
+    ws = make_workspace(tmp_path, tiny_model_dir, n_epochs=1)
+    job_dir = tmp_path / "job"
+    trainer = Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws)
+    assert trainer.total_steps == 6
+    summary = await trainer.run()
+    rows = read_metrics(job_dir)
+    assert [r["step"] for r in rows] == list(range(7))  # step 0 = validation before training
+    last = rows[-1]["metrics"]
+    for name in (
+        "critic/rewards/mean",
+        "trajectory/response_length/mean",
+        "timing/s/step",
+        "trace/num_llm_calls/mean",
+        "trace/success_rate/agent",
+        "perf/throughput",
+        "trace/reward/exact/mean",
+        "validation/data/reward/mean@1",
+    ):
+        assert name in last, name
+    assert last["trace/success_rate/agent"] == 1.0
+    traj = [json.loads(x) for x in (job_dir / "trajectories" / "step_000001.jsonl").open()]
+    assert len(traj) == 4
+    first = traj[0]
+    assert first["messages"][-1]["role"] == "assistant"
+    assert first["status"] == "success" and first["rewards"] == {"exact": 0.0}
+    tokens = first["tokens"][0]
+    assert len(tokens["input_ids"]) == len(tokens["loss_mask"]) == len(tokens["logprobs"])
+    assert sum(tokens["loss_mask"]) == first["response_tokens"] > 0
+    ckpts = [Path(p).name for p in summary["checkpoints"]]
+    assert ckpts == ["checkpoint-4", "checkpoint-5", "checkpoint-6"]  # save_total_limit 3
+    assert "step 6/6" in (job_dir / "train.log").read_text()
+
+
+async def test_nan_reward_drops_the_rollout_and_the_job_goes_on(tmp_path, tiny_model_dir):
+    ws = make_workspace(tmp_path, tiny_model_dir, save_strategy="no")
+    shutil.copytree(FIXTURES / "nanws" / "functions", ws / "functions", dirs_exist_ok=True)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["functions"][1]["fcmodel"]["classpath"] = "functions/nan_reward.py:SometimesNaN"
+    job["training"]["hyper_parameters"]["batch_size"] = 6
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    job_dir = tmp_path / "job"
+    summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws).run()
+    assert summary["steps"] == 2
+    step1 = read_metrics(job_dir)[1]["metrics"]
+    solutions = [json.loads(x) for x in (ws / "data" / "train.jsonl").open()]
+    assert any(int(r["rollout_extra"]["solution"]) % 2 == 0 for r in solutions)
+    assert step1["train/dropped_rollouts"] > 0
+    assert step1["trace/success_rate/reward"] < 1.0
+    log = (job_dir / "train.log").read_text()
+    assert "dropped" in log and "finite" in log
+    traj = [json.loads(x) for x in (job_dir / "trajectories" / "step_000001.jsonl").open()]
+    failed = [t for t in traj if t["status"] == "failed"]
+    assert failed and all("finite" in t["error"] for t in failed)
+
+
+async def test_resume_continues_from_checkpoint(tmp_path, tiny_model_dir):
+    ws = make_workspace(tmp_path, tiny_model_dir, n_epochs=1)
+    cfg = load_job_config(ws / "job.yaml")
+    job_dir = tmp_path / "job"
+    first = await Trainer(cfg, job_dir=job_dir, base_dir=ws).run()
+    ckpt = Path(first["checkpoints"][0])
+    assert ckpt.name == "checkpoint-4"
+    resumed_dir = tmp_path / "resumed"
+    resumed = await Trainer(cfg, job_dir=resumed_dir, base_dir=ws).run(resume_from=ckpt)
+    steps = [r["step"] for r in read_metrics(resumed_dir)]
+    assert steps == [5, 6]
+    assert resumed["steps"] == 2
+
+    # Same data order after resume: step 5 trained on the same prompts in both runs.
+    def prompts(d):
+        return sorted(
+            json.loads(x)["row_index"] for x in (d / "trajectories" / "step_000005.jsonl").open()
+        )
+
+    assert prompts(job_dir) == prompts(resumed_dir)
+
+
+def test_bad_dataset_line_is_a_clear_error(tmp_path, tiny_model_dir):
+    from rltune.sdk.errors import DatasetError
+
+    ws = make_workspace(tmp_path, tiny_model_dir)
+    with (ws / "data" / "train.jsonl").open("a") as fh:
+        fh.write('{"messages": "not a list"}\n')
+    with pytest.raises(DatasetError, match=r"train\.jsonl:13"):
+        Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws)

@@ -24,15 +24,21 @@ class Recipe:
 
 
 RECIPES: dict[str, Recipe] = {
+    # Copying the expression into the tool call and the result into the answer is learned in
+    # a sudden jump (~300-450 steps at 32/batch for nano); a 60 % tool share speeds it up while
+    # leaving 40 % of held-out questions answered from memory (mostly wrong): RL's headroom.
+    # The short cosine horizon matters: at a constant 4e-3 the copy stalls at ~40 % accuracy.
     "nano": Recipe(
         "nano",
         WarmStartConfig(
             task=TaskConfig(digits=1, heldout_percent=30),
-            lr=3e-3,
+            tool_fraction=0.6,
+            lr=4e-3,
             batch_size=32,
-            max_steps=800,
-            eval_every=25,
+            max_steps=500,
+            eval_every=50,
             eval_episodes=60,
+            min_tool_accuracy=0.75,
         ),
         note="~0.8M params, single-digit +,-,* (tests, CI)",
     ),
@@ -40,11 +46,13 @@ RECIPES: dict[str, Recipe] = {
         "small",
         WarmStartConfig(
             task=TaskConfig(digits=2),
-            lr=1e-3,
+            tool_fraction=0.6,
+            lr=2e-3,
             batch_size=32,
-            max_steps=1500,
+            max_steps=900,
             eval_every=50,
             eval_episodes=64,
+            min_tool_accuracy=0.75,
         ),
         note="~9M params, two-digit +,-,* (README demo)",
     ),

@@ -1,0 +1,90 @@
+"""Warm-start pieces (fast, on the tiny model) and the real nano build (slow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rltune.models import build_tiny_model, read_meta
+from rltune.models.tasks import CalcTask, TaskConfig
+from rltune.models.transcripts import direct_transcript, tool_transcript
+from rltune.models.warmstart import (
+    WarmStartConfig,
+    _loss_with_shared_prefix,
+    encode_transcripts,
+    warm_start,
+)
+
+
+def test_labels_cover_exactly_the_assistant_turns():
+    _, tok = build_tiny_model()
+    convs = [tool_transcript(CalcTask(37, "*", 4)), direct_transcript(CalcTask(2, "+", 3))]
+    ids, att, labels = encode_transcripts(tok, convs)
+    assert ids.shape == att.shape == labels.shape and ids.shape[0] == 2
+    picked = [tok.decode([t for t in row.tolist() if t != -100]) for row in labels]
+    assert picked[0] == (
+        '<tool_call>\n{"name": "calculator", "arguments": {"expression": "37 * 4"}}\n'
+        "</tool_call><|im_end|>### ANSWER: 148 ###<|im_end|>"
+    )
+    assert picked[1] == "### ANSWER: 5 ###<|im_end|>"
+    assert int(att[1].sum()) < ids.shape[1]  # right padding on the shorter row
+    assert bool((labels[1][att[1] == 0] == -100).all())
+
+
+def test_shared_prefix_loss_equals_plain_loss():
+    import torch
+
+    model, tok = build_tiny_model()
+    convs = [tool_transcript(CalcTask(a, "+", 2)) for a in range(3)] + [
+        direct_transcript(CalcTask(9, "*", 9))
+    ]
+    ids, att, labels = encode_transcripts(tok, convs)
+    plain = model(input_ids=ids, attention_mask=att, labels=labels).loss
+    shared = _loss_with_shared_prefix(model, ids, att, labels)
+    torch.testing.assert_close(shared, plain, rtol=1e-5, atol=1e-5)
+
+
+def test_short_run_trains_and_reports(monkeypatch):
+    import torch
+
+    model, tok = build_tiny_model()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    events = []
+    cfg = WarmStartConfig(
+        task=TaskConfig(digits=1, heldout_percent=30),
+        batch_size=4,
+        max_steps=4,
+        eval_every=2,
+        eval_episodes=4,
+        bf16=False,
+        threads=1,
+    )
+    res = warm_start(model, tok, cfg, events.append)
+    assert [e["step"] for e in events] == [1, 2, 3, 4]
+    assert [e["phase"] for e in events] == ["train", "eval", "train", "eval"]
+    assert res.steps == 4 and res.reason in ("max_steps", "in_band", "overshoot")
+    assert len(res.history) == 2 and 0.0 <= res.metrics["accuracy"] <= 1.0
+    assert not res.bf16
+    changed = any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert changed
+
+
+@pytest.mark.slow
+def test_nano_builds_into_the_band(nano_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    from rltune.models import load_tokenizer
+
+    meta = read_meta(nano_model_dir)
+    lo, hi = meta["target_band"]
+    assert meta["reached_band"], meta["history"]
+    assert lo <= meta["heldout_accuracy"] <= hi
+    # RL headroom: the tool path is far more reliable than answering from memory
+    m = meta["heldout_metrics"]
+    assert m["tool_accuracy"] > m["direct_accuracy"] + 0.3
+    model = AutoModelForCausalLM.from_pretrained(nano_model_dir)
+    tok = load_tokenizer(nano_model_dir)
+    assert model.num_parameters() == meta["parameters"]
+    text = tok.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True
+    )
+    assert text.endswith("<|im_start|>assistant\n")

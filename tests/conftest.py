@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-# Tests share a 2-core box: keep torch's intra-op pool small (read when torch first loads).
-os.environ.setdefault("OMP_NUM_THREADS", "2")
+# Tests share a loaded 2-core box: one intra-op thread per process avoids the 20x slowdown of
+# oversubscribed torch thread pools (benchmarks/RESULTS.md, "Tiny-model kit").
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

@@ -49,6 +49,7 @@ def test_short_run_trains_and_reports(monkeypatch):
     model, tok = build_tiny_model()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     events = []
+    threads = torch.get_num_threads()
     cfg = WarmStartConfig(
         task=TaskConfig(digits=1, heldout_percent=30),
         batch_size=4,
@@ -63,7 +64,8 @@ def test_short_run_trains_and_reports(monkeypatch):
     assert [e["phase"] for e in events] == ["train", "eval", "train", "eval"]
     assert res.steps == 4 and res.reason in ("max_steps", "in_band", "overshoot")
     assert len(res.history) == 2 and 0.0 <= res.metrics["accuracy"] <= 1.0
-    assert not res.bf16
+    assert not res.bf16 and res.threads == 1
+    assert torch.get_num_threads() == threads  # the run does not leak its thread setting
     changed = any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert changed
 

@@ -85,7 +85,7 @@ def ensure_demo_model(
         "bf16_autocast": result.bf16,
         "train_seconds": round(result.train_seconds, 1),
         "build_seconds": round(time.perf_counter() - t0, 1),
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": result.threads,
         "history": result.history,
     }
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -63,6 +63,7 @@ class WarmStartResult:
     history: list[dict[str, Any]]
     train_seconds: float
     bf16: bool
+    threads: int
 
 
 def auto_threads(max_threads: int = 2) -> int:
@@ -172,8 +173,23 @@ def warm_start(
     import torch
 
     cfg = config or WarmStartConfig()
+    threads_before = torch.get_num_threads()
     if cfg.threads != 0:
         torch.set_num_threads(cfg.threads or auto_threads())
+    try:
+        return _train(model, tokenizer, cfg, progress)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _train(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerFast,
+    cfg: WarmStartConfig,
+    progress: Progress | None,
+) -> WarmStartResult:
+    import torch
+
     device = next(model.parameters()).device
     use_bf16 = bf16_supported(device) if cfg.bf16 is None else cfg.bf16
     torch.manual_seed(cfg.seed)
@@ -254,4 +270,5 @@ def warm_start(
         history=history,
         train_seconds=t_train,
         bf16=use_bf16,
+        threads=torch.get_num_threads(),
     )

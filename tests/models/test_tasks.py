@@ -45,6 +45,14 @@ def test_answers_match_the_calculator_and_respect_difficulty():
         assert task.expression in task.question
 
 
+def test_mixed_lengths_make_short_operands_common():
+    plain = sample_tasks(400, "train", 0, TaskConfig(digits=2))
+    mixed = sample_tasks(400, "train", 0, TaskConfig(digits=2, mixed_lengths=True))
+    short = [sum(t.a < 10 for t in ts) / len(ts) for ts in (plain, mixed)]
+    assert short[0] < 0.2 and 0.35 < short[1] < 0.65
+    assert all(0 <= t.a <= 99 and 0 <= t.b <= 99 for t in mixed)
+
+
 def test_unique_heldout_runs_out_with_a_clear_error():
     with pytest.raises(ValidationError, match="distinct heldout questions"):
         sample_tasks(10_000, "heldout", 0, TaskConfig(digits=1), unique=True)

@@ -67,12 +67,15 @@ _ANSWER_RE = re.compile(r"###\s*ANSWER:\s*(-?\d+(?:\.\d+)?)\s*###")
 class TaskConfig:
     """Difficulty of generated questions: operands in ``[0, 10**digits - 1]`` with ``ops``.
 
-    ``mul_digits`` bounds the operands of ``*`` separately (defaults to ``digits``).
+    ``mul_digits`` bounds the operands of ``*`` separately (defaults to ``digits``). With
+    ``mixed_lengths`` each operand first draws its length uniformly from 1..digits, so short
+    operands are as common as long ones (an easy share that small models learn from first).
     """
 
     digits: int = 2
     ops: tuple[str, ...] = ("+", "-", "*")
     mul_digits: int | None = None
+    mixed_lengths: bool = False
     heldout_percent: int = 20
 
     def __post_init__(self) -> None:
@@ -144,9 +147,13 @@ def sample_tasks(
         )
     cfg = config or TaskConfig()
     rng = random.Random(f"{seed}:{split}:{cfg}")
-    hi = 10**cfg.digits - 1
-    mul_hi = 10 ** (cfg.mul_digits or cfg.digits) - 1
-    space = len(cfg.ops) * (hi + 1) ** 2
+
+    def operand(digits: int) -> int:
+        if cfg.mixed_lengths:
+            digits = rng.randint(1, digits)
+        return rng.randint(0, 10**digits - 1)
+
+    space = len(cfg.ops) * 100 ** max(cfg.digits, cfg.mul_digits or 0)
     seen: set[str] = set()
     out: list[CalcTask] = []
     attempts = 0
@@ -159,10 +166,8 @@ def sample_tasks(
                 hint="ask for fewer, or raise TaskConfig.digits",
             )
         op = rng.choice(cfg.ops)
-        top = mul_hi if op == "*" else hi
-        task = CalcTask(
-            rng.randint(0, top), op, rng.randint(0, top), rng.randrange(len(QUESTION_TEMPLATES))
-        )
+        top = (cfg.mul_digits or cfg.digits) if op == "*" else cfg.digits
+        task = CalcTask(operand(top), op, operand(top), rng.randrange(len(QUESTION_TEMPLATES)))
         if split_of(task.expression, cfg.heldout_percent) != split:
             continue
         if unique:

@@ -1,0 +1,94 @@
+// One job: a header (id, status, progress, cancel) kept fresh while the job is active, and
+// the tabs Details · Metrics · Trajectories · Logs · Outputs.
+import { api } from "../api.js";
+import { confirmDialog, errorBox, h, mount, statusBadge } from "../dom.js";
+import { renderDetails } from "./details.js";
+import { renderLogs } from "./logs.js";
+import { renderMetrics } from "./metrics.js";
+import { renderOutputs } from "./outputs.js";
+import { renderTrajectories } from "./trajectories.js";
+
+const TABS = [
+  ["details", "Details", renderDetails],
+  ["metrics", "Metrics", renderMetrics],
+  ["trajectories", "Trajectories", renderTrajectories],
+  ["logs", "Logs", renderLogs],
+  ["outputs", "Outputs", renderOutputs],
+];
+const ACTIVE = new Set(["PENDING", "RUNNING"]);
+
+export function renderJob(el, route) {
+  const jobId = route.parts[1];
+  const tab = TABS.find((t) => t[0] === route.parts[2]) || TABS[0];
+  const head = h("div", { class: "job-head" });
+  const body = h("div", { class: "tab-body", id: `tab-${tab[0]}` });
+  const tabs = h(
+    "nav",
+    { class: "tabs" },
+    TABS.map(([name, label]) =>
+      h(
+        "a",
+        {
+          href: `#/jobs/${encodeURIComponent(jobId)}/${name}`,
+          class: name === tab[0] ? "tab active" : "tab",
+          "data-tab": name,
+        },
+        label,
+      ),
+    ),
+  );
+  mount(el, h("div", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", jobId), head, tabs, body);
+
+  let alive = true;
+  let timer = null;
+  let inner = null;
+  const ctx = { jobId, job: null, query: route.query, onJob: [] };
+
+  async function cancel() {
+    if (!(await confirmDialog(`Cancel job ${jobId}? Saved checkpoints stay.`, "Cancel job"))) return;
+    try {
+      ctx.job = await api.cancelJob(jobId);
+      drawHead();
+    } catch (e) {
+      head.append(errorBox(e));
+    }
+  }
+
+  function drawHead() {
+    const job = ctx.job;
+    const p = job.progress || {};
+    mount(
+      head,
+      h("h2", {}, job.job_name || job.job_id, " ", statusBadge(job.status)),
+      h(
+        "div",
+        { class: "muted" },
+        `${job.job_id} · ${job.model || "model ?"} · ${job.algorithm || ""}`,
+        p.total_steps ? ` · step ${p.step || 0} / ${p.total_steps}` : "",
+      ),
+      ACTIVE.has(job.status)
+        ? h("button", { class: "btn danger small", id: "cancel-job", onclick: cancel }, "Cancel job")
+        : null,
+    );
+  }
+
+  async function poll() {
+    try {
+      ctx.job = await api.job(jobId);
+    } catch (e) {
+      if (alive) mount(head, errorBox(e));
+      return;
+    }
+    if (!alive) return;
+    drawHead();
+    if (!inner) inner = tab[2](body, ctx) || (() => {});
+    for (const fn of ctx.onJob) fn(ctx.job);
+    if (ACTIVE.has(ctx.job.status)) timer = setTimeout(poll, 3000);
+  }
+  poll();
+  return () => {
+    alive = false;
+    clearTimeout(timer);
+    if (inner) inner();
+  };
+}

@@ -1,0 +1,56 @@
+"""``python -m rltune.server [--port N] [--host H] [--db URL] [--max-concurrent-jobs N]``.
+
+Port 0 picks a free port; the chosen address is written to ``$RLTUNE_HOME/server/server.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import socket
+import sys
+
+from rltune.server.settings import DEFAULT_PORT, ServerSettings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rltune.server")
+    parser.add_argument("--host", default=None)
+    parser.add_argument("--port", type=int, default=None, help=f"default {DEFAULT_PORT}")
+    parser.add_argument("--db", default=None, help="SQLAlchemy URL (default: SQLite file)")
+    parser.add_argument("--max-concurrent-jobs", type=int, default=None)
+    parser.add_argument("--max-upload-bytes", type=int, default=None)
+    args = parser.parse_args(argv)
+    settings = ServerSettings.from_env(host=args.host, port=args.port, db=args.db,
+                                       max_concurrent_jobs=args.max_concurrent_jobs,
+                                       max_upload_bytes=args.max_upload_bytes)
+    import uvicorn
+
+    from rltune.server.app import create_app, write_server_info
+
+    # Bind first so port 0 becomes a real port we can publish before serving.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.host, settings.port))
+    except OSError as exc:
+        print(f"error: cannot listen on {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(settings), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+
+    async def serve() -> None:
+        write_server_info(settings, port)
+        await server.serve(sockets=[sock])
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+    with contextlib.suppress(OSError):
+        (settings.server_dir / "server.json").unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

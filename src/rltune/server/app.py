@@ -1,0 +1,90 @@
+"""The job server's FastAPI app: ``create_app(settings)``.
+
+Example (a real server on a free port, as the tests do)::
+
+    from rltune.server.app import create_app
+    from rltune.server.settings import ServerSettings
+    app = create_app(ServerSettings(home="/tmp/rlt"))   # then: uvicorn.run(app, port=8600)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+
+from fastapi import FastAPI, Request
+
+from rltune.functions.registry import FunctionRegistry
+from rltune.server import states as S
+from rltune.server.auth import bootstrap_admin_key
+from rltune.server.context import ServerContext
+from rltune.server.errors import install_error_handlers
+from rltune.server.executor import JobExecutor
+from rltune.server.instances import InstanceManager
+from rltune.server.settings import ServerSettings
+from rltune.server.store import open_store
+
+
+def create_app(settings: ServerSettings | None = None) -> FastAPI:
+    """The app; its lifespan opens the store, writes the admin key and runs the executor."""
+    from rltune import __version__
+
+    settings = settings or ServerSettings.from_env()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        settings.server_dir.mkdir(parents=True, exist_ok=True)
+        settings.jobs_dir.mkdir(parents=True, exist_ok=True)
+        store = open_store(settings.db_url)
+        bootstrap_admin_key(store, settings.admin_key_path)
+        registry = FunctionRegistry(settings.home)
+        executor = JobExecutor(store, settings.jobs_dir, settings.max_concurrent_jobs,
+                               settings.poll_interval)
+        ctx = ServerContext(settings, store, registry, executor, InstanceManager(store, registry))
+        app.state.ctx = ctx
+        await executor.start()
+        try:
+            yield
+        finally:
+            await executor.stop()
+            await ctx.instances.close()
+            store.close()
+
+    app = FastAPI(title="rltune job server", version=__version__, lifespan=lifespan,
+                  description="Files, functions and RL fine-tuning jobs. Every /v1 route needs "
+                              "'Authorization: Bearer <key>'. See docs/rest-api.md.")
+    install_error_handlers(app)
+
+    @app.get("/health", tags=["server"])
+    def health(request: Request) -> dict:
+        """Liveness and queue sizes (no key needed)."""
+        store = request.app.state.ctx.store
+        _, running = store.list("jobs", statuses=[S.RUNNING], limit=0)
+        _, pending = store.list("jobs", statuses=[S.PENDING], limit=0)
+        return {"status": "ok", "version": __version__, "pid": os.getpid(),
+                "jobs_running": running, "jobs_pending": pending, "time": time.time()}
+
+    from rltune.server import (
+        routes_files,
+        routes_functions,
+        routes_jobdata,
+        routes_jobs,
+        routes_keys,
+    )
+
+    for module in (routes_keys, routes_files, routes_functions, routes_jobs, routes_jobdata):
+        app.include_router(module.router)
+    return app
+
+
+def write_server_info(settings: ServerSettings, port: int) -> None:
+    """``$RLTUNE_HOME/server/server.json``: how local clients find a running server."""
+    info = {"pid": os.getpid(), "host": settings.host, "port": port,
+            "url": f"http://{settings.host}:{port}", "started_at": time.time()}
+    path = settings.server_dir / "server.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, path)

@@ -1,0 +1,64 @@
+"""The server's shared state (store, registry, executor, instances) and request helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from fastapi import Request
+
+from rltune.functions.registry import FunctionRegistry
+from rltune.sdk.errors import NotFoundError
+from rltune.server.errors import TooLargeError
+from rltune.server.executor import JobExecutor
+from rltune.server.instances import InstanceManager
+from rltune.server.settings import ServerSettings
+from rltune.server.store import Store
+
+
+@dataclass
+class ServerContext:
+    settings: ServerSettings
+    store: Store
+    registry: FunctionRegistry
+    executor: JobExecutor
+    instances: InstanceManager
+
+    def owned(self, table: str, rid: str, workspace: str, what: str, hint: str) -> dict[str, Any]:
+        """The record if it exists in ``workspace``; otherwise 404 (other workspaces too)."""
+        rec = self.store.get(table, rid, workspace=workspace)
+        if rec is None:
+            raise NotFoundError(f"no {what} {rid!r}", where=rid, hint=hint)
+        return rec
+
+
+def ctx_of(request: Request) -> ServerContext:
+    return request.app.state.ctx
+
+
+async def read_body_limited(request: Request, limit: int, what: str) -> bytes:
+    """The request body, refusing (413) as soon as it passes ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise TooLargeError(f"{what} is {int(declared)} bytes; the limit is {limit}",
+                            where="request body", hint="split the data or raise the server's "
+                            "--max-upload-bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise TooLargeError(f"{what} is larger than the limit of {limit} bytes",
+                                where="request body", hint="split the data or raise the "
+                                "server's --max-upload-bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def paging(page_no: int, page_size: int) -> tuple[int, int]:
+    return (page_no - 1) * page_size, page_size
+
+
+def page(items: list[Any], total: int, page_no: int, page_size: int,
+         extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    return {"items": items, "total": total, "page_no": page_no, "page_size": page_size,
+            **(extra or {})}

@@ -1,0 +1,63 @@
+"""One error body for every failure: ``{"error": {code, message, where, hint}, "status"}``.
+
+``rltune.sdk.errors`` classes carry their HTTP status; FastAPI's own errors (bad JSON, missing
+query parameters, unknown routes) are mapped to the same shape.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rltune.sdk.errors import RltuneError
+
+log = logging.getLogger("rltune.server")
+
+
+class TooLargeError(RltuneError):
+    """An upload is above the server's size limit."""
+
+    http_status = 413
+    code = "too_large"
+
+
+def error_response(status: int, code: str, message: str, where: str | None = None,
+                   hint: str | None = None) -> JSONResponse:
+    body = {"error": {"code": code, "message": message, "where": where, "hint": hint},
+            "status": status}
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _field(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RltuneError)
+    async def _rltune(request: Request, exc: RltuneError) -> JSONResponse:
+        return error_response(exc.http_status, exc.code, exc.message, exc.where, exc.hint)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = exc.errors()
+        first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
+        more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        return error_response(422, "invalid_input", f"{first['msg']}{more}",
+                              _field(tuple(first.get("loc", ()))),
+                              "see the route's schema in /openapi.json")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
+        return error_response(exc.status_code, code, str(exc.detail), request.url.path)
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}",
+                              request.url.path, "this is a bug in rltune; please report it")

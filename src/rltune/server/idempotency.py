@@ -1,0 +1,60 @@
+"""Idempotent creates: a client-supplied ``Idempotency-Key`` replays the first answer.
+
+The key is reserved before the work starts (a second request with the same key while the first
+runs gets 409), the answer is stored after; a failed create frees the key again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Optional
+
+from fastapi.responses import JSONResponse
+
+from rltune.sdk.errors import ConflictError
+from rltune.server.store import Store
+
+Create = Callable[[], Awaitable[tuple[int, Any]]]
+
+
+def fingerprint(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else json.dumps(part, sort_keys=True,
+                                                                  default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+async def idempotent(store: Store, workspace: str, key: Optional[str], print_: str,
+                     create: Create) -> JSONResponse:
+    """Run ``create`` once per (workspace, key); replay its (status, body) afterwards."""
+    if not key:
+        status, body = await create()
+        return JSONResponse(body, status_code=status)
+    rid = f"{workspace}:{key}"
+    try:
+        store.put("idempotency", {"id": rid, "workspace": workspace, "status": "pending",
+                                  "created_at": time.time(), "fingerprint": print_})
+    except ConflictError:
+        rec = store.get("idempotency", rid) or {}
+        if rec.get("fingerprint") != print_:
+            raise ConflictError(
+                "Idempotency-Key was already used for a different request",
+                where="Idempotency-Key header", hint="use a new key for a new request") from None
+        if rec.get("status") != "done":
+            raise ConflictError("a request with this Idempotency-Key is still running",
+                                where="Idempotency-Key header",
+                                hint="retry when it has finished") from None
+        return JSONResponse(rec["body"], status_code=rec["status_code"],
+                            headers={"Idempotent-Replayed": "true"})
+    try:
+        status, body = await create()
+    except BaseException:
+        store.delete("idempotency", rid)
+        raise
+    store.update("idempotency", rid, status="done", status_code=status, body=body)
+    return JSONResponse(body, status_code=status)

@@ -1,0 +1,137 @@
+"""Read what a job process writes into its directory: logs, metrics, trajectories,
+checkpoints, progress. Plain file reading (no torch), tolerant of a job that is still writing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+_STEP_FILE = re.compile(r"^step_(\d+)\.jsonl$")
+_CKPT = re.compile(r"^checkpoint-(\d+)$")
+LOG_SOURCES = {"train": "train.log", "process": "process.log"}
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    out = []
+    if not path.is_file():
+        return out
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a torn last line of a job that is writing
+    return out
+
+
+def read_log_lines(job_dir: Path, offset: int = 1, lines: int = 1000,
+                   source: str = "train") -> tuple[list[str], int]:
+    """Lines ``offset`` (1-based) .. ``offset+lines-1`` of a log; returns (lines, next_offset).
+
+    Only complete lines (ending in a newline) are returned, so a follower never sees half a line.
+    """
+    path = job_dir / LOG_SOURCES[source]
+    out: list[str] = []
+    if not path.is_file():
+        return out, offset
+    n = 0
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, start=1):
+            if n < offset:
+                continue
+            if not line.endswith("\n") or len(out) >= lines:
+                break
+            out.append(line.rstrip("\n"))
+    return out, offset + len(out)
+
+
+def read_progress(job_dir: Path) -> Optional[dict[str, Any]]:
+    try:
+        return json.loads((job_dir / "progress.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def metric_series(job_dir: Path, names: Optional[list[str]] = None,
+                  start_step: Optional[int] = None,
+                  end_step: Optional[int] = None) -> dict[str, list[list[float]]]:
+    """``{name: [[step, value], ...]}``; a step logged twice (resumed job) keeps its last value."""
+    by_step: dict[int, dict[str, Any]] = {}
+    for row in _json_lines(job_dir / "metrics.jsonl"):
+        step = int(row.get("step", 0))
+        if (start_step is not None and step < start_step) or (
+                end_step is not None and step > end_step):
+            continue
+        by_step.setdefault(step, {}).update(row.get("metrics") or {})
+    series: dict[str, list[list[float]]] = {}
+    for step in sorted(by_step):
+        for name, value in by_step[step].items():
+            if names and name not in names:
+                continue
+            series.setdefault(name, []).append([step, value])
+    return series
+
+
+def latest_metric(job_dir: Path, name: str) -> Optional[float]:
+    values = metric_series(job_dir, [name]).get(name)
+    return values[-1][1] if values else None
+
+
+def trajectory_steps(job_dir: Path) -> list[dict[str, int]]:
+    root = job_dir / "trajectories"
+    if not root.is_dir():
+        return []
+    out = []
+    for p in root.iterdir():
+        m = _STEP_FILE.match(p.name)
+        if m:
+            with p.open(encoding="utf-8", errors="replace") as fh:
+                count = sum(1 for line in fh if line.endswith("\n"))
+            out.append({"step": int(m.group(1)), "count": count})
+    return sorted(out, key=lambda s: s["step"])
+
+
+def read_trajectories(job_dir: Path, step: int) -> list[dict[str, Any]]:
+    return _json_lines(job_dir / "trajectories" / f"step_{int(step):06d}.jsonl")
+
+
+def filter_trajectories(records: list[dict[str, Any]], *, min_reward: Optional[float] = None,
+                        max_reward: Optional[float] = None, status: Optional[str] = None,
+                        sample_index: Optional[int] = None,
+                        rollout_id: Optional[str] = None) -> list[dict[str, Any]]:
+    def keep(r: dict[str, Any]) -> bool:
+        reward = r.get("reward")
+        if min_reward is not None and (reward is None or reward < min_reward):
+            return False
+        if max_reward is not None and (reward is None or reward > max_reward):
+            return False
+        if status is not None and r.get("status") != status:
+            return False
+        if sample_index is not None and r.get("sample_index") != sample_index:
+            return False
+        return rollout_id is None or r.get("rollout_id") == rollout_id
+
+    return [r for r in records if keep(r)]
+
+
+def list_checkpoints(job_dir: Path) -> list[dict[str, Any]]:
+    """Complete checkpoints (those with ``trainer_state.json``), oldest first."""
+    root = job_dir / "checkpoints"
+    found = []
+    if root.is_dir():
+        for p in root.iterdir():
+            m = _CKPT.match(p.name)
+            state_file = p / "trainer_state.json"
+            if not (m and p.is_dir() and state_file.is_file()):
+                continue
+            try:
+                state = json.loads(state_file.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            found.append({"name": p.name, "step": int(m.group(1)), "path": str(p),
+                          "validation_reward": state.get("validation_reward"),
+                          "created_at": state_file.stat().st_mtime})
+    return sorted(found, key=lambda c: c["step"])

@@ -1,0 +1,159 @@
+"""What a job produced: logs (with follow), metrics series, trajectories, checkpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Literal, Optional
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+
+from rltune.sdk.errors import NotFoundError
+from rltune.server import states as S
+from rltune.server.auth import Caller, authenticate
+from rltune.server.context import ctx_of, page, paging
+from rltune.server.jobdata import (
+    filter_trajectories,
+    list_checkpoints,
+    metric_series,
+    read_log_lines,
+    read_trajectories,
+    trajectory_steps,
+)
+
+router = APIRouter(prefix="/v1", tags=["job outputs"])
+HINT = "list jobs: GET /v1/jobs"
+FOLLOW_TICK_S = 0.25
+
+
+def _job(request: Request, job_id: str, caller: Caller) -> dict:
+    return ctx_of(request).owned("jobs", job_id, caller.workspace, "job", HINT)
+
+
+@router.get("/jobs/{job_id}/logs")
+async def job_logs(job_id: str, request: Request, offset: int = Query(1, ge=1, le=10**9),
+                   lines: Optional[int] = Query(None, ge=1, le=100000),
+                   line: Optional[int] = Query(None, ge=1, le=100000,
+                                               description="the cloud SDK's name of 'lines'"),
+                   follow: bool = Query(False), wait: float = Query(20.0, ge=0, le=60),
+                   source: Literal["train", "process"] = Query("train"),
+                   caller: Caller = Depends(authenticate)) -> dict:
+    """Log lines from ``offset`` (1-based). ``follow=true`` long-polls for new lines."""
+    ctx = ctx_of(request)
+    rec = _job(request, job_id, caller)
+    count = lines or line or 1000
+    job_dir = ctx.executor.job_dir(job_id)
+    deadline = time.monotonic() + (wait if follow else 0)
+    while True:
+        out, nxt = read_log_lines(job_dir, offset, count, source)
+        rec = ctx.store.get("jobs", job_id) or rec
+        finished = rec["status"] in S.TERMINAL
+        if out or finished or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(FOLLOW_TICK_S)
+    return {"job_id": job_id, "logs": out, "offset": offset, "next_offset": nxt,
+            "status": rec["status"], "finished": finished}
+
+
+@router.get("/jobs/{job_id}/logs/stream")
+async def job_log_stream(job_id: str, request: Request, offset: int = Query(1, ge=1, le=10**9),
+                         caller: Caller = Depends(authenticate)) -> StreamingResponse:
+    """Server-sent events: one ``data:`` per log line; ``event: end`` when the job is over."""
+    ctx = ctx_of(request)
+    _job(request, job_id, caller)
+    job_dir = ctx.executor.job_dir(job_id)
+
+    async def events():
+        pos = offset
+        while not await request.is_disconnected():
+            out, pos = read_log_lines(job_dir, pos, 1000)
+            for text in out:
+                yield f"data: {json.dumps(text)}\n\n"
+            rec = ctx.store.get("jobs", job_id)
+            if rec is None or (rec["status"] in S.TERMINAL and not out):
+                yield f"event: end\ndata: {json.dumps((rec or {}).get('status'))}\n\n"
+                return
+            if not out:
+                await asyncio.sleep(FOLLOW_TICK_S)
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+@router.get("/jobs/{job_id}/metrics")
+def job_metrics(job_id: str, request: Request, names: Optional[str] = Query(None),
+                start_step: Optional[int] = Query(None, ge=0, le=10**9),
+                end_step: Optional[int] = Query(None, ge=0, le=10**9),
+                caller: Caller = Depends(authenticate)) -> dict:
+    """Metric series ``{name: [[step, value], ...]}`` (all names, or a comma-separated list)."""
+    _job(request, job_id, caller)
+    wanted = [n.strip() for n in names.split(",") if n.strip()] if names else None
+    series = metric_series(ctx_of(request).executor.job_dir(job_id), wanted, start_step,
+                           end_step)
+    return {"job_id": job_id, "names": sorted(series), "series": series}
+
+
+@router.get("/jobs/{job_id}/trajectories/steps")
+def job_trajectory_steps(job_id: str, request: Request,
+                         caller: Caller = Depends(authenticate)) -> dict:
+    _job(request, job_id, caller)
+    return {"job_id": job_id, "steps": trajectory_steps(ctx_of(request).executor.job_dir(job_id))}
+
+
+@router.get("/jobs/{job_id}/trajectories")
+def job_trajectories(job_id: str, request: Request, step: int = Query(..., ge=0, le=10**9),
+                     min_reward: Optional[float] = Query(None),
+                     max_reward: Optional[float] = Query(None),
+                     status: Optional[str] = Query(None, max_length=32),
+                     sample_index: Optional[int] = Query(None, ge=0, le=10**9),
+                     rollout_id: Optional[str] = Query(None, max_length=256),
+                     page_no: int = Query(1, ge=1, le=10**6),
+                     page_size: int = Query(50, ge=1, le=500),
+                     caller: Caller = Depends(authenticate)) -> dict:
+    """Trajectories of one step, filtered on the server, one page at a time."""
+    _job(request, job_id, caller)
+    records = filter_trajectories(
+        read_trajectories(ctx_of(request).executor.job_dir(job_id), step),
+        min_reward=min_reward, max_reward=max_reward, status=status,
+        sample_index=sample_index, rollout_id=rollout_id)
+    off, lim = paging(page_no, page_size)
+    return page(records[off:off + lim], len(records), page_no, page_size,
+                {"job_id": job_id, "step": step})
+
+
+@router.get("/jobs/{job_id}/trajectories/{step}/groups")
+def job_groups(job_id: str, step: int, request: Request,
+               sample_index: Optional[int] = Query(None, ge=0, le=10**9),
+               caller: Caller = Depends(authenticate)) -> dict:
+    """The step's groups: the n rollouts of each prompt, with their rewards."""
+    _job(request, job_id, caller)
+    groups: dict[int, list[dict]] = {}
+    for r in read_trajectories(ctx_of(request).executor.job_dir(job_id), step):
+        idx = int(r.get("sample_index", -1))
+        if sample_index is None or idx == sample_index:
+            groups.setdefault(idx, []).append(r)
+    return {"job_id": job_id, "step": step, "groups": [
+        {"sample_index": k, "rewards": [r.get("reward") for r in v], "trajectories": v}
+        for k, v in sorted(groups.items())]}
+
+
+@router.get("/jobs/{job_id}/trajectories/{step}/{rollout_id}")
+def job_trajectory(job_id: str, step: int, rollout_id: str, request: Request,
+                   caller: Caller = Depends(authenticate)) -> dict:
+    _job(request, job_id, caller)
+    found = filter_trajectories(read_trajectories(ctx_of(request).executor.job_dir(job_id), step),
+                                rollout_id=rollout_id)
+    if not found:
+        raise NotFoundError(f"no trajectory {rollout_id!r} at step {step} of {job_id}",
+                            where=rollout_id, hint="list them: GET /v1/jobs/{id}/trajectories")
+    return found[0]
+
+
+@router.get("/jobs/{job_id}/checkpoints")
+def job_checkpoints(job_id: str, request: Request,
+                    caller: Caller = Depends(authenticate)) -> dict:
+    """Saved checkpoints with their validation reward, oldest first."""
+    _job(request, job_id, caller)
+    return {"job_id": job_id,
+            "checkpoints": list_checkpoints(ctx_of(request).executor.job_dir(job_id))}

@@ -1,0 +1,185 @@
+"""``/v1/jobs`` (and the cloud's ``/v1/fine-tunes`` aliases): submit, list, get, cancel,
+resume, delete."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from pydantic import BaseModel, Field
+
+from rltune.sdk.errors import ConflictError, ValidationError
+from rltune.server import states as S
+from rltune.server.auth import Caller, authenticate
+from rltune.server.context import ServerContext, ctx_of, page, paging
+from rltune.server.idempotency import fingerprint, idempotent
+from rltune.server.jobdata import latest_metric, list_checkpoints, read_progress
+from rltune.server.submit import parse_config, resolve
+
+router = APIRouter(prefix="/v1", tags=["jobs"])
+HINT = "list jobs: GET /v1/jobs"
+
+
+def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, Any]:
+    job_dir = ctx.executor.job_dir(rec["id"])
+    progress = read_progress(job_dir)
+    latest = (progress or {}).get("reward")
+    if latest is None and progress is not None:
+        latest = latest_metric(job_dir, "critic/rewards/mean")
+    out = {"job_id": rec["id"], "job_name": rec["job_name"], "status": rec["status"],
+           "model": rec["model"], "algorithm": rec["algorithm"],
+           "training_type": rec["training_type"], "created_at": rec["created_at"],
+           "started_at": rec.get("started_at"), "finished_at": rec.get("finished_at"),
+           "progress": progress, "latest_reward": latest,
+           "training_file_ids": rec["training_file_ids"],
+           "validation_file_ids": rec["validation_file_ids"],
+           "resume_from": rec.get("resume_from"), "error": rec.get("error")}
+    if detail:
+        from rltune.config.yaml_io import dump_yaml
+
+        out.update(config=rec["config"], config_yaml=dump_yaml(rec["config"]),
+                   checkpoints=len(list_checkpoints(job_dir)), exit_code=rec.get("exit_code"))
+    return out
+
+
+class JobCreate(BaseModel):
+    config: Optional[dict[str, Any]] = Field(None, description="a JobConfig (SDK YAML shape)")
+    config_yaml: Optional[str] = Field(None, max_length=1_000_000)
+    job_name: Optional[str] = Field(None, min_length=1, max_length=256)
+
+
+async def _create(body: JobCreate, request: Request, caller: Caller,
+                  idempotency_key: Optional[str]):
+    ctx = ctx_of(request)
+    job = parse_config(body.config, body.config_yaml, body.job_name)
+
+    async def create():
+        runnable, facts = resolve(ctx, caller.workspace, job)
+        job_id = f"ft-{secrets.token_hex(8)}"
+        job_dir = ctx.executor.job_dir(job_id)
+        job_dir.mkdir(parents=True)
+        (job_dir / "job.yaml").write_text(runnable.to_yaml_text())
+        (job_dir / "job.json").write_text(json.dumps({"job_id": job_id,
+                                                      "workspace": caller.workspace}))
+        rec = {"id": job_id, "workspace": caller.workspace, "status": S.PENDING,
+               "created_at": time.time(), "job_name": job.name, "model": job.model.name,
+               "algorithm": job.hyper_parameters.algorithm,
+               "training_type": job.training.type.value, "config": job.to_dict(), **facts}
+        ctx.store.put("jobs", rec)
+        ctx.executor.wake()
+        return 201, job_view(ctx, rec)
+
+    return await idempotent(ctx.store, caller.workspace, idempotency_key,
+                            fingerprint("jobs", body.model_dump()), create)
+
+
+@router.post("/jobs", status_code=201)
+async def create_job(body: JobCreate, request: Request, caller: Caller = Depends(authenticate),
+                     idempotency_key: Optional[str] = Header(None)):
+    """Submit a job; it starts when a slot is free (``max_concurrent_jobs``)."""
+    return await _create(body, request, caller, idempotency_key)
+
+
+def _statuses(status: Optional[str]) -> Optional[list[str]]:
+    if not status:
+        return None
+    wanted = [s.strip().upper() for s in status.split(",") if s.strip()]
+    bad = [s for s in wanted if s not in S.STATES]
+    if bad:
+        raise ValidationError(f"unknown status {bad[0]!r}", where="status",
+                              hint=f"use one or more of {', '.join(S.STATES)}")
+    return wanted
+
+
+@router.get("/jobs")
+def list_jobs(request: Request, page_no: int = Query(1, ge=1, le=10**6),
+              page_size: int = Query(10, ge=1, le=500), status: Optional[str] = Query(None),
+              caller: Caller = Depends(authenticate)) -> dict:
+    """Jobs of the workspace, newest first, optionally filtered by status."""
+    ctx = ctx_of(request)
+    off, lim = paging(page_no, page_size)
+    rows, total = ctx.store.list("jobs", workspace=caller.workspace, statuses=_statuses(status),
+                                 offset=off, limit=lim, newest_first=True)
+    return page([job_view(ctx, r) for r in rows], total, page_no, page_size)
+
+
+@router.get("/jobs/{job_id}")
+def get_job(job_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
+    ctx = ctx_of(request)
+    return job_view(ctx, ctx.owned("jobs", job_id, caller.workspace, "job", HINT), detail=True)
+
+
+@router.post("/jobs/{job_id}/cancel")
+async def cancel_job(job_id: str, request: Request,
+                     caller: Caller = Depends(authenticate)) -> dict:
+    """Cancel: a PENDING job never starts; a RUNNING job's process group is killed."""
+    ctx = ctx_of(request)
+    rec = ctx.owned("jobs", job_id, caller.workspace, "job", HINT)
+    S.check_move(job_id, rec["status"], S.CANCELED, "cancel")
+    new = ctx.store.update("jobs", job_id, expect_status=[rec["status"]], status=S.CANCELED,
+                           finished_at=time.time())
+    if new is None:  # it moved meanwhile (e.g. finished)
+        now = ctx.store.get("jobs", job_id) or rec
+        S.check_move(job_id, now["status"], S.CANCELED, "cancel")
+        raise ConflictError(f"job {job_id} changed state while cancelling", where=job_id,
+                            hint="retry")
+    if rec["status"] == S.RUNNING:
+        await ctx.executor.kill(job_id)
+    return job_view(ctx, ctx.store.get("jobs", job_id) or new, detail=True)
+
+
+class ResumeRequest(BaseModel):
+    checkpoint: Optional[str] = Field(None, pattern=r"^checkpoint-\d+$")
+
+
+@router.post("/jobs/{job_id}/resume")
+def resume_job(job_id: str, request: Request, body: Optional[ResumeRequest] = None,
+               caller: Caller = Depends(authenticate)) -> dict:
+    """Queue a FAILED/CANCELED job again, continuing from a checkpoint (default: the latest)."""
+    ctx = ctx_of(request)
+    rec = ctx.owned("jobs", job_id, caller.workspace, "job", HINT)
+    S.check_move(job_id, rec["status"], S.PENDING, "resume")
+    ckpts = list_checkpoints(ctx.executor.job_dir(job_id))
+    wanted = body.checkpoint if body else None
+    chosen = [c for c in ckpts if c["name"] == wanted] if wanted else ckpts[-1:]
+    if wanted and not chosen:
+        raise ValidationError(f"job {job_id} has no {wanted}", where="checkpoint",
+                              hint="list them: GET /v1/jobs/{job_id}/checkpoints")
+    resume_from = chosen[-1]["path"] if chosen else None
+    new = ctx.store.update("jobs", job_id, expect_status=[rec["status"]], status=S.PENDING,
+                           resume_from=resume_from, error=None, finished_at=None,
+                           resumed_at=time.time())
+    if new is None:
+        raise ConflictError(f"job {job_id} changed state while resuming", where=job_id,
+                            hint="retry")
+    ctx.executor.wake()
+    return job_view(ctx, new, detail=True)
+
+
+@router.delete("/jobs/{job_id}")
+def delete_job(job_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
+    """Delete a job that is not running, with its outputs."""
+    ctx = ctx_of(request)
+    rec = ctx.owned("jobs", job_id, caller.workspace, "job", HINT)
+    if rec["status"] == S.RUNNING:
+        raise ConflictError(f"job {job_id} is RUNNING", where=job_id,
+                            hint=f"cancel it first: POST /v1/jobs/{job_id}/cancel")
+    ctx.store.delete("jobs", job_id)
+    shutil.rmtree(Path(ctx.executor.job_dir(job_id)), ignore_errors=True)
+    return {"job_id": job_id, "deleted": True}
+
+
+# The cloud SDK's paths (reference §9), same handlers.
+router.add_api_route("/fine-tunes", create_job, methods=["POST"], status_code=201,
+                     include_in_schema=False)
+router.add_api_route("/fine-tunes", list_jobs, methods=["GET"], include_in_schema=False)
+router.add_api_route("/fine-tunes/{job_id}", get_job, methods=["GET"], include_in_schema=False)
+router.add_api_route("/fine-tunes/{job_id}", delete_job, methods=["DELETE"],
+                     include_in_schema=False)
+router.add_api_route("/fine-tunes/{job_id}/cancel", cancel_job, methods=["POST"],
+                     include_in_schema=False)

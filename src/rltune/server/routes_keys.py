@@ -1,0 +1,67 @@
+"""``/v1/keys`` and ``/v1/whoami``: API keys of a workspace."""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from fastapi import APIRouter, Depends, Header, Request
+from pydantic import BaseModel, Field
+
+from rltune.sdk.errors import AuthError, ConflictError, NotFoundError
+from rltune.server.auth import Caller, authenticate, create_key, public_key
+from rltune.server.context import ctx_of
+from rltune.server.idempotency import fingerprint, idempotent
+
+router = APIRouter(prefix="/v1", tags=["keys"])
+
+
+class KeyCreate(BaseModel):
+    name: str = Field("", max_length=128)
+    workspace: Optional[str] = Field(None, min_length=1, max_length=64,
+                                     pattern=r"^[A-Za-z0-9_.-]+$")
+
+
+@router.get("/whoami")
+def whoami(caller: Caller = Depends(authenticate)) -> dict:
+    """The caller's key id, workspace and admin flag."""
+    return {"key_id": caller.key_id, "workspace": caller.workspace, "admin": caller.admin}
+
+
+@router.post("/keys", status_code=201)
+async def new_key(body: KeyCreate, request: Request, caller: Caller = Depends(authenticate),
+                  idempotency_key: Optional[str] = Header(None)):
+    """Create a key in the caller's workspace (admin: in any workspace, created when new)."""
+    ctx = ctx_of(request)
+    workspace = body.workspace or caller.workspace
+    if workspace != caller.workspace and not caller.admin:
+        raise AuthError("only an admin key can create keys for another workspace",
+                        where="workspace", hint="omit 'workspace' or use the admin key")
+
+    async def create():
+        return 201, create_key(ctx.store, workspace, name=body.name)
+
+    return await idempotent(ctx.store, caller.workspace, idempotency_key,
+                            fingerprint("keys", body.model_dump()), create)
+
+
+@router.get("/keys")
+def list_keys(request: Request, caller: Caller = Depends(authenticate)) -> dict:
+    """Keys of the caller's workspace (never their secrets)."""
+    rows, _ = ctx_of(request).store.list("keys", workspace=caller.workspace,
+                                         statuses=["active", "revoked"])
+    return {"items": [public_key(r) for r in rows]}
+
+
+@router.delete("/keys/{key_id}")
+def revoke_key(key_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
+    """Revoke a key; calls with it answer 401 from now on."""
+    store = ctx_of(request).store
+    rec = store.get("keys", key_id, workspace=caller.workspace)
+    if rec is None or not key_id.startswith("key-"):
+        raise NotFoundError(f"no key {key_id!r}", where=key_id, hint="list keys: GET /v1/keys")
+    new = store.update("keys", key_id, expect_status=["active"], status="revoked",
+                       revoked_at=time.time())
+    if new is None:
+        raise ConflictError(f"key {key_id} is already revoked", where=key_id)
+    return public_key(new)

@@ -1,0 +1,70 @@
+"""Server settings: where state lives and the limits, from arguments or ``RLTUNE_*`` env vars."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, Field
+
+DEFAULT_PORT = 8600
+
+
+def rltune_home() -> Path:
+    """``$RLTUNE_HOME`` or ``~/.rltune``."""
+    return Path(os.environ.get("RLTUNE_HOME") or Path.home() / ".rltune").expanduser()
+
+
+class ServerSettings(BaseModel):
+    """Everything the server needs to start. ``from_env()`` fills unset fields from env vars.
+
+    Example:
+        >>> s = ServerSettings(home="/tmp/x")
+        >>> str(s.server_dir), s.db_url
+        ('/tmp/x/server', 'sqlite:////tmp/x/server/rltune.db')
+    """
+
+    home: Path = Field(default_factory=rltune_home)
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    #: SQLAlchemy-style URL; default: SQLite file under ``$RLTUNE_HOME/server``.
+    db: Optional[str] = None
+    max_concurrent_jobs: int = Field(1, ge=1, le=64)
+    #: Largest accepted upload (dataset or archive), bytes.
+    max_upload_bytes: int = Field(200 * 2**20, ge=1)
+    #: Seconds between scheduler passes.
+    poll_interval: float = Field(0.5, gt=0)
+
+    @property
+    def server_dir(self) -> Path:
+        return Path(self.home) / "server"
+
+    @property
+    def db_url(self) -> str:
+        return self.db or f"sqlite:///{self.server_dir / 'rltune.db'}"
+
+    @property
+    def admin_key_path(self) -> Path:
+        return self.server_dir / "admin.key"
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.server_dir / "jobs"
+
+    @property
+    def files_dir(self) -> Path:
+        return self.server_dir / "files"
+
+    @classmethod
+    def from_env(cls, **given: object) -> ServerSettings:
+        env = {
+            "host": os.environ.get("RLTUNE_SERVER_HOST"),
+            "port": os.environ.get("RLTUNE_SERVER_PORT"),
+            "db": os.environ.get("RLTUNE_DB_URL"),
+            "max_concurrent_jobs": os.environ.get("RLTUNE_MAX_CONCURRENT_JOBS"),
+            "max_upload_bytes": os.environ.get("RLTUNE_MAX_UPLOAD_BYTES"),
+        }
+        data = {k: v for k, v in env.items() if v}
+        data.update({k: v for k, v in given.items() if v is not None})
+        return cls.model_validate(data)

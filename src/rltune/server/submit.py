@@ -1,0 +1,88 @@
+"""Turn a submitted job config into one the job process can run alone.
+
+Datasets must name uploaded files (``file_id``) and functions registered entities
+(``entity_id``, or a loaded ``instance_id``) of the caller's workspace; they are rewritten to
+absolute paths (the file's JSONL, the entity's extracted workspace). Everything else is the
+user's ``JobConfig``, validated the same way as YAML.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rltune.config import JobConfig, load_job_config_text
+from rltune.config.datasets import DataSourceType
+from rltune.sdk.errors import ConfigError, NotFoundError
+from rltune.server.context import ServerContext
+
+
+def parse_config(config: Optional[dict[str, Any]], config_yaml: Optional[str],
+                 job_name: Optional[str]) -> JobConfig:
+    if (config is None) == (config_yaml is None):
+        raise ConfigError("give exactly one of 'config' (a JobConfig object) and 'config_yaml'",
+                          where="request body", hint='send {"config": {...}}')
+    overrides = {"name": job_name} if job_name else {}
+    if config_yaml is not None:
+        return load_job_config_text(config_yaml, source="config_yaml", **overrides)
+    return JobConfig.load_from_dict(dict(config or {}), **overrides)
+
+
+def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConfig, dict]:
+    """(runnable config, facts for the job record: file ids, row counts)."""
+    data = job.to_dict()
+    facts: dict[str, Any] = {"training_file_ids": [], "validation_file_ids": []}
+    train_rows = 0
+    datasets = []
+    for i, ds in enumerate(job.datasets):
+        where = f"datasets[{i}]"
+        if ds.data_source_type is not DataSourceType.FILE_ID or not ds.file_id:
+            raise ConfigError(
+                f"{where} has no file_id; the job server trains on uploaded files",
+                where=where, hint="upload it first (POST /v1/files, AgenticRL.upload_datasets "
+                "or `rltune upload-data`) and set file_id: file-…")
+        rec = ctx.store.get("files", ds.file_id, workspace=workspace)
+        if rec is None:
+            raise NotFoundError(f"no file {ds.file_id!r}", where=f"{where}.file_id",
+                                hint="list files: GET /v1/files")
+        key = "training_file_ids" if ds.type.value == "training" else "validation_file_ids"
+        facts[key].append(ds.file_id)
+        if ds.type.value == "training":
+            train_rows += int(rec["rows"])
+        datasets.append({"type": ds.type.value, "file_name": rec["path"], "file_id": ds.file_id})
+    if not facts["training_file_ids"]:
+        raise ConfigError("the job has no training dataset", where="datasets",
+                          hint="add {type: training, file_id: file-…}")
+    job.check_dataset_rows(train_rows, where="datasets")
+    functions = []
+    for i, (fn, raw) in enumerate(zip(job.functions, data.get("functions", []), strict=True)):
+        where = f"functions[{i}] ({fn.name})"
+        entity_id = fn.entity_id
+        if not entity_id and fn.instance_id:
+            inst = ctx.store.get("instances", fn.instance_id, workspace=workspace)
+            if inst is None:
+                raise NotFoundError(f"no function instance {fn.instance_id!r}",
+                                    where=f"{where}.instance_id",
+                                    hint="list instances: GET /v1/instances")
+            entity_id = inst["entity_id"]
+        if not entity_id:
+            raise ConfigError(f"{where} has no entity_id", where=where,
+                              hint="register it first (AgenticRL.register_functions or "
+                                   "`rltune register-functions`) and set entity_id")
+        rec = ctx.store.get("functions", entity_id, workspace=workspace)
+        if rec is None:
+            raise NotFoundError(f"no function {entity_id!r}", where=f"{where}.entity_id",
+                                hint="list functions: GET /v1/functions")
+        if rec["type"] != fn.type.value:
+            raise ConfigError(f"{where} is type {fn.type.value} but {entity_id} is a "
+                              f"{rec['type']} function", where=f"{where}.type",
+                              hint=f"set type: {rec['type']}")
+        entity = ctx.registry.get(entity_id)
+        ws = ctx.registry.workspace_of(entity)
+        fixed = {**raw, "entity_id": entity_id,
+                 "fcmodel": {"zipdir": str(ws), "classpath": entity.classpath}}
+        for k in ("instance_id", "instance_url", "instance_token", "instance_status"):
+            fixed.pop(k, None)
+        functions.append(fixed)
+    data.update(datasets=datasets, functions=functions)
+    data.pop("workspace_dir", None)
+    return JobConfig.load_from_dict(data), facts

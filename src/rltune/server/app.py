@@ -51,6 +51,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             await executor.stop()
             await ctx.instances.close()
             store.close()
+            _forget_server_info(settings)
 
     app = FastAPI(title="rltune job server", version=__version__, lifespan=lifespan,
                   description="Files, functions and RL fine-tuning jobs. Every /v1 route needs "
@@ -77,6 +78,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     for module in (routes_keys, routes_files, routes_functions, routes_jobs, routes_jobdata):
         app.include_router(module.router)
     return app
+
+
+def _forget_server_info(settings: ServerSettings) -> None:
+    path = settings.server_dir / "server.json"
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
 
 
 def write_server_info(settings: ServerSettings, port: int) -> None:

@@ -1,0 +1,378 @@
+"""The cloud CLI's verbs against the rltune server: ``rltune rl <verb>`` and ``rltune <verb>``.
+
+register_functions, test_functions, upload_data, run (-c job.yaml or direct parameters),
+submit, get/status, list, cancel, delete, logs [--follow], resume — each with
+``-o table|json|yaml`` and both hyphen and underscore spellings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from rltune.sdk.errors import RltuneError
+
+rl_app = typer.Typer(help="Cloud-compatible job verbs (talk to the rltune server).",
+                     no_args_is_help=True)
+OUT = typer.Option("table", "--output", "-o", "--output-format", help="table|json|yaml")
+KEY = typer.Option(None, "--api-key", envvar="RLTUNE_API_KEY", help="default: local admin key")
+FORMATS = ("table", "json", "yaml")
+
+
+def _emit(data: Any, output: str, title: str = "") -> None:
+    from rltune.functions.render import render
+
+    if output not in FORMATS:
+        typer.secho(f"error: -o must be one of {', '.join(FORMATS)}", fg="red", err=True)
+        raise typer.Exit(2)
+    if hasattr(data, "model_dump"):
+        data = data.model_dump(mode="json", exclude_none=True)
+    if output == "json":
+        typer.echo(json.dumps(data, indent=2, default=str))
+    else:
+        typer.echo(render(data if isinstance(data, dict) else {"result": data}, output,
+                          title=title))
+
+
+def _fail(exc: Exception, code: int = 1) -> None:
+    typer.secho(f"error: {exc}", fg="red", err=True)
+    raise typer.Exit(code)
+
+
+def _client(api_key: Optional[str], ensure_server: bool = False):
+    from rltune.client import AgenticRL, discovery
+
+    url = discovery.base_url()
+    if ensure_server and not discovery.is_up(url):
+        if not url.startswith(("http://127.0.0.1", "http://localhost")):
+            _fail(RltuneError(f"no rltune server answers at {url}", where="RLTUNE_BASE_URL"))
+        port = int(url.rsplit(":", 1)[-1]) if url.count(":") == 2 else 8600
+        typer.secho(f"no server answers at {url}: starting a local one …", err=True)
+        url = discovery.start_local_server(port=port)
+        typer.secho(f"started the rltune server at {url} (stop it with `rltune server stop`)",
+                    err=True)
+    return AgenticRL(api_key=api_key, base_url=url)
+
+
+def _split(values: list[str]) -> list[str]:
+    return [v for item in values for v in item.split(",") if v]
+
+
+def register_functions(
+    rollout_classpaths: list[str] = typer.Option([], "--rollout-classpaths",
+                                                 "--rollout-classpath"),
+    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath"),
+    group_reward_classpaths: list[str] = typer.Option([], "--group-reward-classpaths",
+                                                      "--group-reward-classpath"),
+    workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
+    lazy_load: bool = typer.Option(True, "--lazy-load/--no-lazy-load"),
+    api_key: Optional[str] = KEY, output: str = OUT,
+) -> None:
+    """Package the workspace and register its functions (load them with --no-lazy-load)."""
+    from rltune.config.components import (
+        FunctionComponentModel,
+        GroupRewardFunctionComponent,
+        RewardFunctionComponent,
+        RolloutFunctionComponent,
+    )
+
+    classes = {"rollout": RolloutFunctionComponent, "reward": RewardFunctionComponent,
+               "group_reward": GroupRewardFunctionComponent}
+
+    comps = []
+    for kind, paths in (("rollout", rollout_classpaths), ("reward", reward_classpaths),
+                        ("group_reward", group_reward_classpaths)):
+        for cp in _split(paths):
+            comps.append(classes[kind](fcmodel=FunctionComponentModel(
+                zipdir=str(workspace_dir), classpath=cp)))
+    if not comps:
+        _fail(RltuneError("no classpath given", hint="pass --rollout-classpaths and/or "
+                          "--reward-classpaths"), 2)
+    try:
+        client = _client(api_key, ensure_server=True)
+        ids = asyncio.run(client.register_functions(comps, lazy_load=lazy_load))
+    except RltuneError as exc:
+        _fail(exc)
+    names = ("rollout_entity_ids", "reward_entity_ids", "group_reward_entity_ids",
+             "rollout_instance_ids", "reward_instance_ids", "group_reward_instance_ids")
+    _emit(dict(zip(names, ids, strict=True)), output, "registered functions")
+
+
+def test_functions(
+    instance_id: str = typer.Argument(...),
+    func_type: Optional[str] = typer.Option(None, "--type", "-t",
+                                            help="ROLLOUT|REWARD|GROUP_REWARD"),
+    input_json: str = typer.Option(..., "--input", "-i", help="JSON text or a file path"),
+    api_key: Optional[str] = KEY, output: str = OUT,
+) -> None:
+    """Send one input to a loaded instance and print the validated output."""
+    from rltune.cli.functions_cmd import _read_input
+
+    if func_type and func_type.lower() not in ("rollout", "reward", "group_reward"):
+        _fail(RltuneError(f"--type {func_type!r} is not ROLLOUT, REWARD or GROUP_REWARD"), 2)
+    try:
+        data = _read_input(input_json)
+        res = asyncio.run(_client(api_key).test_functions(
+            instance_id, func_type.lower() if func_type else None, data))
+    except RltuneError as exc:
+        _fail(exc)
+    _emit(res["output"], output, f"{instance_id}: {res['status']}")
+    if res["status"] != "success":
+        raise typer.Exit(1)
+
+
+def upload_data(
+    training_files: list[str] = typer.Option(..., "--training-files", "--training-file"),
+    validation_files: list[str] = typer.Option([], "--validation-files", "--validation-file"),
+    api_key: Optional[str] = KEY, output: str = OUT,
+) -> None:
+    """Upload JSONL datasets (validated row by row on the server)."""
+    try:
+        client = _client(api_key, ensure_server=True)
+        train, val = asyncio.run(client.upload_datasets(
+            training_files=_split(training_files), validation_files=_split(validation_files)))
+    except RltuneError as exc:
+        _fail(exc)
+    _emit({"uploaded_training_ids": train, "uploaded_validation_ids": val}, output, "uploaded")
+
+
+def run(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", exists=True, dir_okay=False),
+    model: Optional[str] = typer.Option(None, "--model"),
+    training_files: list[str] = typer.Option([], "--training-files"),
+    validation_files: list[str] = typer.Option([], "--validation-files"),
+    rollout_classpath: Optional[str] = typer.Option(None, "--rollout-classpath",
+                                                    "--rollout-classpaths"),
+    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath"),
+    group_reward_classpaths: list[str] = typer.Option([], "--group-reward-classpaths"),
+    hyper_parameters: Optional[str] = typer.Option(None, "--hyper-parameters",
+                                                   help='JSON, e.g. \'{"batch_size": 4}\''),
+    workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
+    teacher_model: Optional[str] = typer.Option(None, "--teacher-model"),
+    job_name: Optional[str] = typer.Option(None, "--job-name"),
+    follow: Optional[bool] = typer.Option(None, "--follow/--no-follow",
+                                          help="default: follow with -o table"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+    api_key: Optional[str] = KEY, output: str = OUT,
+) -> None:
+    """Register, upload and submit a job (from -c job.yaml or direct parameters), then follow."""
+    try:
+        hp = json.loads(hyper_parameters) if hyper_parameters else None
+    except json.JSONDecodeError as exc:
+        _fail(RltuneError(f"--hyper-parameters is not JSON: {exc.msg}",
+                          hint='write e.g. \'{"learning_rate": 1e-5}\''), 2)
+    try:
+        client = _client(api_key, ensure_server=True)
+        if config is not None:
+            client.init(config)
+        else:
+            if not (model and training_files):
+                _fail(RltuneError("give -c job.yaml, or --model and --training-files"), 2)
+            fns: list[dict] = []
+            for kind, cps in (("rollout", [rollout_classpath] if rollout_classpath else []),
+                              ("reward", _split(reward_classpaths)),
+                              ("group_reward", _split(group_reward_classpaths))):
+                fns += [{"type": kind, "fcmodel": {"zipdir": str(workspace_dir),
+                                                   "classpath": cp}} for cp in cps]
+            client.defaults = {"model": {"name": model}, "functions": fns, "datasets": (
+                [{"type": "training", "file_name": str(Path(f).resolve())}
+                 for f in _split(training_files)]
+                + [{"type": "validation", "file_name": str(Path(f).resolve())}
+                   for f in _split(validation_files)])}
+            client.init()
+        job = asyncio.run(client.run(hyper_parameters=hp, job_name=job_name,
+                                     teacher_model=teacher_model))
+    except RltuneError as exc:
+        _fail(exc)
+    out = job.output
+    if verbose:
+        typer.echo(f"submitted {out.job_id} to {client.base_url}", err=True)
+    if follow is None:
+        follow = output == "table"
+    if not follow:
+        _emit({"job_id": out.job_id, "status": out.status,
+               "message": f"submitted to {client.base_url}"}, output, "job")
+        return
+    _follow(client, out.job_id)
+
+
+def _follow(client: Any, job_id: str) -> None:
+    """Progress bar with live rewards until the job ends; Ctrl-C detaches."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from rltune.client.agentic_rl import run_sync
+
+    status = "PENDING"
+    try:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[status]}"), TextColumn("reward {task.fields[r]}"),
+                      TextColumn("val {task.fields[v]}")) as bar:
+            task = bar.add_task(job_id, total=None, status=status, r="-", v="-")
+            while True:
+                job = run_sync(client.http.request("GET", f"/v1/jobs/{job_id}"))
+                status = job["status"]
+                p = job.get("progress") or {}
+                fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+                bar.update(task, completed=p.get("step", 0), total=p.get("total_steps"),
+                           status=status, r=fmt(p.get("reward")), v=fmt(p.get("validation_reward")))
+                if status in ("SUCCEEDED", "FAILED", "CANCELED"):
+                    break
+                time.sleep(1.0)
+    except KeyboardInterrupt:
+        typer.echo(f"\ndetached; {job_id} keeps running. Re-attach: rltune logs {job_id} "
+                   f"--follow   (status: rltune get {job_id})")
+        raise typer.Exit(0) from None
+    typer.echo(f"{job_id}: {status}" + (f" — {job['error']}" if job.get("error") else ""))
+    if status != "SUCCEEDED":
+        raise typer.Exit(1)
+
+
+def submit(
+    model: str = typer.Option(..., "--model"),
+    training_file_ids: list[str] = typer.Option(..., "--training-file-ids"),
+    validation_file_ids: list[str] = typer.Option([], "--validation-file-ids"),
+    rollout_id: Optional[str] = typer.Option(None, "--rollout-id"),
+    reward_ids: list[str] = typer.Option([], "--reward-ids"),
+    group_reward_ids: list[str] = typer.Option([], "--group-reward-ids"),
+    hyper_parameters: Optional[str] = typer.Option(None, "--hyper-parameters"),
+    job_name: Optional[str] = typer.Option(None, "--job-name"),
+    api_key: Optional[str] = KEY, output: str = OUT,
+) -> None:
+    """Submit a job from ids (uploaded file ids, registered function entity ids)."""
+    fns = ([{"type": "rollout", "entity_id": rollout_id}] if rollout_id else []) + [
+        {"type": "reward", "entity_id": e} for e in _split(reward_ids)] + [
+        {"type": "group_reward", "entity_id": e} for e in _split(group_reward_ids)]
+    try:
+        hp = json.loads(hyper_parameters) if hyper_parameters else None
+        job = _client(api_key).submit_job(
+            model=model, functions=fns, hyper_parameters=hp, job_name=job_name,
+            training_file_ids=_split(training_file_ids),
+            validation_file_ids=_split(validation_file_ids))
+    except (RltuneError, json.JSONDecodeError) as exc:
+        _fail(exc)
+    _emit(job.output, output, "job")
+
+
+def get(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+        output: str = OUT) -> None:
+    """A job's status, progress and error."""
+    try:
+        job = _client(api_key).get(job_id).output.model_dump(exclude_none=True)
+    except RltuneError as exc:
+        _fail(exc)
+    if output == "table":
+        job.pop("config", None)
+        job.pop("config_yaml", None)
+    _emit(job, output, job_id)
+
+
+def list_jobs(page: int = typer.Option(1, "--page", "-p"), size: int = typer.Option(10,
+              "--size", "-s"), status: Optional[str] = typer.Option(None, "--status"),
+              api_key: Optional[str] = KEY, output: str = OUT) -> None:
+    """Jobs, newest first."""
+    try:
+        res = _client(api_key).list(page_no=page, page_size=size, status=status).output
+    except RltuneError as exc:
+        _fail(exc)
+    items = [{k: v for k, v in j.model_dump().items() if k in (
+        "job_id", "job_name", "status", "model", "latest_reward")} for j in res["items"]]
+    if output == "table":
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"jobs (page {page}, {res['total']} total)")
+        for col in ("job_id", "job_name", "status", "model", "latest_reward"):
+            table.add_column(col)
+        for j in items:
+            table.add_row(*(str(j.get(c) if j.get(c) is not None else "-") for c in (
+                "job_id", "job_name", "status", "model", "latest_reward")))
+        Console().print(table)
+        return
+    _emit({"items": items, "total": res["total"], "page_no": page, "page_size": size}, output)
+
+
+def cancel(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+           output: str = OUT) -> None:
+    """Cancel a job (its processes are stopped; saved checkpoints stay)."""
+    try:
+        job = _client(api_key).cancel(job_id).output
+    except RltuneError as exc:
+        _fail(exc)
+    _emit({"job_id": job.job_id, "status": job.status}, output)
+
+
+def delete(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+           output: str = OUT) -> None:
+    """Delete a job that is not running, with its outputs."""
+    try:
+        res = _client(api_key).delete(job_id).output
+    except RltuneError as exc:
+        _fail(exc)
+    _emit(res, output)
+
+
+def resume(job_id: str = typer.Argument(...),
+           checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
+           api_key: Optional[str] = KEY, output: str = OUT) -> None:
+    """Continue a FAILED or CANCELED job from its last checkpoint."""
+    try:
+        job = _client(api_key, ensure_server=True).resume(job_id, checkpoint).output
+    except RltuneError as exc:
+        _fail(exc)
+    _emit({"job_id": job.job_id, "status": job.status, "resume_from": job.resume_from}, output)
+
+
+def logs(job_id: str = typer.Argument(...), offset: int = typer.Option(1, "--offset"),
+         lines: int = typer.Option(1000, "--lines", "--line"),
+         follow: bool = typer.Option(False, "--follow", "-f"),
+         api_key: Optional[str] = KEY, output: str = OUT) -> None:
+    """A job's log lines (--follow streams them until the job ends)."""
+    client = _client(api_key)
+    try:
+        if follow:
+            async def stream() -> None:
+                async for text in client.follow_logs(job_id, offset):
+                    typer.echo(text)
+                    sys.stdout.flush()
+
+            try:
+                asyncio.run(stream())
+            except KeyboardInterrupt:
+                raise typer.Exit(0) from None
+            return
+        res = client.logs(job_id, offset=offset, lines=lines).output
+    except RltuneError as exc:
+        _fail(exc)
+    if output == "table":
+        typer.echo("\n".join(res.logs or []))
+    else:
+        _emit({"job_id": job_id, "logs": res.logs,
+               "next_offset": getattr(res, "next_offset", None)}, output)
+
+
+VERBS = {"register_functions": register_functions, "test_functions": test_functions,
+         "upload_data": upload_data, "run": run, "submit": submit, "get": get, "status": get,
+         "list": list_jobs, "cancel": cancel, "delete": delete, "logs": logs, "resume": resume}
+# Top-level names that exist already in other groups (the local test-functions harness).
+_TOP_LEVEL_SKIP = {"test_functions"}
+
+
+def register(app: typer.Typer) -> None:
+    """``rltune rl <verb>`` (both spellings) and the same verbs at the top level."""
+    for name, fn in VERBS.items():
+        rl_app.command(name)(fn)
+        if "_" in name:
+            rl_app.command(name.replace("_", "-"), hidden=True)(fn)
+        if name in _TOP_LEVEL_SKIP:
+            continue
+        app.command(name.replace("_", "-"))(fn)
+        if "_" in name:
+            app.command(name, hidden=True)(fn)
+    app.add_typer(rl_app, name="rl")

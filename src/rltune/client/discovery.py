@@ -1,0 +1,90 @@
+"""Where the server is and which key to use; start a local server when none answers.
+
+Order: explicit argument > ``RLTUNE_BASE_URL`` / ``RLTUNE_API_KEY`` > the local server's
+``$RLTUNE_HOME/server/server.json`` and ``admin.key`` > ``http://127.0.0.1:8600``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from rltune.sdk.errors import AuthError, RltuneError
+
+DEFAULT_URL = "http://127.0.0.1:8600"
+
+
+def home() -> Path:
+    return Path(os.environ.get("RLTUNE_HOME") or Path.home() / ".rltune").expanduser()
+
+
+def local_server_info() -> Optional[dict]:
+    try:
+        return json.loads((home() / "server" / "server.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def base_url(explicit: Optional[str] = None) -> str:
+    if explicit:
+        return explicit.rstrip("/")
+    if os.environ.get("RLTUNE_BASE_URL"):
+        return os.environ["RLTUNE_BASE_URL"].rstrip("/")
+    info = local_server_info()
+    return (info or {}).get("url") or DEFAULT_URL
+
+
+def api_key(explicit: Optional[str] = None, *, required: bool = True) -> Optional[str]:
+    if explicit:
+        return explicit
+    if os.environ.get("RLTUNE_API_KEY"):
+        return os.environ["RLTUNE_API_KEY"]
+    path = home() / "server" / "admin.key"
+    if path.is_file():
+        return path.read_text().strip()
+    if required:
+        raise AuthError("no API key", where="RLTUNE_API_KEY",
+                        hint="set RLTUNE_API_KEY, pass api_key=, or start a local server "
+                             "(`rltune server start`) whose admin key is picked up")
+    return None
+
+
+def is_up(url: str, timeout: float = 1.0) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{url}/health", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_local_server(port: int = 8600, host: str = "127.0.0.1", wait: float = 60.0,
+                       extra_args: Optional[list[str]] = None) -> str:
+    """Start ``python -m rltune.server`` detached; return its URL once /health answers."""
+    server_dir = home() / "server"
+    server_dir.mkdir(parents=True, exist_ok=True)
+    info_path = server_dir / "server.json"
+    info_path.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "rltune.server", "--host", host, "--port", str(port),
+           *(extra_args or [])]
+    with open(server_dir / "server.log", "ab") as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = (server_dir / "server.log").read_text(errors="replace")[-800:]
+            raise RltuneError(f"the server exited with code {proc.returncode}: {tail}",
+                              where=str(server_dir / "server.log"),
+                              hint="is the port in use? try --port")
+        info = local_server_info()
+        if info and info.get("pid") == proc.pid and is_up(info["url"]):
+            return info["url"]
+        time.sleep(0.2)
+    raise RltuneError(f"the server did not answer within {wait:.0f}s",
+                      where=str(server_dir / "server.log"), hint="see the log")

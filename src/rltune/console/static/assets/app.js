@@ -32,8 +32,7 @@ function loginPage(message) {
     try {
       who = await api.whoami(key);
       auth.key = key;
-      window.location.hash = "#/jobs";
-      route();
+      route(); // stays on the deep link the user opened, if any
     } catch (e) {
       err.textContent =
         e.status === 401

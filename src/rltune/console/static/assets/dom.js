@@ -130,3 +130,14 @@ export function stats(values) {
   }
   return { mean: sum / v.length, max, min, n: v.length };
 }
+
+/**
+ * {step, total} of a job's progress. The trainer's final progress record says `steps`
+ * (no `step` / `total_steps`), so a finished job counts as steps / steps.
+ */
+export function progressOf(job) {
+  const p = (job && job.progress) || {};
+  const step = p.step ?? p.steps ?? null;
+  const total = p.total_steps ?? (p.state === "finished" ? p.steps : null) ?? null;
+  return { step, total, reward: p.reward ?? p.final_reward ?? null };
+}

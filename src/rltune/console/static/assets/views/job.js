@@ -1,7 +1,7 @@
 // One job: a header (id, status, progress, cancel) kept fresh while the job is active, and
 // the tabs Details · Metrics · Trajectories · Logs · Outputs.
 import { api } from "../api.js";
-import { confirmDialog, errorBox, h, mount, statusBadge } from "../dom.js";
+import { confirmDialog, errorBox, h, mount, progressOf, statusBadge } from "../dom.js";
 import { renderDetails } from "./details.js";
 import { renderLogs } from "./logs.js";
 import { renderMetrics } from "./metrics.js";
@@ -56,7 +56,7 @@ export function renderJob(el, route) {
 
   function drawHead() {
     const job = ctx.job;
-    const p = job.progress || {};
+    const p = progressOf(job);
     mount(
       head,
       h("h2", {}, job.job_name || job.job_id, " ", statusBadge(job.status)),
@@ -64,7 +64,7 @@ export function renderJob(el, route) {
         "div",
         { class: "muted" },
         `${job.job_id} · ${job.model || "model ?"} · ${job.algorithm || ""}`,
-        p.total_steps ? ` · step ${p.step || 0} / ${p.total_steps}` : "",
+        p.total ? ` · step ${p.step || 0} / ${p.total}` : "",
       ),
       ACTIVE.has(job.status)
         ? h("button", { class: "btn danger small", id: "cancel-job", onclick: cancel }, "Cancel job")

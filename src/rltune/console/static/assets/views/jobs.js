@@ -10,6 +10,7 @@ import {
   fmtTime,
   h,
   mount,
+  progressOf,
   statusBadge,
   toEpoch,
 } from "../dom.js";
@@ -70,7 +71,7 @@ export function renderJobs(el) {
   let lastPage = null;
 
   async function spark(job) {
-    const step = job.progress ? job.progress.step : null;
+    const step = `${job.status}:${progressOf(job).step}`;
     const cached = sparks.get(job.job_id);
     if (cached && cached.step === step) return cached.values;
     try {
@@ -102,8 +103,8 @@ export function renderJobs(el) {
   }
 
   function row(job) {
-    const p = job.progress || {};
-    const total = p.total_steps || 0;
+    const p = progressOf(job);
+    const total = p.total || 0;
     const pct = total ? Math.min(100, (100 * (p.step || 0)) / total) : 0;
     const sparkCell = h("td", { class: "spark-cell" });
     spark(job).then((v) => sparkCell.replaceChildren(sparkline(v)));

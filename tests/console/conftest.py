@@ -1,0 +1,82 @@
+"""Fixtures of the console's browser tests: a real job server, real jobs, headless Chromium.
+
+Chromium is Debian's (``/usr/bin/chromium``, installed by ``.ci/run``), driven by Playwright's
+Python API; the tests never download a browser. They are skipped, with the reason, where
+Chromium or Playwright is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from console_harness import ServerProc, submit_calc_job
+
+CHROMIUM = os.environ.get("RLTUNE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
+    home = tmp_path_factory.mktemp("console_home")
+    srv = ServerProc.start(home)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def finished_job(server: ServerProc, tiny_model_dir: Path, tmp_path_factory) -> str:
+    """A job that ran to the end: 4 steps of 2 prompts × 2 rollouts on the tiny model."""
+    work = tmp_path_factory.mktemp("finished")
+    job_id = submit_calc_job(server, work, tiny_model_dir, name="calc-finished", n_epochs=1)
+    server.wait(job_id, {"SUCCEEDED"}, timeout=300)
+    return job_id
+
+
+@pytest.fixture(scope="module")
+def browser():
+    pw_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
+    with pw_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.js_errors = errors
+    yield pg
+    ctx.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def login(page, server: ServerProc, key: str | None = None) -> None:
+    page.goto(server.url + "/")
+    page.fill("#api-key", key or server.key)
+    page.click("#login-btn")
+    if key is None:
+        page.wait_for_selector("#workspace:has-text('workspace')")
+
+
+def shot(page, name: str) -> None:
+    """Save a screenshot for the README (docs/images/<name>.png)."""
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMAGES / f"{name}.png"), full_page=False)

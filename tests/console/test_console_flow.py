@@ -1,0 +1,150 @@
+"""The console's main flow in real headless Chromium against a real job server and real jobs.
+
+Log in (a wrong key is refused); open a finished job: details, metric charts drawn with data
+points, a step's trajectories, the replay of one, its group view and a comparison of two;
+outputs; watch the log of a running job grow; cancel it from the page. Each tab's screenshot
+goes to docs/images/ (shown in the README).
+"""
+
+from __future__ import annotations
+
+import re
+
+from conftest import login, shot
+from playwright.sync_api import expect
+
+
+def test_wrong_key_is_refused(page, server):
+    login(page, server, key="rk-not-a-real-key")
+    expect(page.locator(".login-error")).to_contain_text("refused")
+    expect(page.locator("#jobs-table")).to_have_count(0)
+    shot(page, "login")
+
+
+def test_jobs_list_and_details(page, server, finished_job):
+    login(page, server)
+    row = page.locator(f'#jobs-table tr[data-job="{finished_job}"]')
+    expect(row).to_be_visible()
+    expect(row.locator(".badge")).to_have_text("SUCCEEDED")
+    expect(row.locator(".progress-text")).to_have_text(re.compile(r"^(\d+) / \1$"))
+    expect(row.locator("svg.spark path")).to_have_count(1)  # the reward sparkline is drawn
+    expect(page.locator("#workspace")).to_have_text("workspace default")
+    shot(page, "jobs")
+    row.locator("a.job-link").click()
+    expect(page.locator("#status-timeline li")).to_have_count(3)
+    expect(page.locator("#config-yaml")).to_contain_text("n_rollouts: 2")
+    expect(page.locator("#functions tr")).to_have_count(3)  # header + rollout + reward
+    shot(page, "job-details")
+
+
+def test_metrics_charts_have_data_points(page, server, finished_job):
+    login(page, server)
+    page.goto(f"{server.url}/#/jobs/{finished_job}/metrics")
+    rewards = page.locator('.chart[data-metric="critic/rewards/mean"]')
+    expect(rewards).to_be_visible()
+    steps = len(server.call("GET", f"/v1/jobs/{finished_job}/metrics")["series"]["critic/rewards/mean"])
+    assert steps >= 3
+    expect(rewards.locator("circle.pt")).to_have_count(steps)  # one dot per logged step
+    assert rewards.locator("path.line").get_attribute("d").count("L") == steps - 1
+    for group in ("critic", "trajectory", "trace", "timing", "perf", "validation", "custom"):
+        expect(page.locator(f'.metric-group[data-group="{group}"]')).to_be_visible()
+    expect(page.locator('.metric-group[data-group="custom"] .chart').first).to_have_attribute(
+        "data-metric", re.compile(r"^trace/reward_metrics/")
+    )
+    # Hover shows the value at a step; a typed step range shows mean / max / min on every chart.
+    box = rewards.locator("svg").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
+    expect(rewards.locator(".chart-info")).to_have_text(re.compile(r"^step \d+: "))
+    page.fill("#range-from", "1")
+    page.fill("#range-to", str(steps - 1))
+    page.click("#apply-range")
+    expect(rewards.locator(".chart-info")).to_contain_text(f"steps 1–{steps - 1}: mean ")
+    expect(page.locator(".chart-info[data-range]")).to_have_count(page.locator(".chart").count())
+    shot(page, "job-metrics")
+
+
+def test_trajectories_replay_group_and_compare(page, server, finished_job):
+    login(page, server)
+    page.goto(f"{server.url}/#/jobs/{finished_job}/trajectories?step=1")
+    expect(page.locator('#steps .step.active[data-step="1"]')).to_be_visible()
+    rows = page.locator("#traj-table tr[data-rid]")
+    expect(rows).to_have_count(4)  # 2 prompts × 2 rollouts
+    expect(page.locator("#traj-count")).to_have_text("4 trajectories match")
+    first = rows.first.get_attribute("data-rid")
+
+    # Replay: messages, rewards per function, token view coloured by log-prob.
+    rows.first.locator("a.open-traj").click()
+    replay = page.locator("#replay")
+    expect(replay).to_have_attribute("data-rid", first)
+    expect(replay.locator('.msg[data-role="user"]')).to_have_count(1)
+    expect(replay.locator('.msg[data-role="assistant"]').first).to_be_visible()
+    expect(page.locator("#reward-table")).to_contain_text("exact")
+    sampled = page.locator("#token-view .tokens .tok:not(.ctx)")
+    assert sampled.count() > 0
+    assert "background" in (sampled.first.get_attribute("style") or "")
+    shot(page, "trajectory-replay")
+
+    # Group view: the rollouts of that prompt side by side.
+    rows.first.locator("button.open-group").click()
+    group = page.locator("#group-view")
+    expect(group.locator(".side-by-side .col")).to_have_count(2)
+    expect(group).to_contain_text("reward mean")
+    shot(page, "trajectory-group")
+
+    # Compare two trajectories, then switch the baseline.
+    page.locator("#traj-table tr[data-rid] input.pick").nth(0).check()
+    page.locator("#traj-table tr[data-rid] input.pick").nth(2).check()
+    expect(page.locator("#compare-btn")).to_be_enabled()
+    page.click("#compare-btn")
+    cmp = page.locator("#compare-view")
+    expect(cmp.locator(".side-by-side .col")).to_have_count(2)
+    expect(cmp).to_have_attribute("data-base", first)
+    expect(page.locator("#compare-table")).to_contain_text("reward exact")
+    page.locator('#compare-table [data-test="set-baseline"]').click()
+    expect(page.locator("#compare-view")).not_to_have_attribute("data-base", first)
+    shot(page, "trajectory-compare")
+
+    # Server-side filters: a reward range that excludes everything leaves no rows.
+    page.goto(f"{server.url}/#/jobs/{finished_job}/trajectories?step=1&min_reward=5")
+    expect(page.locator("#traj-count")).to_have_text("0 trajectories match")
+
+
+def test_outputs_marks_the_best_checkpoint(page, server, finished_job):
+    login(page, server)
+    page.goto(f"{server.url}/#/jobs/{finished_job}/outputs")
+    ckpts = server.call("GET", f"/v1/jobs/{finished_job}/checkpoints")["checkpoints"]
+    expect(page.locator("#checkpoints tr[data-ckpt]")).to_have_count(len(ckpts))
+    expect(page.locator("#checkpoints .best-mark")).to_have_count(1)
+    shot(page, "job-outputs")
+
+
+def test_live_log_grows_and_cancel_from_the_page(page, server, tiny_model_dir, tmp_path):
+    from console_harness import submit_calc_job
+
+    job_id = submit_calc_job(
+        server, tmp_path, tiny_model_dir, name="calc-running", train_rows=40, n_epochs=50,
+        save_strategy="no",
+    )
+    server.wait(job_id, {"RUNNING"}, timeout=120)
+    server.wait_log_lines(job_id, 3)
+    login(page, server)
+    page.goto(f"{server.url}/#/jobs/{job_id}/logs")
+    expect(page.locator("#log-live")).to_have_text("● live")
+    lines = page.locator("#log-lines .log-line")
+    expect(lines.first).to_be_visible()
+    before = lines.count()
+    # New step lines arrive through the follow long-poll without reloading the page.
+    page.wait_for_function(
+        f"document.querySelectorAll('#log-lines .log-line').length > {before}", timeout=120_000
+    )
+    page.fill("#log-search", "step ")
+    expect(page.locator("#log-count")).to_contain_text("lines match")
+    expect(page.locator("#log-lines mark").first).to_have_text("step ")
+    shot(page, "job-logs")
+    page.fill("#log-search", "")
+
+    page.click("#cancel-job")
+    page.click('[data-test="dialog-confirm"]')
+    expect(page.locator(".job-head .badge")).to_have_text("CANCELED", timeout=30_000)
+    assert server.job(job_id)["status"] == "CANCELED"
+    expect(page.locator("#cancel-job")).to_have_count(0)

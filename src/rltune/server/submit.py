@@ -37,7 +37,7 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
         where = f"datasets[{i}]"
         if ds.data_source_type is not DataSourceType.FILE_ID or not ds.file_id:
             raise ConfigError(
-                f"{where} has no file_id; the job server trains on uploaded files",
+                "the dataset has no file_id; the job server trains on uploaded files",
                 where=where, hint="upload it first (POST /v1/files, AgenticRL.upload_datasets "
                 "or `rltune upload-data`) and set file_id: file-…")
         rec = ctx.store.get("files", ds.file_id, workspace=workspace)
@@ -65,7 +65,7 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
                                     hint="list instances: GET /v1/instances")
             entity_id = inst["entity_id"]
         if not entity_id:
-            raise ConfigError(f"{where} has no entity_id", where=where,
+            raise ConfigError("the function has no entity_id", where=where,
                               hint="register it first (AgenticRL.register_functions or "
                                    "`rltune register-functions`) and set entity_id")
         rec = ctx.store.get("functions", entity_id, workspace=workspace)

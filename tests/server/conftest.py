@@ -1,0 +1,97 @@
+"""A real job server on 127.0.0.1 (ephemeral port) in its own process, per test."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from rltune.models.tasks import make_dataset_rows, write_jsonl
+from rltune.templates import TEMPLATES_DIR
+
+
+@dataclass
+class Server:
+    url: str
+    key: str
+    home: Path
+    proc: subprocess.Popen
+
+    def client(self, key: str | None = None) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60,
+                            headers={"Authorization": f"Bearer {key or self.key}"})
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+
+
+def start_server(home: Path, *args: str) -> Server:
+    env = {**os.environ, "RLTUNE_HOME": str(home), "RLTUNE_TORCH_THREADS": "1",
+           "OMP_NUM_THREADS": "1"}
+    info_path = home / "server" / "server.json"
+    info_path.unlink(missing_ok=True)
+    log = open(home / "server.log", "ab")  # noqa: SIM115 - lives as long as the server
+    proc = subprocess.Popen([sys.executable, "-m", "rltune.server", "--port", "0", *args],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, (home / "server.log").read_text()
+        if info_path.exists():
+            info = json.loads(info_path.read_text())
+            if info["pid"] == proc.pid:
+                try:
+                    if httpx.get(info["url"] + "/health", timeout=2).status_code == 200:
+                        key = (home / "server" / "admin.key").read_text().strip()
+                        return Server(info["url"], key, home, proc)
+                except httpx.HTTPError:
+                    pass
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("server did not start: " + (home / "server.log").read_text())
+
+
+@pytest.fixture
+def server_home(tmp_path, monkeypatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("RLTUNE_HOME", str(home))
+    monkeypatch.delenv("RLTUNE_API_KEY", raising=False)
+    monkeypatch.delenv("RLTUNE_BASE_URL", raising=False)
+    return home
+
+
+@pytest.fixture
+def server(server_home):
+    srv = start_server(server_home)
+    yield srv
+    srv.kill(signal.SIGTERM)
+
+
+def make_workspace(root: Path, model_dir: Path, **hp) -> Path:
+    """The calc template on the tiny model: a short job (seconds per step)."""
+    ws = root / "ws"
+    shutil.copytree(TEMPLATES_DIR / "calc", ws, ignore=shutil.ignore_patterns("__pycache__"))
+    write_jsonl(make_dataset_rows(8, "train", seed=0), ws / "data" / "train.jsonl")
+    write_jsonl(make_dataset_rows(2, "heldout", seed=0), ws / "data" / "val.jsonl")
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = str(model_dir)
+    job["training"]["hyper_parameters"].update({
+        "batch_size": 2, "n_rollouts": 2, "max_length": 200, "max_prompt_length": 180,
+        "eval_steps": 2, "save_strategy": "steps", "save_steps": 1, "save_total_limit": 2,
+        "learning_rate": 1e-3, "n_epochs": 1, **hp})
+    for fn in job["functions"]:
+        fn["runtime"] = {"concurrency": 8, "capacity": 1, "min_capacity": 1, "max_capacity": 1}
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    return ws

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from console_harness import ServerProc, submit_calc_job
 
 CHROMIUM = os.environ.get("RLTUNE_CHROMIUM", "/usr/bin/chromium")
@@ -25,7 +24,6 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +64,3 @@ def page(browser):
     yield pg
     ctx.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
-
-
-def login(page, server: ServerProc, key: str | None = None) -> None:
-    page.goto(server.url + "/")
-    page.fill("#api-key", key or server.key)
-    page.click("#login-btn")
-    if key is None:
-        page.wait_for_selector("#workspace:has-text('workspace')")
-
-
-def shot(page, name: str) -> None:
-    """Save a screenshot for the README (docs/images/<name>.png)."""
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / f"{name}.png"), full_page=False)

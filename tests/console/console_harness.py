@@ -42,6 +42,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELED"}
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 class ServerProc:
@@ -160,7 +161,8 @@ def submit_calc_job(
 ) -> str:
     """Submit the calc template job on ``model_dir`` through the REST API; returns the job id."""
     work.mkdir(parents=True, exist_ok=True)
-    train = write_jsonl(make_dataset_rows(train_rows, "train", seed=0), work / f"{name}-train.jsonl")
+    rows = make_dataset_rows(train_rows, "train", seed=0)
+    train = write_jsonl(rows, work / f"{name}-train.jsonl")
     val = write_jsonl(make_dataset_rows(4, "heldout", seed=0), work / f"{name}-val.jsonl")
     fn_ids = register_calc_functions(server, work)
     job = yaml.safe_load((TEMPLATES_DIR / "calc" / "job.yaml").read_text())
@@ -188,3 +190,19 @@ def submit_calc_job(
         }
     )
     return server.call("POST", "/v1/jobs", json={"config": job})["job_id"]
+
+
+# -------------------------------------------------------------- browser helpers
+
+def login(page, server: ServerProc, key: str | None = None) -> None:
+    page.goto(server.url + "/")
+    page.fill("#api-key", key or server.key)
+    page.click("#login-btn")
+    if key is None:
+        page.wait_for_selector("#workspace:has-text('workspace')")
+
+
+def shot(page, name: str) -> None:
+    """Save a screenshot for the README (docs/images/<name>.png)."""
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMAGES / f"{name}.png"), full_page=False)

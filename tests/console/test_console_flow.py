@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import login, shot
+from console_harness import login, shot
 from playwright.sync_api import expect
 
 
@@ -42,7 +42,8 @@ def test_metrics_charts_have_data_points(page, server, finished_job):
     page.goto(f"{server.url}/#/jobs/{finished_job}/metrics")
     rewards = page.locator('.chart[data-metric="critic/rewards/mean"]')
     expect(rewards).to_be_visible()
-    steps = len(server.call("GET", f"/v1/jobs/{finished_job}/metrics")["series"]["critic/rewards/mean"])
+    series = server.call("GET", f"/v1/jobs/{finished_job}/metrics")["series"]
+    steps = len(series["critic/rewards/mean"])
     assert steps >= 3
     expect(rewards.locator("circle.pt")).to_have_count(steps)  # one dot per logged step
     assert rewards.locator("path.line").get_attribute("d").count("L") == steps - 1
@@ -148,3 +149,43 @@ def test_live_log_grows_and_cancel_from_the_page(page, server, tiny_model_dir, t
     expect(page.locator(".job-head .badge")).to_have_text("CANCELED", timeout=30_000)
     assert server.job(job_id)["status"] == "CANCELED"
     expect(page.locator("#cancel-job")).to_have_count(0)
+
+
+def test_a_step_of_10000_trajectories_pages_and_filters_on_the_server(page, server, finished_job):
+    import json
+    import random
+
+    from rltune.trainer.sink import FileSink
+
+    job_dir = server.home / "server" / "jobs" / finished_job
+    base = [json.loads(x) for x in (job_dir / "trajectories" / "step_000001.jsonl").open()]
+    rng = random.Random(0)
+    rewards = [rng.random() for _ in range(10_000)]
+
+    def records():
+        for i in range(10_000):
+            r = dict(base[i % len(base)])
+            r.update(rollout_id=f"big-{i:05d}", sample_index=i // 8, reward=rewards[i],
+                     status="failed" if i % 50 == 0 else "success")
+            yield r
+
+    sink = FileSink(job_dir)  # the trainer's own writer
+    sink.trajectories(99, records())
+    sink.close()
+    login(page, server)
+    page.goto(f"{server.url}/#/jobs/{finished_job}/trajectories?step=99")
+    expect(page.locator("#traj-count")).to_have_text("10000 trajectories match", timeout=30_000)
+    expect(page.locator("#traj-table tr[data-rid]")).to_have_count(50)  # one page, not 10,000
+    expect(page.locator("#traj-page")).to_have_text("page 1 of 200")
+    page.select_option("#f-status", "failed")
+    expect(page.locator("#traj-count")).to_have_text("200 trajectories match", timeout=30_000)
+    page.goto(f"{server.url}/#/jobs/{finished_job}/trajectories?step=99&min_reward=0.5&page=3")
+    expected = sum(1 for r in rewards if r >= 0.5)
+    expect(page.locator("#traj-count")).to_have_text(f"{expected} trajectories match")
+    expect(page.locator("#traj-table tr[data-rid]")).to_have_count(50)
+    shown = page.locator("#traj-table tr[data-rid] td.num:nth-child(5)").all_inner_texts()
+    assert len(shown) == 50 and all(float(x) >= 0.5 for x in shown), shown
+    page.locator("#traj-table tr[data-rid] a.open-traj").first.click()
+    expect(page.locator("#replay")).to_be_visible(timeout=30_000)
+    page.locator("#traj-table tr[data-rid] button.open-group").first.click()
+    expect(page.locator("#group-view .side-by-side .col")).to_have_count(8, timeout=30_000)

@@ -3,9 +3,24 @@
 import { api } from "../api.js";
 import { errorBox, fmtTime, h, mount, statusBadge, toEpoch } from "../dom.js";
 
+// Starting inputs for the test box, in the wire format the trainer sends (rltune.sdk.data).
 const EXAMPLES = {
-  rollout: { sample_id: "s-1", messages: [{ role: "user", content: "What is 2 + 3?" }], rollout_extra: { solution: "5" } },
-  reward: { sample_id: "s-1", messages: [{ role: "assistant", content: "5" }], ground_truth: "5" },
+  rollout: {
+    messages: [{ role: "user", content: "What is 2 + 3?" }],
+    rollout_extra: { solution: "5" },
+    model_resource: { model_name: "policy", base_url: "http://127.0.0.1:8000/v1", api_key: "sk-…" },
+  },
+  reward: {
+    agent_output: { messages: [{ role: "assistant", content: "### ANSWER: 5 ###" }] },
+    ground_truth: "5",
+  },
+  group_reward: {
+    agent_outputs: [
+      { messages: [{ role: "assistant", content: "### ANSWER: 5 ###" }] },
+      { messages: [{ role: "assistant", content: "6" }] },
+    ],
+    ground_truth: "5",
+  },
 };
 
 export function renderFunctions(el) {

@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/rltune models build-demo --size small
-	$(BIN)/rltune models chat small "What is 23 + 45?"
+	$(BIN)/rltune models chat small "What is 7 * 8?"
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -35,10 +35,25 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
 
 
 @pytest.fixture(scope="module")
-def finished_job(server: ServerProc, tiny_model_dir: Path, tmp_path_factory) -> str:
-    """A job that ran to the end: 4 steps of 2 prompts × 2 rollouts on the tiny model."""
+def job_model_dir(request: pytest.FixtureRequest) -> Path:
+    """The tiny untrained model. ``RLTUNE_CONSOLE_MODEL=nano`` (or a model directory) uses the
+    warm-started nano agent: tool calls and mixed rewards, as the README screenshots show
+    (``nano`` builds it first, a few minutes on a loaded 2-core box)."""
+    name = os.environ.get("RLTUNE_CONSOLE_MODEL", "tiny")
+    if name in ("tiny", "nano"):
+        return request.getfixturevalue(f"{name}_model_dir")
+    if not (Path(name) / "config.json").is_file():
+        raise ValueError(f"RLTUNE_CONSOLE_MODEL={name!r}: use tiny, nano or a model directory")
+    return Path(name)
+
+
+@pytest.fixture(scope="module")
+def finished_job(server: ServerProc, job_model_dir: Path, tmp_path_factory) -> str:
+    """A job that ran to the end: 4 steps of 2 prompts × 2 rollouts (8 with nano)."""
     work = tmp_path_factory.mktemp("finished")
-    job_id = submit_calc_job(server, work, tiny_model_dir, name="calc-finished", n_epochs=1)
+    nano = os.environ.get("RLTUNE_CONSOLE_MODEL", "tiny") != "tiny"
+    hp = {"n_rollouts": 4, "max_length": 320, "max_prompt_length": 256} if nano else {}
+    job_id = submit_calc_job(server, work, job_model_dir, name="calc-agent", n_epochs=1, **hp)
     server.wait(job_id, {"SUCCEEDED"}, timeout=300)
     return job_id
 

@@ -1,0 +1,74 @@
+"""The console's pure functions (smoothing, ticks, grouping, best checkpoint, JSONL checks,
+routes, progress, colours), run in the real browser as the page runs them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.fixture
+def js(page, server):
+    page.goto(server.url + "/")
+
+    def run(module: str, body: str):
+        return page.evaluate(f"async () => {{ const m = await import('/console/{module}'); "
+                             f"return {body}; }}")
+
+    return run
+
+
+def test_smoothing_is_debiased_and_keeps_gaps(js):
+    assert js("chart.js", "m.smooth([2, 2, 2], 0.9)") == pytest.approx([2, 2, 2])
+    assert js("chart.js", "m.smooth([1, 3], 0)") == [1, 3]
+    out = js("chart.js", "m.smooth([0, null, 10], 0.5)")
+    assert out[1] is None and 0 < out[2] < 10
+
+
+def test_ticks_and_bins(js):
+    assert js("chart.js", "m.ticks(0, 1, 5)") == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1])
+    assert js("chart.js", "m.ticks(3, 3)") == [3]
+    bins = js("chart.js", "m.binValues([0, 0.1, 0.5, 1, 1], 4)")
+    assert [b["count"] for b in bins] == [2, 0, 1, 2]
+
+
+def test_metric_groups_follow_the_clouds(js):
+    names = ["actor/pg_loss", "critic/rewards/mean", "trajectory/response_length/mean",
+             "trace/num_llm_calls/mean", "timing/s/step", "perf/throughput",
+             "validation/data/reward/mean@1", "trace/reward_metrics/exact/correct/mean",
+             "trace/rollout_metrics/tool_calls/avg", "train/dropped_rollouts"]
+    got = js("views/metrics.js", f"{names!r}.map(m.groupOf)")
+    assert got == ["actor", "critic", "trajectory", "trace", "timing", "perf", "validation",
+                   "custom", "custom", "other"]
+
+
+def test_best_checkpoint_is_the_highest_validation_reward_latest_on_ties(js):
+    ck = ('[{"name":"a","validation_reward":0.5},{"name":"b","validation_reward":0.7},'
+          '{"name":"c","validation_reward":0.7},{"name":"d","validation_reward":null}]')
+    assert js("views/outputs.js", f"m.bestCheckpoint({ck}).name") == "c"
+    none = "m.bestCheckpoint([{name: 'x', validation_reward: null}])"
+    assert js("views/outputs.js", none) is None
+
+
+def test_jsonl_problems_name_each_bad_line(js):
+    text = '{"a": 1}\n\n{bad\n"str"\n{"b": 2}'
+    probs = js("views/datasets.js", f"m.jsonlProblems({json.dumps(text)})")
+    assert [p["line"] for p in probs] == [3, 4]
+    assert "JSON object" in probs[1]["message"]
+
+
+def test_routes_round_trip_and_progress(js):
+    h = js("router.js", "m.hashOf(['jobs', 'ft-1', 'trajectories'], {step: 3, q: 'a b', rid: ''})")
+    assert h == "#/jobs/ft-1/trajectories?step=3&q=a+b"
+    back = js("router.js", f"(r => [r.parts, r.query.get('q')])(m.parseHash({h!r}))")
+    assert back == [["jobs", "ft-1", "trajectories"], "a b"]
+    done = js("dom.js", "m.progressOf({progress: {steps: 6, state: 'finished'}})")
+    assert done == {"step": 6, "total": 6, "reward": None}
+    running = js("dom.js", "m.progressOf({progress: {step: 2, total_steps: 6, reward: 0.5}})")
+    assert running == {"step": 2, "total": 6, "reward": 0.5}
+
+
+def test_logprob_colours_run_from_green_to_red(js):
+    assert js("views/replay.js", "m.logprobColor(0)") == "hsl(120, 75%, 82%)"
+    assert js("views/replay.js", "m.logprobColor(-30)") == "hsl(0, 75%, 82%)"

@@ -57,6 +57,41 @@ def make_workspace(spec: dict[str, Any], root: Path) -> Path:
     return ws
 
 
+def _record_reward_spans(spans: list[tuple[float, float]]) -> None:
+    """Record the wall-clock span of every ``Rewarder.score_group`` call (one per group)."""
+    from rltune.trainer.rewarding import Rewarder
+
+    original = Rewarder.score_group
+
+    async def timed(self: Any, results: Any, ground_truth: Any) -> None:
+        t0 = time.perf_counter()
+        try:
+            await original(self, results, ground_truth)
+        finally:
+            spans.append((t0, time.perf_counter()))
+
+    Rewarder.score_group = timed  # type: ignore[method-assign]
+
+
+def reward_wall_per_step(spans: list[tuple[float, float]], ends: list[float]) -> list[float]:
+    """Seconds of each step during which at least one group was being scored (the union of
+    the overlapping spans): the part of ``timing/s/rollout`` the reward pool accounts for."""
+    out, start = [], float("-inf")
+    for end in ends:
+        inside = sorted((a, b) for a, b in spans if start <= a < end)
+        total, cur_a, cur_b = 0.0, None, None
+        for a, b in inside:
+            if cur_b is None or a > cur_b:
+                total += (cur_b - cur_a) if cur_b is not None else 0.0
+                cur_a, cur_b = a, b
+            else:
+                cur_b = max(cur_b, b)
+        total += (cur_b - cur_a) if cur_b is not None else 0.0
+        out.append(total)
+        start = end
+    return out
+
+
 async def run(spec: dict[str, Any]) -> dict[str, Any]:
     # The engine sets torch's (process-wide) thread count from this when it starts.
     os.environ["RLTUNE_TORCH_THREADS"] = str(spec["threads"])
@@ -65,6 +100,8 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
     from rltune.trainer.sink import read_metrics
 
     ends: list[float] = []
+    spans: list[tuple[float, float]] = []
+    _record_reward_spans(spans)
     keep = os.environ.get("RLTUNE_COMPARE_KEEP")  # a directory: keep the job there (debugging)
     with tempfile.TemporaryDirectory(prefix="rltune-compare-") as tmp:
         root = Path(keep or tmp)
@@ -89,6 +126,7 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
         "begin": t0,
         "step_ends": ends,
         "rewards": [m["critic/rewards/mean"] for m in metrics],
+        "reward_s": reward_wall_per_step(spans, ends),
         "completion_length": [m.get("trajectory/response_length/mean", float("nan"))
                               for m in metrics],
         "logs": metrics,

@@ -188,6 +188,7 @@ def breakdown(results: list[dict[str, Any]], side: str) -> str:
             for key in ("generate_s", "reward_s"):
                 per_key.setdefault(key.removesuffix("_s"), []).extend(r[key][1:])
             continue
+        per_key.setdefault("reward (wall, inside rollout)", []).extend(r["reward_s"][1:])
         for m in r["logs"][1:]:
             for k, v in m.items():
                 if k.startswith("timing/s/") and "/avg" not in k:

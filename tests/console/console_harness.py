@@ -203,6 +203,14 @@ def login(page, server: ServerProc, key: str | None = None) -> None:
 
 
 def shot(page, name: str) -> None:
-    """Save a screenshot for the README (docs/images/<name>.png)."""
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / f"{name}.png"), full_page=False)
+    """Screenshot the page; saved as <name>.png in ``$RLTUNE_CONSOLE_SCREENSHOTS`` when set
+    (``RLTUNE_CONSOLE_SCREENSHOTS=docs/images`` retakes the README's), so a plain test run
+    leaves the checkout clean."""
+    png = page.screenshot(full_page=False)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    folder = os.environ.get("RLTUNE_CONSOLE_SCREENSHOTS")
+    if folder:
+        path = Path(folder)
+        path = path if path.is_absolute() else IMAGES.parents[1] / path
+        path.mkdir(parents=True, exist_ok=True)
+        (path / f"{name}.png").write_bytes(png)

@@ -62,12 +62,24 @@ def test_metrics_charts_have_data_points(page, server, finished_job):
     expect(rewards.locator(".chart-info")).to_contain_text(f"steps 1–{steps - 1}: mean ")
     expect(page.locator(".chart-info[data-range]")).to_have_count(page.locator(".chart").count())
     shot(page, "job-metrics")
+    # Dragging across a chart selects a range too, on every chart.
+    page.dblclick('.chart[data-metric="critic/rewards/mean"] svg')
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.12, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.97, y, steps=5)
+    page.mouse.up()
+    expect(rewards.locator(".chart-info")).to_have_attribute("data-range", re.compile(r"^\d+-\d+$"))
+    expect(page.locator("#range-from")).not_to_have_value("1")
+    page.click("#range-trajectories")
+    expect(page.locator("#steps .step.active")).to_be_visible()
 
 
 def test_trajectories_replay_group_and_compare(page, server, finished_job):
     login(page, server)
     page.goto(f"{server.url}/#/jobs/{finished_job}/trajectories?step=1")
     expect(page.locator('#steps .step.active[data-step="1"]')).to_be_visible()
+    expect(page.locator('#steps .step[data-step="1"] .reward-spread')).to_contain_text("reward ")
     stored = server.call("GET", f"/v1/jobs/{finished_job}/trajectories", params={"step": 1})
     n = stored["total"]
     assert n >= 4  # 2 prompts × n_rollouts
@@ -87,6 +99,7 @@ def test_trajectories_replay_group_and_compare(page, server, finished_job):
     sampled = page.locator("#token-view .tokens .tok:not(.ctx)")
     assert sampled.count() > 0
     assert "background" in (sampled.first.get_attribute("style") or "")
+    expect(page.locator("#traj-table")).to_be_visible()
     shot(page, "trajectory-replay")
 
     # Group view: the rollouts of that prompt side by side.
@@ -94,6 +107,7 @@ def test_trajectories_replay_group_and_compare(page, server, finished_job):
     group = page.locator("#group-view")
     expect(group.locator(".side-by-side .col")).to_have_count(group_size)
     expect(group).to_contain_text("reward mean")
+    expect(page.locator("#traj-table")).to_be_visible()
     shot(page, "trajectory-group")
 
     # Compare two trajectories, then switch the baseline.
@@ -107,6 +121,7 @@ def test_trajectories_replay_group_and_compare(page, server, finished_job):
     expect(page.locator("#compare-table")).to_contain_text("reward exact")
     page.locator('#compare-table [data-test="set-baseline"]').click()
     expect(page.locator("#compare-view")).not_to_have_attribute("data-base", first)
+    expect(page.locator("#traj-table")).to_be_visible()
     shot(page, "trajectory-compare")
 
     # Server-side filters: a reward range that excludes everything leaves no rows.

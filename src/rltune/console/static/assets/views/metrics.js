@@ -51,10 +51,18 @@ export function renderMetrics(el, ctx) {
   const from = h("input", { type: "number", id: "range-from", placeholder: "from step", class: "narrow" });
   const to = h("input", { type: "number", id: "range-to", placeholder: "to step", class: "narrow" });
   const filter = h("input", { type: "search", id: "metric-filter", placeholder: "filter metrics", oninput: () => draw(last) });
+  // Like the clouds' consoles: from a suspicious step range straight to its trajectories.
+  const toTraj = h("a", { id: "range-trajectories", class: "small", hidden: true }, "");
+  const showLink = () => {
+    toTraj.hidden = false;
+    toTraj.href = `#/jobs/${encodeURIComponent(ctx.jobId)}/trajectories?step=${Math.max(1, range[0])}`;
+    toTraj.textContent = `trajectories of steps ${range[0]}–${range[1]} →`;
+  };
   const applyRange = () => {
     if (from.value === "" || to.value === "") return;
     range = [Number(from.value), Number(to.value)];
     for (const c of charts) c.selectRange?.(...range);
+    showLink();
   };
   const body = h("div", { id: "metric-groups" });
   mount(
@@ -65,6 +73,7 @@ export function renderMetrics(el, ctx) {
       h("label", {}, "Smoothing ", slider, " ", label),
       h("label", {}, "Steps ", from, " – ", to),
       h("button", { class: "btn small", id: "apply-range", onclick: applyRange }, "Show mean / max / min"),
+      toTraj,
       filter,
     ),
     body,
@@ -74,6 +83,7 @@ export function renderMetrics(el, ctx) {
     from.value = range[0];
     to.value = range[1];
     for (const c of charts) if (c !== ev.target) c.selectRange?.(...range);
+    showLink();
   });
 
   let last = null;

@@ -30,10 +30,42 @@ export function renderTrajectories(el, ctx) {
   let alive = true;
   const cleanups = [];
 
+  // Reward spread per step: the server's step stats when it has them, else the trainer's
+  // critic/rewards/{mean,min,max} metrics (cheap: no trajectory file is read for them).
+  async function rewardStats() {
+    try {
+      const names = ["mean", "min", "max"].map((k) => `critic/rewards/${k}`);
+      const m = await api.metrics(ctx.jobId, { names: names.join(",") });
+      const out = new Map();
+      for (const [i, k] of ["mean", "min", "max"].entries()) {
+        for (const [step, v] of (m.series || {})[names[i]] || []) {
+          out.set(step, { ...(out.get(step) || {}), [k]: v });
+        }
+      }
+      return out;
+    } catch {
+      return new Map();
+    }
+  }
+
+  function spreadBar(st, lo, hi) {
+    // min..max as a bar and the mean as a tick, on the job's whole reward range.
+    const w = 150;
+    const x = (v) => (hi > lo ? ((v - lo) / (hi - lo)) * (w - 4) + 2 : w / 2);
+    return h(
+      "svg:svg",
+      { width: w, height: 10, class: "spread", viewBox: `0 0 ${w} 10` },
+      h("svg:rect", { x: 0, y: 4, width: w, height: 2, fill: "#eef0f4" }),
+      h("svg:rect", { x: x(st.min), y: 2, width: Math.max(2, x(st.max) - x(st.min)), height: 6, fill: "#9dbbf0", rx: 2 }),
+      h("svg:rect", { x: x(st.mean) - 1, y: 0, width: 2, height: 10, fill: "#1f4fb0" }),
+    );
+  }
+
   async function loadSteps() {
     let steps;
+    let spread;
     try {
-      steps = (await api.trajSteps(ctx.jobId)).steps || [];
+      [steps, spread] = await Promise.all([api.trajSteps(ctx.jobId).then((r) => r.steps || []), rewardStats()]);
     } catch (e) {
       mount(stepsBox, errorBox(e));
       return;
@@ -44,12 +76,16 @@ export function renderTrajectories(el, ctx) {
       mount(listBox);
       return;
     }
+    const all = [...spread.values()];
+    const lo = Math.min(...all.map((s) => s.min ?? Infinity));
+    const hi = Math.max(...all.map((s) => s.max ?? -Infinity));
     const step = q.step !== undefined ? Number(q.step) : steps[steps.length - 1].step;
     mount(
       stepsBox,
       h("div", { class: "muted small" }, `${steps.length} steps`),
-      steps.map((s) =>
-        h(
+      steps.map((s) => {
+        const st = s.reward_mean !== undefined ? { mean: s.reward_mean, min: s.reward_min, max: s.reward_max } : spread.get(s.step);
+        return h(
           "a",
           {
             class: s.step === step ? "step active" : "step",
@@ -58,12 +94,12 @@ export function renderTrajectories(el, ctx) {
             onclick: () => setQuery({ step: s.step, page: 1, rid: "", group: "", compare: "", base: "" }),
           },
           h("div", {}, h("b", {}, `step ${s.step}`), h("span", { class: "muted small" }, ` ${s.count} traj.`)),
-          s.reward_mean !== undefined
-            ? h("div", { class: "muted small" }, `reward ${fmtNum(s.reward_mean, 3)} [${fmtNum(s.reward_min, 3)}, ${fmtNum(s.reward_max, 3)}]${s.failed ? ` · ${s.failed} failed` : ""}`)
+          st && st.mean !== undefined
+            ? h("div", { class: "muted small reward-spread" }, `reward ${fmtNum(st.mean, 3)} [${fmtNum(st.min, 3)}, ${fmtNum(st.max, 3)}]${s.failed ? ` · ${s.failed} failed` : ""}`)
             : null,
-          s.histogram ? histogram(s.histogram, { width: 150, height: 24 }) : null,
-        ),
-      ),
+          s.histogram ? histogram(s.histogram, { width: 150, height: 24 }) : st && Number.isFinite(st.min) && Number.isFinite(lo) ? spreadBar(st, lo, hi) : null,
+        );
+      }),
     );
     loadList(step);
     loadDetail(step);

@@ -25,22 +25,6 @@ from rltune.functions.archive import zip_workspace
 from rltune.models.tasks import make_dataset_rows, write_jsonl
 from rltune.templates import TEMPLATES_DIR
 
-# TEMPORARY until the server's create_app mounts the console itself.
-_DEV_LAUNCH = """
-import sys
-import rltune.server.app as a
-from rltune.console import mount
-orig = a.create_app
-def patched(settings=None):
-    app = orig(settings)
-    if not any(getattr(r, "path", None) == "/" for r in app.routes):
-        mount(app)
-    return app
-a.create_app = patched
-from rltune.server.__main__ import main
-sys.exit(main(sys.argv[1:]))
-"""
-
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELED"}
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
@@ -59,7 +43,7 @@ class ServerProc:
         env = {**os.environ, "RLTUNE_HOME": str(home), "RLTUNE_TORCH_THREADS": "1"}
         log = open(home / "server-stdout.log", "wb")  # noqa: SIM115 (lives as long as the server)
         proc = subprocess.Popen(
-            [sys.executable, "-c", _DEV_LAUNCH, "--port", "0",
+            [sys.executable, "-m", "rltune.server", "--port", "0",
              "--max-concurrent-jobs", str(max_jobs)],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )

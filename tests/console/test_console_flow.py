@@ -99,6 +99,11 @@ def test_trajectories_replay_group_and_compare(page, server, finished_job):
     sampled = page.locator("#token-view .tokens .tok:not(.ctx)")
     assert sampled.count() > 0
     assert "background" in (sampled.first.get_attribute("style") or "")
+    # Token strings come decoded from the server (?tokens=decoded), so the prompt reads as text.
+    expect(page.locator("#token-view")).not_to_contain_text("token text not available")
+    context = "".join(page.locator("#token-view .tokens .tok.ctx").all_inner_texts())
+    user = replay.locator('.msg[data-role="user"] .msg-text').inner_text()
+    assert user in context
     expect(page.locator("#traj-table")).to_be_visible()
     shot(page, "trajectory-replay")
 

@@ -77,6 +77,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     for module in (routes_keys, routes_files, routes_functions, routes_jobs, routes_jobdata):
         app.include_router(module.router)
+    from rltune.console import mount as mount_console
+
+    mount_console(app)  # the web console: GET / and its assets under /console (no key needed)
     return app
 
 

@@ -140,13 +140,19 @@ def job_groups(job_id: str, step: int, request: Request,
 
 @router.get("/jobs/{job_id}/trajectories/{step}/{rollout_id}")
 def job_trajectory(job_id: str, step: int, rollout_id: str, request: Request,
+                   tokens: Optional[Literal["decoded"]] = Query(
+                       None, description="'decoded': add tokens[i].text, one string per id"),
                    caller: Caller = Depends(authenticate)) -> dict:
-    _job(request, job_id, caller)
+    rec = _job(request, job_id, caller)
     found = filter_trajectories(read_trajectories(ctx_of(request).executor.job_dir(job_id), step),
                                 rollout_id=rollout_id)
     if not found:
         raise NotFoundError(f"no trajectory {rollout_id!r} at step {step} of {job_id}",
                             where=rollout_id, hint="list them: GET /v1/jobs/{id}/trajectories")
+    if tokens == "decoded":  # the console's token view (tokenizers only, no torch)
+        from rltune.console.tokens import tokenizer_dir, with_token_text
+
+        return with_token_text(found[0], tokenizer_dir(rec.get("model")))
     return found[0]
 
 

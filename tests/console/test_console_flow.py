@@ -104,6 +104,8 @@ def test_trajectories_replay_group_and_compare(page, server, finished_job):
     context = "".join(page.locator("#token-view .tokens .tok.ctx").all_inner_texts())
     user = replay.locator('.msg[data-role="user"] .msg-text').inner_text()
     assert user in context
+    page.locator("#token-view").scroll_into_view_if_needed()
+    shot(page, "trajectory-tokens")
     expect(page.locator("#traj-table")).to_be_visible()
     shot(page, "trajectory-replay")
 

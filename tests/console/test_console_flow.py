@@ -131,6 +131,17 @@ def test_trajectories_replay_group_and_compare(page, server, finished_job):
     expect(page.locator("#traj-table")).to_be_visible()
     shot(page, "trajectory-compare")
 
+    # The prompt filter runs on the server; the list asks for light summaries only.
+    other = next(t for t in stored["items"] if t["sample_index"] != 0)
+    prompt = next(m["content"] for m in other["messages"] if m["role"] == "user")
+    page.fill("#f-q", prompt)
+    expect(page.locator("#traj-count")).to_have_text(f"{n - group_size} trajectories match")
+    expect(page.locator("#traj-table tr[data-rid] td.prompt-cell").first).to_have_text(prompt)
+    light = server.call("GET", f"/v1/jobs/{finished_job}/trajectories",
+                        params={"step": 1, "fields": "summary", "q": prompt})
+    assert light["total"] == n - group_size
+    assert all("tokens" not in t and t["prompt"] == prompt for t in light["items"])
+
     # Server-side filters: a reward range that excludes everything leaves no rows.
     page.goto(f"{server.url}/#/jobs/{finished_job}/trajectories?step=1&min_reward=5")
     expect(page.locator("#traj-count")).to_have_text("0 trajectories match")

@@ -110,16 +110,25 @@ def job_trajectories(job_id: str, request: Request, step: int = Query(..., ge=0,
                      rollout_id: Optional[str] = Query(None, max_length=256),
                      page_no: int = Query(1, ge=1, le=10**6),
                      page_size: int = Query(50, ge=1, le=500),
+                     q: Optional[str] = Query(None, max_length=200,
+                                              description="text the prompt contains"),
+                     fields: Optional[Literal["summary"]] = Query(
+                         None, description="'summary': no messages/tokens, adds 'prompt'"),
                      caller: Caller = Depends(authenticate)) -> dict:
     """Trajectories of one step, filtered on the server, one page at a time."""
+    from rltune.console.trajectories import prompt_of, summary
+
     _job(request, job_id, caller)
     records = filter_trajectories(
         read_trajectories(ctx_of(request).executor.job_dir(job_id), step),
         min_reward=min_reward, max_reward=max_reward, status=status,
         sample_index=sample_index, rollout_id=rollout_id)
+    if q:
+        records = [r for r in records if q.lower() in prompt_of(r).lower()]
     off, lim = paging(page_no, page_size)
-    return page(records[off:off + lim], len(records), page_no, page_size,
-                {"job_id": job_id, "step": step})
+    items = records[off:off + lim]
+    return page([summary(r) for r in items] if fields == "summary" else items, len(records),
+                page_no, page_size, {"job_id": job_id, "step": step})
 
 
 @router.get("/jobs/{job_id}/trajectories/{step}/groups")

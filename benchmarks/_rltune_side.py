@@ -130,6 +130,9 @@ async def run(spec: dict[str, Any]) -> dict[str, Any]:
         "completion_length": [m.get("trajectory/response_length/mean", float("nan"))
                               for m in metrics],
         "logs": metrics,
+        # Engine counters over the whole run: forwards that admitted new requests (prefills)
+        # and decode forwards; prefills per step show how the HTTP arrivals were batched.
+        "engine_stats": dict(getattr(trainer.rt.engine, "stats", {})),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 

@@ -193,7 +193,13 @@ def breakdown(results: list[dict[str, Any]], side: str) -> str:
             for k, v in m.items():
                 if k.startswith("timing/s/") and "/avg" not in k:
                     per_key.setdefault(k.removeprefix("timing/s/"), []).append(v)
-    return " · ".join(f"{k} {statistics.median(v):.3f}" for k, v in sorted(per_key.items()))
+    text = " · ".join(f"{k} {statistics.median(v):.3f}" for k, v in sorted(per_key.items()))
+    stats = [r.get("engine_stats") or {} for r in results if r["side"] == side]
+    if side == "rltune" and all(stats):
+        steps = sum(len(r["rewards"]) for r in results if r["side"] == side)
+        text += (f" · engine forwards per step: {sum(s['prefills'] for s in stats) / steps:.1f}"
+                 f" prefill, {sum(s['steps'] for s in stats) / steps:.1f} decode")
+    return text
 
 
 def report(spec: dict[str, Any], results: list[dict[str, Any]], last: int,
@@ -258,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="torch threads, both sides (0 = rltune.models' auto_threads(): 1 "
                         "unless the load average leaves a core free; 2 threads on busy cores "
                         "made HF generate ~10x slower here)")
-    p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--seed", type=int, default=3, help="seed of the first repeat (+1 each)")
     p.add_argument("--data-seed", type=int, default=1)
     p.add_argument("--last", type=int, default=10, help="steps averaged for the reward")
     p.add_argument("--repeats", type=int, default=3,
@@ -280,11 +286,13 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="trl-compare-") as tmp:
         work = Path(tmp)
         spec = build_spec(args, work)
-        spec_file = work / "spec.json"
-        spec_file.write_text(json.dumps(spec))
         load_before = os.getloadavg()[0]
         results = []
         for i in range(args.repeats):
+            # A new seed per repeat: TRL's sampling is seeded, so equal seeds would repeat
+            # its run exactly and its reward would be one sample, not several.
+            spec_file = work / f"spec-{i}.json"
+            spec_file.write_text(json.dumps({**spec, "seed": args.seed + i}))
             order = ("trl", "rltune") if i % 2 == 0 else ("rltune", "trl")
             for side in order:
                 print(f"run {i + 1}/{args.repeats}: {side} ...", flush=True)

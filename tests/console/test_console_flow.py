@@ -29,7 +29,6 @@ def test_jobs_list_and_details(page, server, finished_job):
     expect(row.locator(".progress-text")).to_have_text(re.compile(r"^(\d+) / \1$"))
     expect(row.locator("svg.spark path")).to_have_count(1)  # the reward sparkline is drawn
     expect(page.locator("#workspace")).to_have_text("workspace default")
-    shot(page, "jobs")
     row.locator("a.job-link").click()
     expect(page.locator("#status-timeline li")).to_have_count(3)
     expect(page.locator("#config-yaml")).to_contain_text(re.compile(r"n_rollouts: \d+"))
@@ -180,6 +179,17 @@ def test_live_log_grows_and_cancel_from_the_page(page, server, tiny_model_dir, t
     expect(page.locator("#log-lines mark").first).to_have_text("step ")
     shot(page, "job-logs")
     page.fill("#log-search", "")
+
+    # The jobs list shows the running job's progress next to the finished one.
+    page.click("a.nav:has-text('Jobs')")
+    running = page.locator(f'#jobs-table tr[data-job="{job_id}"]')
+    expect(running.locator(".badge")).to_have_text("RUNNING")
+    expect(running.locator('[data-test="cancel"]')).to_be_visible()
+    # Auto-refresh: the row's progress moves without a reload.
+    expect(running.locator(".progress-text")).to_have_text(
+        re.compile(r"^[1-9]\d* / \d+$"), timeout=120_000)
+    shot(page, "jobs")
+    running.locator("a.job-link").click()
 
     page.click("#cancel-job")
     page.click('[data-test="dialog-confirm"]')

@@ -15,11 +15,9 @@ from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging
 from rltune.server.jobdata import (
-    filter_trajectories,
     list_checkpoints,
     metric_series,
     read_log_lines,
-    read_trajectories,
     trajectory_steps,
 )
 
@@ -116,19 +114,25 @@ def job_trajectories(job_id: str, request: Request, step: int = Query(..., ge=0,
                          None, description="'summary': no messages/tokens, adds 'prompt'"),
                      caller: Caller = Depends(authenticate)) -> dict:
     """Trajectories of one step, filtered on the server, one page at a time."""
-    from rltune.console.trajectories import prompt_of, summary
+    from rltune.console.trajectories import summary
 
     _job(request, job_id, caller)
-    records = filter_trajectories(
-        read_trajectories(ctx_of(request).executor.job_dir(job_id), step),
-        min_reward=min_reward, max_reward=max_reward, status=status,
-        sample_index=sample_index, rollout_id=rollout_id)
-    if q:
-        records = [r for r in records if q.lower() in prompt_of(r).lower()]
+    # An index of the step file: filters and paging touch only the lines a page shows.
+    idx = _step_index(request, job_id, step)
+    lines = idx.select(min_reward=min_reward, max_reward=max_reward, status=status,
+                       sample_index=sample_index, rollout_id=rollout_id, q=q) if idx else []
     off, lim = paging(page_no, page_size)
-    items = records[off:off + lim]
-    return page([summary(r) for r in items] if fields == "summary" else items, len(records),
+    items = idx.read(lines[off:off + lim]) if idx else []
+    return page([summary(r) for r in items] if fields == "summary" else items, len(lines),
                 page_no, page_size, {"job_id": job_id, "step": step})
+
+
+def _step_index(request: Request, job_id: str, step: int):
+    """The cached index of a step's trajectory file, or None when the step has none."""
+    from rltune.console.trajectories import step_index
+
+    path = ctx_of(request).executor.job_dir(job_id) / "trajectories" / f"step_{int(step):06d}.jsonl"
+    return step_index(path) if path.is_file() else None
 
 
 @router.get("/jobs/{job_id}/trajectories/{step}/groups")
@@ -138,10 +142,10 @@ def job_groups(job_id: str, step: int, request: Request,
     """The step's groups: the n rollouts of each prompt, with their rewards."""
     _job(request, job_id, caller)
     groups: dict[int, list[dict]] = {}
-    for r in read_trajectories(ctx_of(request).executor.job_dir(job_id), step):
+    index = _step_index(request, job_id, step)
+    for r in index.read(index.select(sample_index=sample_index)) if index else []:
         idx = int(r.get("sample_index", -1))
-        if sample_index is None or idx == sample_index:
-            groups.setdefault(idx, []).append(r)
+        groups.setdefault(idx, []).append(r)
     return {"job_id": job_id, "step": step, "groups": [
         {"sample_index": k, "rewards": [r.get("reward") for r in v], "trajectories": v}
         for k, v in sorted(groups.items())]}
@@ -153,8 +157,8 @@ def job_trajectory(job_id: str, step: int, rollout_id: str, request: Request,
                        None, description="'decoded': add tokens[i].text, one string per id"),
                    caller: Caller = Depends(authenticate)) -> dict:
     rec = _job(request, job_id, caller)
-    found = filter_trajectories(read_trajectories(ctx_of(request).executor.job_dir(job_id), step),
-                                rollout_id=rollout_id)
+    index = _step_index(request, job_id, step)
+    found = index.read(index.select(rollout_id=rollout_id)) if index else []
     if not found:
         raise NotFoundError(f"no trajectory {rollout_id!r} at step {step} of {job_id}",
                             where=rollout_id, hint="list them: GET /v1/jobs/{id}/trajectories")

@@ -53,23 +53,36 @@ def main() -> None:
         base = [json.loads(x) for x in (job_dir / "trajectories" / "step_000001.jsonl").open()]
         rng = random.Random(0)
         sink = FileSink(job_dir)
-        sink.trajectories(99, ({**base[i % len(base)], "rollout_id": f"big-{i:05d}",
-                                "sample_index": i // 8, "reward": rng.random()}
-                               for i in range(args.n)))
+        sink.trajectories(
+            99,
+            (
+                {
+                    **base[i % len(base)],
+                    "rollout_id": f"big-{i:05d}",
+                    "sample_index": i // 8,
+                    "reward": rng.random(),
+                }
+                for i in range(args.n)
+            ),
+        )
         sink.close()
         size_mb = (job_dir / "trajectories" / "step_000099.jsonl").stat().st_size / 2**20
         p = f"/v1/jobs/{job}"
         calls = {
             "steps list": lambda: server.call("GET", f"{p}/trajectories/steps"),
-            "page 1 (50)": lambda: server.call("GET", f"{p}/trajectories",
-                                               params={"step": 99, "page_size": 50}),
+            "page 1 (50)": lambda: server.call(
+                "GET", f"{p}/trajectories", params={"step": 99, "page_size": 50}
+            ),
             "page 1, min_reward=0.9": lambda: server.call(
-                "GET", f"{p}/trajectories", params={"step": 99, "min_reward": 0.9}),
-            "last page": lambda: server.call("GET", f"{p}/trajectories",
-                                             params={"step": 99, "page_no": args.n // 50}),
+                "GET", f"{p}/trajectories", params={"step": 99, "min_reward": 0.9}
+            ),
+            "last page": lambda: server.call(
+                "GET", f"{p}/trajectories", params={"step": 99, "page_no": args.n // 50}
+            ),
             "one trajectory": lambda: server.call("GET", f"{p}/trajectories/99/big-05000"),
-            "one group (8)": lambda: server.call("GET", f"{p}/trajectories/99/groups",
-                                                 params={"sample_index": 600}),
+            "one group (8)": lambda: server.call(
+                "GET", f"{p}/trajectories/99/groups", params={"sample_index": 600}
+            ),
         }
         print(f"step of {args.n} trajectories, {size_mb:.1f} MB of JSONL")
         print("| call | median s |\n|---|---|")
@@ -85,8 +98,10 @@ def main() -> None:
         if not Path("/usr/bin/chromium").exists():
             return
         with sync_playwright() as pw:
-            b = pw.chromium.launch(executable_path="/usr/bin/chromium", args=[
-                "--headless", "--no-sandbox", "--disable-gpu"])
+            b = pw.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=["--headless", "--no-sandbox", "--disable-gpu"],
+            )
             page = b.new_page()
             page.goto(server.url + "/")
             page.fill("#api-key", server.key)

@@ -43,9 +43,19 @@ class ServerProc:
         env = {**os.environ, "RLTUNE_HOME": str(home), "RLTUNE_TORCH_THREADS": "1"}
         log = open(home / "server-stdout.log", "wb")  # noqa: SIM115 (lives as long as the server)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rltune.server", "--port", "0",
-             "--max-concurrent-jobs", str(max_jobs)],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "rltune.server",
+                "--port",
+                "0",
+                "--max-concurrent-jobs",
+                str(max_jobs),
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         info = home / "server" / "server.json"
         key_file = home / "server" / "admin.key"
@@ -114,8 +124,11 @@ class ServerProc:
 
 def upload(server: ServerProc, path: Path) -> str:
     res = server.call(
-        "POST", "/v1/files", params={"filename": path.name, "purpose": "fine-tune"},
-        content=path.read_bytes(), headers={"Content-Type": "application/octet-stream"},
+        "POST",
+        "/v1/files",
+        params={"filename": path.name, "purpose": "fine-tune"},
+        content=path.read_bytes(),
+        headers={"Content-Type": "application/octet-stream"},
     )
     return res["file_id"]
 
@@ -132,7 +145,9 @@ def register_calc_functions(server: ServerProc, work: Path) -> dict[str, str]:
         ("exact", "reward", "functions/reward.py:CalcReward"),
     ):
         res = server.call(
-            "POST", "/v1/functions", params={"classpath": classpath, "type": ftype, "name": name},
+            "POST",
+            "/v1/functions",
+            params={"classpath": classpath, "type": ftype, "name": name},
             content=archive.path.read_bytes(),
             headers={"Content-Type": "application/octet-stream"},
         )
@@ -177,6 +192,7 @@ def submit_calc_job(
 
 
 # -------------------------------------------------------------- browser helpers
+
 
 def login(page, server: ServerProc, key: str | None = None) -> None:
     page.goto(server.url + "/")

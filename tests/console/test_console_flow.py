@@ -136,8 +136,11 @@ def test_trajectories_replay_group_and_compare(page, server, finished_job):
     page.fill("#f-q", prompt)
     expect(page.locator("#traj-count")).to_have_text(f"{n - group_size} trajectories match")
     expect(page.locator("#traj-table tr[data-rid] td.prompt-cell").first).to_have_text(prompt)
-    light = server.call("GET", f"/v1/jobs/{finished_job}/trajectories",
-                        params={"step": 1, "fields": "summary", "q": prompt})
+    light = server.call(
+        "GET",
+        f"/v1/jobs/{finished_job}/trajectories",
+        params={"step": 1, "fields": "summary", "q": prompt},
+    )
     assert light["total"] == n - group_size
     assert all("tokens" not in t and t["prompt"] == prompt for t in light["items"])
 
@@ -159,7 +162,12 @@ def test_live_log_grows_and_cancel_from_the_page(page, server, tiny_model_dir, t
     from console_harness import submit_calc_job
 
     job_id = submit_calc_job(
-        server, tmp_path, tiny_model_dir, name="calc-running", train_rows=40, n_epochs=50,
+        server,
+        tmp_path,
+        tiny_model_dir,
+        name="calc-running",
+        train_rows=40,
+        n_epochs=50,
         save_strategy="no",
     )
     server.wait(job_id, {"RUNNING"}, timeout=120)
@@ -187,7 +195,8 @@ def test_live_log_grows_and_cancel_from_the_page(page, server, tiny_model_dir, t
     expect(running.locator('[data-test="cancel"]')).to_be_visible()
     # Auto-refresh: the row's progress moves without a reload.
     expect(running.locator(".progress-text")).to_have_text(
-        re.compile(r"^[1-9]\d* / \d+$"), timeout=120_000)
+        re.compile(r"^[1-9]\d* / \d+$"), timeout=120_000
+    )
     shot(page, "jobs")
     running.locator("a.job-link").click()
 
@@ -212,8 +221,12 @@ def test_a_step_of_10000_trajectories_pages_and_filters_on_the_server(page, serv
     def records():
         for i in range(10_000):
             r = dict(base[i % len(base)])
-            r.update(rollout_id=f"big-{i:05d}", sample_index=i // 8, reward=rewards[i],
-                     status="failed" if i % 50 == 0 else "success")
+            r.update(
+                rollout_id=f"big-{i:05d}",
+                sample_index=i // 8,
+                reward=rewards[i],
+                status="failed" if i % 50 == 0 else "success",
+            )
             yield r
 
     sink = FileSink(job_dir)  # the trainer's own writer

@@ -17,8 +17,10 @@ def test_dataset_upload_shows_bad_lines_then_uploads_and_previews(page, server):
     login(page, server)
     page.click("a.nav:has-text('Datasets')")
     bad = b'{"messages": [{"role": "user", "content": "1+1"}]}\n{oops\n[1, 2]\n'
-    page.set_input_files("#upload-file", files=[
-        {"name": "bad.jsonl", "mimeType": "application/jsonl", "buffer": bad}])
+    page.set_input_files(
+        "#upload-file",
+        files=[{"name": "bad.jsonl", "mimeType": "application/jsonl", "buffer": bad}],
+    )
     page.click("#upload-btn")
     problems = page.locator("#upload-result .problems li")
     expect(problems).to_have_count(2)
@@ -27,11 +29,18 @@ def test_dataset_upload_shows_bad_lines_then_uploads_and_previews(page, server):
     assert server.call("GET", "/v1/files")["total"] == 0  # nothing reached the server
     shot(page, "datasets-errors")
 
-    rows = [{"messages": [{"role": "user", "content": f"What is {i} + {i}?"}],
-             "rollout_extra": {"solution": str(2 * i)}} for i in range(30)]
+    rows = [
+        {
+            "messages": [{"role": "user", "content": f"What is {i} + {i}?"}],
+            "rollout_extra": {"solution": str(2 * i)},
+        }
+        for i in range(30)
+    ]
     good = "".join(json.dumps(r) + "\n" for r in rows).encode()
-    page.set_input_files("#upload-file", files=[
-        {"name": "good.jsonl", "mimeType": "application/jsonl", "buffer": good}])
+    page.set_input_files(
+        "#upload-file",
+        files=[{"name": "good.jsonl", "mimeType": "application/jsonl", "buffer": good}],
+    )
     page.click("#upload-btn")
     expect(page.locator("#upload-result .ok")).to_contain_text("(30 rows)")
     listed = page.locator("#file-list tr[data-file]")
@@ -52,9 +61,17 @@ def test_functions_listed_and_an_instance_tested_from_the_page(page, server, tmp
         expect(page.locator("#function-list")).to_contain_text(ids["calc-rollout"])
         row = page.locator(f"#instance-list tr:has-text('{inst['instance_id']}')")
         row.locator("button:has-text('Test')").click()
-        page.fill("#test-input", json.dumps({
-            "agent_output": {"messages": [{"role": "assistant", "content": "### ANSWER: 4 ###"}]},
-            "ground_truth": "4"}))
+        page.fill(
+            "#test-input",
+            json.dumps(
+                {
+                    "agent_output": {
+                        "messages": [{"role": "assistant", "content": "### ANSWER: 4 ###"}]
+                    },
+                    "ground_truth": "4",
+                }
+            ),
+        )
         page.click("#run-test")
         result = page.locator("#test-result")
         expect(result.locator(".badge")).to_have_text("SUCCESS", timeout=60_000)

@@ -28,8 +28,13 @@ def test_root_serves_the_page_and_assets_without_shadowing_the_api(server):
 def _cli(*args: str, home) -> subprocess.CompletedProcess:
     env = {**os.environ, "RLTUNE_HOME": str(home)}
     env.pop("RLTUNE_BASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "rltune.cli.main", "console", *args],
-                          env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "rltune.cli.main", "console", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_rltune_console_prints_the_page_of_the_local_server(server):

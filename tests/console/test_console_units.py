@@ -13,8 +13,9 @@ def js(page, server):
     page.goto(server.url + "/")
 
     def run(module: str, body: str):
-        return page.evaluate(f"async () => {{ const m = await import('/console/{module}'); "
-                             f"return {body}; }}")
+        return page.evaluate(
+            f"async () => {{ const m = await import('/console/{module}'); return {body}; }}"
+        )
 
     return run
 
@@ -34,18 +35,38 @@ def test_ticks_and_bins(js):
 
 
 def test_metric_groups_follow_the_clouds(js):
-    names = ["actor/pg_loss", "critic/rewards/mean", "trajectory/response_length/mean",
-             "trace/num_llm_calls/mean", "timing/s/step", "perf/throughput",
-             "validation/data/reward/mean@1", "trace/reward_metrics/exact/correct/mean",
-             "trace/rollout_metrics/tool_calls/avg", "train/dropped_rollouts"]
+    names = [
+        "actor/pg_loss",
+        "critic/rewards/mean",
+        "trajectory/response_length/mean",
+        "trace/num_llm_calls/mean",
+        "timing/s/step",
+        "perf/throughput",
+        "validation/data/reward/mean@1",
+        "trace/reward_metrics/exact/correct/mean",
+        "trace/rollout_metrics/tool_calls/avg",
+        "train/dropped_rollouts",
+    ]
     got = js("views/metrics.js", f"{names!r}.map(m.groupOf)")
-    assert got == ["actor", "critic", "trajectory", "trace", "timing", "perf", "validation",
-                   "custom", "custom", "other"]
+    assert got == [
+        "actor",
+        "critic",
+        "trajectory",
+        "trace",
+        "timing",
+        "perf",
+        "validation",
+        "custom",
+        "custom",
+        "other",
+    ]
 
 
 def test_best_checkpoint_is_the_highest_validation_reward_latest_on_ties(js):
-    ck = ('[{"name":"a","validation_reward":0.5},{"name":"b","validation_reward":0.7},'
-          '{"name":"c","validation_reward":0.7},{"name":"d","validation_reward":null}]')
+    ck = (
+        '[{"name":"a","validation_reward":0.5},{"name":"b","validation_reward":0.7},'
+        '{"name":"c","validation_reward":0.7},{"name":"d","validation_reward":null}]'
+    )
     assert js("views/outputs.js", f"m.bestCheckpoint({ck}).name") == "c"
     none = "m.bestCheckpoint([{name: 'x', validation_reward: null}])"
     assert js("views/outputs.js", none) is None

@@ -17,8 +17,10 @@ def test_token_texts_join_back_to_the_text(tiny_model_dir):
 def test_with_token_text_adds_one_string_per_id_and_keeps_the_record(tiny_model_dir):
     tok = load_tokenizer(tiny_model_dir)
     ids = tok("Calculate 9 * 85.")["input_ids"]
-    rec = {"rollout_id": "r", "tokens": [{"input_ids": ids, "loss_mask": [1] * len(ids),
-                                          "logprobs": [-0.5] * len(ids)}]}
+    rec = {
+        "rollout_id": "r",
+        "tokens": [{"input_ids": ids, "loss_mask": [1] * len(ids), "logprobs": [-0.5] * len(ids)}],
+    }
     out = with_token_text(rec, tiny_model_dir)
     assert len(out["tokens"][0]["text"]) == len(ids)
     assert "text" not in rec["tokens"][0]  # the stored record is not modified

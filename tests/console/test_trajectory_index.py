@@ -10,12 +10,19 @@ from rltune.trainer.sink import FileSink
 
 def _records(n: int, start: int = 0):
     for i in range(start, start + n):
-        yield {"rollout_id": f"r{i}", "sample_index": i // 4, "reward": (i % 4) / 4,
-               "status": "failed" if i % 10 == 0 else "success",
-               "messages": [{"role": "system", "content": "sys"},
-                            {"role": "user", "content": [{"type": "text", "text": f"Q{i // 4}"}]}],
-               "tokens": [{"input_ids": list(range(20)), "loss_mask": [1] * 20,
-                           "logprobs": [-0.1] * 20}]}
+        yield {
+            "rollout_id": f"r{i}",
+            "sample_index": i // 4,
+            "reward": (i % 4) / 4,
+            "status": "failed" if i % 10 == 0 else "success",
+            "messages": [
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": [{"type": "text", "text": f"Q{i // 4}"}]},
+            ],
+            "tokens": [
+                {"input_ids": list(range(20)), "loss_mask": [1] * 20, "logprobs": [-0.1] * 20}
+            ],
+        }
 
 
 def test_index_filters_and_reads_only_selected_lines(tmp_path):
@@ -25,13 +32,21 @@ def test_index_filters_and_reads_only_selected_lines(tmp_path):
     idx = step_index(tmp_path / "trajectories" / "step_000003.jsonl")
     assert len(idx.spans) == 40
     assert [r["rollout_id"] for r in idx.read(idx.select(sample_index=2))] == [
-        "r8", "r9", "r10", "r11"]
+        "r8",
+        "r9",
+        "r10",
+        "r11",
+    ]
     assert len(idx.select(status="failed")) == 4
     assert len(idx.select(min_reward=0.5, max_reward=0.5)) == 10
     assert idx.read(idx.select(rollout_id="r37"))[0]["tokens"][0]["input_ids"][-1] == 19
     assert idx.select(rollout_id="nope") == []
     assert [r["rollout_id"] for r in idx.read(idx.select(q="q9"))] == [
-        "r36", "r37", "r38", "r39"]  # content parts, case-insensitive
+        "r36",
+        "r37",
+        "r38",
+        "r39",
+    ]  # content parts, case-insensitive
 
 
 def test_index_skips_a_torn_last_line_and_rebuilds_when_the_file_grows(tmp_path):

@@ -23,13 +23,18 @@ def register(app: typer.Typer) -> None:
     @app.command("console")
     def console(
         url: Optional[str] = typer.Option(
-            None, "--url", envvar="RLTUNE_BASE_URL",
-            help="server address (default: the local server, else http://127.0.0.1:8600)"),
-        browser: bool = typer.Option(True, "--browser/--no-browser",
-                                     help="open a browser (else only print the address)"),
+            None,
+            "--url",
+            envvar="RLTUNE_BASE_URL",
+            help="server address (default: the local server, else http://127.0.0.1:8600)",
+        ),
+        browser: bool = typer.Option(
+            True, "--browser/--no-browser", help="open a browser (else only print the address)"
+        ),
         start: bool = typer.Option(False, "--start", help="start a local server if none answers"),
-        show_key: bool = typer.Option(False, "--show-key",
-                                      help="print the local admin key to paste at sign-in"),
+        show_key: bool = typer.Option(
+            False, "--show-key", help="print the local admin key to paste at sign-in"
+        ),
     ) -> None:
         """Open the web console (jobs, metrics, trajectories, logs, checkpoints)."""
         from rltune.client import discovery
@@ -38,8 +43,11 @@ def register(app: typer.Typer) -> None:
         if not discovery.is_up(base):
             if not start:
                 typer.secho(f"error: no rltune server answers at {base}", fg="red", err=True)
-                typer.echo("hint: start one with `rltune server start` (or pass --start), "
-                           "or point --url / RLTUNE_BASE_URL at a running server", err=True)
+                typer.echo(
+                    "hint: start one with `rltune server start` (or pass --start), "
+                    "or point --url / RLTUNE_BASE_URL at a running server",
+                    err=True,
+                )
                 raise typer.Exit(1)
             try:
                 base = discovery.start_local_server()

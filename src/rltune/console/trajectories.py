@@ -101,9 +101,16 @@ class StepIndex:
                 self.spans.append((start, pos - start))
                 self.fields.append(row)
 
-    def select(self, *, min_reward: Optional[float] = None, max_reward: Optional[float] = None,
-               status: Optional[str] = None, sample_index: Optional[int] = None,
-               rollout_id: Optional[str] = None, q: Optional[str] = None) -> list[int]:
+    def select(
+        self,
+        *,
+        min_reward: Optional[float] = None,
+        max_reward: Optional[float] = None,
+        status: Optional[str] = None,
+        sample_index: Optional[int] = None,
+        rollout_id: Optional[str] = None,
+        q: Optional[str] = None,
+    ) -> list[int]:
         """Line numbers (0-based, file order) whose fields pass every given filter."""
         if rollout_id is not None:
             i = self.by_id.get(rollout_id)

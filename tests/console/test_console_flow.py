@@ -158,6 +158,17 @@ def test_outputs_marks_the_best_checkpoint(page, server, finished_job):
     shot(page, "job-outputs")
 
 
+def test_log_tail_and_page(page, server, finished_job):
+    full = server.call("GET", f"/v1/jobs/{finished_job}/logs", params={"lines": 100000})["logs"]
+    tail = server.call("GET", f"/v1/jobs/{finished_job}/logs", params={"offset": -3})
+    assert tail["logs"] == full[-3:] and tail["next_offset"] == len(full) + 1
+    login(page, server)
+    page.goto(f"{server.url}/#/jobs/{finished_job}/logs")
+    expect(page.locator("#log-count")).to_have_text(f"{len(full)} lines")
+    expect(page.locator("#log-live")).to_have_text("job succeeded")
+    expect(page.locator("#log-lines .log-line").last).to_have_text(full[-1])
+
+
 def test_live_log_grows_and_cancel_from_the_page(page, server, tiny_model_dir, tmp_path):
     from console_harness import submit_calc_job
 

@@ -31,7 +31,9 @@ def _job(request: Request, job_id: str, caller: Caller) -> dict:
 
 
 @router.get("/jobs/{job_id}/logs")
-async def job_logs(job_id: str, request: Request, offset: int = Query(1, ge=1, le=10**9),
+async def job_logs(job_id: str, request: Request,
+                   offset: int = Query(1, ge=-100000, le=10**9,
+                                       description="1-based line; -N: the last N lines (tail)"),
                    lines: Optional[int] = Query(None, ge=1, le=100000),
                    line: Optional[int] = Query(None, ge=1, le=100000,
                                                description="the cloud SDK's name of 'lines'"),
@@ -43,6 +45,8 @@ async def job_logs(job_id: str, request: Request, offset: int = Query(1, ge=1, l
     rec = _job(request, job_id, caller)
     count = lines or line or 1000
     job_dir = ctx.executor.job_dir(job_id)
+    if offset < 1:  # -N: the tail (the console opens logs this way); 0: only lines to come
+        offset = max(1, _complete_lines(job_dir, source) + offset + 1)
     deadline = time.monotonic() + (wait if follow else 0)
     while True:
         out, nxt = read_log_lines(job_dir, offset, count, source)
@@ -53,6 +57,16 @@ async def job_logs(job_id: str, request: Request, offset: int = Query(1, ge=1, l
         await asyncio.sleep(FOLLOW_TICK_S)
     return {"job_id": job_id, "logs": out, "offset": offset, "next_offset": nxt,
             "status": rec["status"], "finished": finished}
+
+
+def _complete_lines(job_dir, source: str) -> int:
+    from rltune.server.jobdata import LOG_SOURCES
+
+    path = job_dir / LOG_SOURCES[source]
+    if not path.is_file():
+        return 0
+    with path.open("rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
 @router.get("/jobs/{job_id}/logs/stream")

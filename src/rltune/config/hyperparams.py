@@ -97,6 +97,11 @@ class HyperParameters(StrictModel):
     )
     bf16: bool = Field(False, description="bf16 autocast for training forward passes")
     max_rollout_retries: int = Field(2, ge=0, le=20)
+    val_n_rollouts: int = Field(
+        1, ge=1, le=64,
+        description="sampled rollouts per validation prompt; mean@1 is their average (more "
+        "rollouts = a less noisy estimate of the same number)",
+    )
     seed: int = Field(42, ge=0, le=2**32 - 1)
 
     @property

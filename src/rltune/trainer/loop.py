@@ -216,11 +216,16 @@ class Trainer:
         return list(results)
 
     async def validate(self) -> dict[str, float]:
-        """One rollout per validation prompt: ``validation/data/reward/mean@1``."""
+        """Expected reward of one sampled rollout per validation prompt (``mean@1``).
+
+        With ``val_n_rollouts > 1`` each prompt is sampled that many times and the rewards are
+        averaged: the same quantity, estimated with less noise.
+        """
         t0 = time.perf_counter()
+        n = self.hp.val_n_rollouts
         groups = await asyncio.gather(
             *(
-                self._run_group(row, i, 0, i, 1, runner=self.rt.val_runner)
+                self._run_group(row, i, 0, i, n, runner=self.rt.val_runner)
                 for i, row in enumerate(self.val_rows)
             )
         )

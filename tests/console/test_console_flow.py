@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+import httpx
 from console_harness import login, shot
 from playwright.sync_api import expect
 
@@ -260,3 +261,20 @@ def test_a_step_of_10000_trajectories_pages_and_filters_on_the_server(page, serv
     expect(page.locator("#replay")).to_be_visible(timeout=30_000)
     page.locator("#traj-table tr[data-rid] button.open-group").first.click()
     expect(page.locator("#group-view .side-by-side .col")).to_have_count(8, timeout=30_000)
+
+
+def test_another_workspace_sees_none_of_these_jobs(page, server, finished_job):
+    other = server.call("POST", "/v1/keys", json={"name": "guest", "workspace": "guests"})
+    login(page, server, key=other["api_key"])
+    expect(page.locator("#workspace")).to_have_text("workspace guests")
+    expect(page.locator("#jobs-table")).to_contain_text("No jobs.")
+    page.goto(f"{server.url}/#/jobs/{finished_job}/details")
+    expect(page.locator(".error-box")).to_contain_text(f"no job '{finished_job}'")
+    # Revoking the key signs the page out at its next call.
+    gone = httpx.delete(
+        f"{server.url}/v1/keys/{other['key_id']}",
+        headers={"Authorization": f"Bearer {other['api_key']}"},
+    )
+    assert gone.status_code == 200, gone.text
+    page.click("a.nav:has-text('Jobs')")
+    expect(page.locator(".login-error")).to_contain_text("no longer accepted")

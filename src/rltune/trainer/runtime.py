@@ -198,10 +198,15 @@ class TrainingRuntime:
         groups_B = torch.tensor([r.sample_index for r in scored])
         adv_B = group_advantages_B(rewards_B, groups_B, norm_by_std=knobs.norm_adv_by_std)
         rows: list[TrainingRow] = []
+        if not any(adv_B.tolist()):
+            for r in scored:
+                r.advantage = 0.0
+            return rows  # no rollout carries a signal: an update would only replay momentum
         for r, adv in zip(scored, adv_B.tolist(), strict=True):
             r.advantage = adv
-            if adv == 0.0:
-                continue  # no signal: the gradient would be zero (KL aside), skip the compute
+            # Zero-advantage rollouts stay in: they add no policy gradient but count in the
+            # loss's normaliser. Dropping them made the gradient scale with the share of
+            # flat groups, so a step with little signal weighed as much as a rich one.
             for row in r.rows:
                 ids = row.input_ids[: hp.max_length]
                 mask = row.loss_mask[: hp.max_length]

@@ -79,6 +79,8 @@ async def test_steps_write_metrics_trajectories_and_checkpoints(tmp_path, tiny_m
     ckpts = [Path(p).name for p in summary["checkpoints"]]
     assert ckpts == ["checkpoint-4", "checkpoint-5", "checkpoint-6"]  # save_total_limit 3
     assert "step 6/6" in (job_dir / "train.log").read_text()
+    progress = json.loads((job_dir / "progress.json").read_text())
+    assert (progress["state"], progress["step"], progress["total_steps"]) == ("finished", 6, 6)
 
 
 async def test_nan_reward_drops_the_rollout_and_the_job_goes_on(tmp_path, tiny_model_dir):

@@ -122,7 +122,10 @@ class Trainer:
                     path = rt.save(step, self.sampler, self._trainer_state(step))
                     log(f"saved checkpoint {path}")
             summary = self._summary()
-        self.sink.progress({**summary, "state": "finished"})
+        last = self.history[-1]["step"] if self.history else 0
+        self.sink.progress(
+            {**summary, "step": last, "total_steps": self.total_steps, "state": "finished"}
+        )
         log(f"finished: {summary}")
         return summary
 

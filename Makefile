@@ -14,9 +14,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The main job: build the small calculator agent (~10 min on 2 cores, cached afterwards),
+# train it with GSPO on a fresh calc workspace (~50 steps), and ask the trained model.
+DEMO := demo-calc
 demo: $(STAMP)
 	$(BIN)/rltune models build-demo --size small
-	$(BIN)/rltune models chat small "What is 7 * 8?"
+	rm -rf $(DEMO) && $(BIN)/rltune init workspace $(DEMO) --template calc --train-rows 400
+	cd $(DEMO) && ../$(BIN)/rltune train -c job.yaml --output-dir run
+	$(BIN)/rltune models chat "$$($(BIN)/python -c 'from rltune.trainer.checkpoint import latest_checkpoint as l; print(l("$(DEMO)/run/checkpoints"))')" "What is 7 * 8?"
 
 test: $(STAMP)
 	$(BIN)/ruff check .
@@ -32,4 +37,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache $(DEMO)

@@ -44,13 +44,18 @@ def workspace(
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
     if template == "calc":
+        from rltune.models.recipes import recipe_for
         from rltune.models.tasks import make_dataset_rows, write_jsonl
 
+        # The same kind of question the demo models were warm-started on.
+        task = recipe_for("small").config.task
         write_jsonl(
-            make_dataset_rows(train_rows, "train", seed=seed), directory / "data" / "train.jsonl"
+            make_dataset_rows(train_rows, "train", seed=seed, config=task),
+            directory / "data" / "train.jsonl",
         )
         write_jsonl(
-            make_dataset_rows(val_rows, "heldout", seed=seed), directory / "data" / "val.jsonl"
+            make_dataset_rows(val_rows, "heldout", seed=seed, config=task),
+            directory / "data" / "val.jsonl",
         )
     typer.echo(f"created {directory} from template {template!r}")
     typer.echo(f"next: cd {directory} && rltune train -c job.yaml")

@@ -1,0 +1,67 @@
+"""`rltune init workspace` and `rltune train` through the real CLI (CliRunner)."""
+
+import json
+
+import yaml
+from typer.testing import CliRunner
+
+from rltune.cli.main import app
+
+runner = CliRunner()
+
+
+def test_init_workspace_writes_template_and_data(tmp_path):
+    ws = tmp_path / "agent"
+    res = runner.invoke(
+        app, ["init", "workspace", str(ws), "--train-rows", "20", "--val-rows", "5"]
+    )
+    assert res.exit_code == 0, res.output
+    assert (ws / "functions" / "rollout.py").is_file() and (ws / "job.yaml").is_file()
+    rows = [json.loads(x) for x in (ws / "data" / "train.jsonl").open()]
+    assert len(rows) == 20 and rows[0]["tools"][0]["function"]["name"] == "calculator"
+    # Single-digit questions, like the demo models' warm start.
+    assert all(abs(int(r["rollout_extra"]["solution"])) <= 81 for r in rows)
+    again = runner.invoke(app, ["init", "workspace", str(ws)])
+    assert again.exit_code == 2 and "not empty" in again.output
+
+
+def test_init_unknown_template_is_a_clear_error(tmp_path):
+    res = runner.invoke(app, ["init", "workspace", str(tmp_path / "x"), "-t", "nope"])
+    assert res.exit_code == 2 and "unknown template 'nope'" in res.output
+
+
+def test_train_runs_a_job_in_the_foreground(tmp_path, tiny_model_dir):
+    ws = tmp_path / "agent"
+    assert (
+        runner.invoke(
+            app, ["init", "workspace", str(ws), "--train-rows", "4", "--val-rows", "2"]
+        ).exit_code
+        == 0
+    )
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = str(tiny_model_dir)
+    job["training"]["hyper_parameters"].update(
+        batch_size=2,
+        n_rollouts=2,
+        ppo_mini_batch_size=4,
+        max_length=200,
+        max_prompt_length=180,
+        save_steps=1,
+    )
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    res = runner.invoke(
+        app, ["train", "-c", str(ws / "job.yaml"), "-O", str(tmp_path / "out"), "--quiet"]
+    )
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "out" / "checkpoints" / "checkpoint-2").is_dir()
+    assert '"steps": 2' in res.output
+
+
+def test_train_bad_config_names_the_field(tmp_path):
+    bad = tmp_path / "job.yaml"
+    bad.write_text(
+        "name: x\nmodel: {name: nano}\ntraining:\n  hyper_parameters:\n    batch_sise: 4\n"
+    )
+    res = runner.invoke(app, ["train", "-c", str(bad)])
+    assert res.exit_code == 2
+    assert "batch_sise" in res.output and "batch_size" in res.output

@@ -5,6 +5,7 @@
 not import torch (engines import it when built).
 """
 
+from rltune._lazy import lazy_getattr
 from rltune.engine.base import Engine
 from rltune.engine.types import (
     Completion,
@@ -25,11 +26,5 @@ __all__ = [
     "TopLogprob",
     "TransformersEngine",
 ]
-
-
-def __getattr__(name: str):  # lazy: the engine module pulls torch only when asked for
-    if name == "TransformersEngine":
-        from rltune.engine.transformers_engine import TransformersEngine
-
-        return TransformersEngine
-    raise AttributeError(name)
+# The engine module pulls torch only when asked for.
+__getattr__ = lazy_getattr(__name__, {"TransformersEngine": "rltune.engine.transformers_engine"})

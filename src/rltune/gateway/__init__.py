@@ -7,7 +7,7 @@ names are resolved on first use.
 
 from __future__ import annotations
 
-from typing import Any
+from rltune._lazy import lazy_getattr
 
 _EXPORTS = {
     "Gateway": "rltune.gateway.server",
@@ -22,11 +22,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(name)
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

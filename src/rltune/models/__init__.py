@@ -13,8 +13,7 @@ Public API (see each module for details):
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rltune._lazy import lazy_getattr
 
 _EXPORTS = {
     "CHAT_TEMPLATE": "rltune.models.chat_template",
@@ -35,9 +34,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'rltune.models' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -16,8 +16,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rltune._lazy import lazy_getattr
 
 _LAZY = {
     "PolicyUpdater": "rltune.trainer.update",
@@ -31,9 +30,4 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'rltune.trainer' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -178,6 +178,7 @@ def submit_calc_job(
         {
             "batch_size": 2,
             "n_rollouts": 2,
+            "ppo_mini_batch_size": None,
             "max_length": 200,
             "max_prompt_length": 180,
             "eval_steps": 2,

@@ -88,7 +88,8 @@ def make_workspace(root: Path, model_dir: Path, **hp) -> Path:
     job = yaml.safe_load((ws / "job.yaml").read_text())
     job["model"]["name"] = str(model_dir)
     job["training"]["hyper_parameters"].update({
-        "batch_size": 2, "n_rollouts": 2, "max_length": 200, "max_prompt_length": 180,
+        "batch_size": 2, "n_rollouts": 2, "ppo_mini_batch_size": None,
+        "max_length": 200, "max_prompt_length": 180,
         "eval_steps": 2, "save_strategy": "steps", "save_steps": 1, "save_total_limit": 2,
         "learning_rate": 1e-3, "n_epochs": 1, **hp})
     for fn in job["functions"]:

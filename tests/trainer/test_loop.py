@@ -33,6 +33,7 @@ def make_workspace(tmp_path: Path, model_dir: Path, **hp) -> Path:
         {
             "batch_size": 2,
             "n_rollouts": 2,
+            "ppo_mini_batch_size": None,  # one update per step (the template sets 32)
             "max_length": 200,
             "max_prompt_length": 180,
             "eval_steps": 2,

@@ -20,7 +20,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-QUESTION = "What is 37 * 4?"
+QUESTION = "What is 7 * 8?"  # the demo models learned single-digit questions
 
 
 @tool

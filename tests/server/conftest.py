@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,8 +15,7 @@ import httpx
 import pytest
 import yaml
 
-from rltune.models.tasks import make_dataset_rows, write_jsonl
-from rltune.templates import TEMPLATES_DIR
+from rltune.templates import create_workspace
 
 
 @dataclass
@@ -82,9 +80,7 @@ def server(server_home):
 def make_workspace(root: Path, model_dir: Path, **hp) -> Path:
     """The calc template on the tiny model: a short job (seconds per step)."""
     ws = root / "ws"
-    shutil.copytree(TEMPLATES_DIR / "calc", ws, ignore=shutil.ignore_patterns("__pycache__"))
-    write_jsonl(make_dataset_rows(8, "train", seed=0), ws / "data" / "train.jsonl")
-    write_jsonl(make_dataset_rows(2, "heldout", seed=0), ws / "data" / "val.jsonl")
+    create_workspace(ws, train_rows=8, val_rows=2)
     job = yaml.safe_load((ws / "job.yaml").read_text())
     job["model"]["name"] = str(model_dir)
     job["training"]["hyper_parameters"].update({

@@ -14,8 +14,7 @@ import pytest
 import yaml
 
 from rltune.config import load_job_config
-from rltune.models.tasks import make_dataset_rows, write_jsonl
-from rltune.templates import TEMPLATES_DIR
+from rltune.templates import create_workspace
 from rltune.trainer.loop import Trainer
 from rltune.trainer.sink import read_metrics
 
@@ -24,9 +23,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def make_workspace(tmp_path: Path, model_dir: Path, **hp) -> Path:
     ws = tmp_path / "ws"
-    shutil.copytree(TEMPLATES_DIR / "calc", ws, ignore=shutil.ignore_patterns("__pycache__"))
-    write_jsonl(make_dataset_rows(12, "train", seed=0), ws / "data" / "train.jsonl")
-    write_jsonl(make_dataset_rows(4, "heldout", seed=0), ws / "data" / "val.jsonl")
+    create_workspace(ws, train_rows=12, val_rows=4)
     job = yaml.safe_load((ws / "job.yaml").read_text())
     job["model"]["name"] = str(model_dir)
     job["training"]["hyper_parameters"].update(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import typer
@@ -24,38 +23,15 @@ def workspace(
     force: bool = typer.Option(False, "--force", help="write into a non-empty folder"),
 ) -> None:
     """Copy a template (functions/, job.yaml, requirements.txt) and generate its data/."""
-    from rltune.templates import TEMPLATES_DIR, available
+    from rltune.sdk.errors import ValidationError
+    from rltune.templates import create_workspace
 
-    names = available()
-    if template not in names:
-        typer.secho(
-            f"error: unknown template {template!r}; choose one of {names}", fg="red", err=True
+    try:
+        create_workspace(
+            directory, template, train_rows=train_rows, val_rows=val_rows, seed=seed, force=force
         )
-        raise typer.Exit(2)
-    if directory.exists() and any(directory.iterdir()) and not force:
-        typer.secho(
-            f"error: {directory} is not empty (use --force to write into it)", fg="red", err=True
-        )
-        raise typer.Exit(2)
-    shutil.copytree(
-        TEMPLATES_DIR / template,
-        directory,
-        dirs_exist_ok=True,
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
-    if template == "calc":
-        from rltune.models.recipes import recipe_for
-        from rltune.models.tasks import make_dataset_rows, write_jsonl
-
-        # The same kind of question the demo models were warm-started on.
-        task = recipe_for("small").config.task
-        write_jsonl(
-            make_dataset_rows(train_rows, "train", seed=seed, config=task),
-            directory / "data" / "train.jsonl",
-        )
-        write_jsonl(
-            make_dataset_rows(val_rows, "heldout", seed=seed, config=task),
-            directory / "data" / "val.jsonl",
-        )
+    except ValidationError as err:
+        typer.secho(f"error: {err}", fg="red", err=True)
+        raise typer.Exit(2) from err
     typer.echo(f"created {directory} from template {template!r}")
     typer.echo(f"next: cd {directory} && rltune train -c job.yaml")

@@ -1,6 +1,18 @@
-"""Workspace templates (``rltune init workspace DIR --template NAME``)."""
+"""Workspace templates (``rltune init workspace DIR --template NAME``).
 
+Example:
+    >>> import tempfile, pathlib
+    >>> ws = create_workspace(pathlib.Path(tempfile.mkdtemp()) / "agent", train_rows=4, val_rows=2)
+    >>> sorted(p.name for p in (ws / "data").iterdir())
+    ['train.jsonl', 'val.jsonl']
+"""
+
+from __future__ import annotations
+
+import shutil
 from pathlib import Path
+
+from rltune.sdk.errors import ValidationError
 
 TEMPLATES_DIR = Path(__file__).parent
 
@@ -8,3 +20,48 @@ TEMPLATES_DIR = Path(__file__).parent
 def available() -> list[str]:
     """Names of the shipped templates."""
     return sorted(p.name for p in TEMPLATES_DIR.iterdir() if (p / "functions").is_dir())
+
+
+def create_workspace(
+    directory: str | Path,
+    template: str = "calc",
+    *,
+    train_rows: int = 2000,
+    val_rows: int = 64,
+    seed: int = 0,
+    force: bool = False,
+) -> Path:
+    """Copy ``template`` (functions/, job.yaml, requirements.txt) and generate its data/."""
+    names = available()
+    if template not in names:
+        raise ValidationError(
+            f"unknown template {template!r}", where="template", hint=f"choose one of {names}"
+        )
+    directory = Path(directory)
+    if directory.exists() and any(directory.iterdir()) and not force:
+        raise ValidationError(
+            f"{directory} is not empty",
+            where=str(directory),
+            hint="use --force to write into it, or pick a new folder",
+        )
+    shutil.copytree(
+        TEMPLATES_DIR / template,
+        directory,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    if template == "calc":
+        from rltune.models.recipes import recipe_for
+        from rltune.models.tasks import make_dataset_rows, write_jsonl
+
+        # The same kind of question the demo models were warm-started on.
+        task = recipe_for("small").config.task
+        write_jsonl(
+            make_dataset_rows(train_rows, "train", seed=seed, config=task),
+            directory / "data" / "train.jsonl",
+        )
+        write_jsonl(
+            make_dataset_rows(val_rows, "heldout", seed=seed, config=task),
+            directory / "data" / "val.jsonl",
+        )
+    return directory

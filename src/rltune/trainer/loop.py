@@ -26,7 +26,7 @@ from rltune.config import JobConfig
 from rltune.config.data import DataRow, EpochSampler, load_dataset
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.metrics import rollout_metrics
-from rltune.trainer.rollouts import RolloutResult, RolloutRunner
+from rltune.trainer.rollouts import RolloutResult
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.sink import FileSink, Sink
 
@@ -199,13 +199,11 @@ class Trainer:
         step: int,
         sample_index: int,
         n: int,
-        runner: Optional[RolloutRunner] = None,
     ) -> list[RolloutResult]:
-        runner = runner or self.rt.runner
         sample_id = f"{self.job_id}-s{step}-p{sample_index}"
         results = await asyncio.gather(
             *(
-                runner.run(
+                self.rt.runner.run(
                     row,
                     rollout_id=f"{sample_id}.r{k}",
                     sample_id=sample_id,
@@ -227,10 +225,7 @@ class Trainer:
         t0 = time.perf_counter()
         n = self.hp.val_n_rollouts
         groups = await asyncio.gather(
-            *(
-                self._run_group(row, i, 0, i, n, runner=self.rt.val_runner)
-                for i, row in enumerate(self.val_rows)
-            )
+            *(self._run_group(row, i, 0, i, n) for i, row in enumerate(self.val_rows))
         )
         scores = [
             r.reward if r.scored and r.reward_error is None else 0.0 for g in groups for r in g

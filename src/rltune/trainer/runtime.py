@@ -36,7 +36,7 @@ def resolve_model_path(name: str) -> Path:
 
 def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
     """The function pool's spec for one configured component."""
-    from rltune.functions.spec import FunctionComponentRuntime, FunctionComponentSpec
+    from rltune.functions.spec import FunctionComponentSpec
 
     fc = comp.fcmodel
     if not fc or not fc.classpath:
@@ -45,14 +45,13 @@ def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
             where=f"functions[{comp.name}]",
             hint="set fcmodel.classpath, e.g. functions/reward.py:MyReward",
         )
-    runtime = comp.runtime.model_dump(exclude_none=True) if comp.runtime else {}
     return FunctionComponentSpec(
         classpath=fc.classpath,
         func_type=func_type,
         workspace=(base_dir / (fc.zipdir or ".")).resolve(),
         name=comp.name,
         timeout=comp.timeout,
-        runtime=FunctionComponentRuntime.model_validate(runtime),
+        runtime=comp.runtime or {},  # the spec takes the job config's runtime model as is
     )
 
 
@@ -160,13 +159,15 @@ class TrainingRuntime:
             "top_p": hp.top_p,
             "max_tokens": hp.max_length - hp.max_prompt_length,
         }
-        common = dict(
+        # One runner serves training and validation: same caller, gateway and sampling.
+        self.runner = RolloutRunner(
+            caller,
+            self.gateway,
             job_id=self.job_id,
             model_name=self.gateway.model_name,
+            sampling_params=sampling,
             max_retries=hp.max_rollout_retries,
         )
-        self.runner = RolloutRunner(caller, self.gateway, sampling_params=sampling, **common)
-        self.val_runner = RolloutRunner(caller, self.gateway, sampling_params=sampling, **common)
 
     async def __aexit__(self, *exc: Any) -> None:
         while self._closers:

@@ -81,6 +81,14 @@ async def test_steps_write_metrics_trajectories_and_checkpoints(tmp_path, tiny_m
     assert (progress["state"], progress["step"], progress["total_steps"]) == ("finished", 6, 6)
 
 
+async def test_validation_samples_each_prompt_val_n_rollouts_times(tmp_path, tiny_model_dir):
+    ws = make_workspace(tmp_path, tiny_model_dir, save_strategy="no", val_n_rollouts=3)
+    job_dir = tmp_path / "job"
+    await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws).run()
+    rows = read_metrics(job_dir)
+    assert rows[0]["metrics"]["validation/data/samples"] == 4 * 3  # 4 prompts x 3 samples
+
+
 async def test_nan_reward_drops_the_rollout_and_the_job_goes_on(tmp_path, tiny_model_dir):
     ws = make_workspace(tmp_path, tiny_model_dir, save_strategy="no")
     shutil.copytree(FIXTURES / "nanws" / "functions", ws / "functions", dirs_exist_ok=True)

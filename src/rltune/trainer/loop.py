@@ -234,6 +234,7 @@ class Trainer:
         return {
             "validation/data/reward/mean@1": sum(scores) / len(scores) if scores else 0.0,
             "validation/data/failed": float(failed),
+            "validation/data/samples": float(len(scores)),
             "timing/s/validation": time.perf_counter() - t0,
         }
 

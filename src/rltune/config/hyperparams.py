@@ -15,9 +15,10 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Optional
+import re
+from typing import Any, Literal, Optional, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from rltune.config._base import StrictModel
@@ -27,6 +28,8 @@ from rltune.config.algorithm import (
     KLEstimator,
     LossAggMode,
 )
+
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
 def _coupling(field: str, value: Any, rule: str, fix: str) -> PydanticCustomError:
@@ -104,6 +107,51 @@ class HyperParameters(StrictModel):
     )
     seed: int = Field(42, ge=0, le=2**32 - 1)
 
+    # --- LoRA (rltune's own; trainer/lora.py). lora_rank 0 = full fine-tuning ---
+    lora_rank: int = Field(
+        0, ge=0, le=1024,
+        description="LoRA adapter rank; 0 = full fine-tuning (all weights train and the KL "
+        "reference is a frozen copy). With LoRA only the adapters train and the reference is "
+        "the same model with its adapters disabled",
+    )
+    lora_alpha: Optional[float] = Field(
+        None, gt=0, le=100000,
+        description="LoRA scale numerator (the update is alpha/rank · B·A); unset = 2 x "
+        "lora_rank, so the scale stays 2 whatever the rank",
+    )
+    lora_dropout: float = Field(0.0, ge=0, lt=1, description="dropout on the adapters' input")
+    lora_target_modules: Union[str, list[str]] = Field(
+        "all-linear",
+        description="modules that get adapters: 'all-linear' (every linear layer of the "
+        "attention and MLP blocks, not the output head) or names such as "
+        "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj (list or comma-separated)",
+    )
+
+    @field_validator("lora_target_modules", mode="before")
+    @classmethod
+    def _target_modules(cls, value: Any) -> Any:
+        # "q_proj, v_proj" (one YAML string) means the list; "all-linear" stays peft's keyword.
+        if isinstance(value, str) and value.strip() != "all-linear":
+            value = [v.strip() for v in value.split(",")]
+        if isinstance(value, str):
+            return value.strip()
+        if isinstance(value, (list, tuple)):
+            names = [str(v).strip() for v in value if str(v).strip()]
+            bad = [n for n in names if not _MODULE_NAME.match(n)]
+            if not names or bad:
+                rule = (f"{', '.join(repr(b) for b in bad)} is not a module name"
+                        if bad else "names no module")
+                raise ValueError(
+                    f"{rule}; write 'all-linear' or module names like q_proj,v_proj"
+                )
+            return names
+        return value
+
+    @property
+    def lora_scale_alpha(self) -> float:
+        """``lora_alpha`` with the default resolved: 2 x ``lora_rank``."""
+        return self.lora_alpha if self.lora_alpha is not None else 2.0 * self.lora_rank
+
     @property
     def mini_batch_rollouts(self) -> int:
         """Rollouts per optimizer step (``ppo_mini_batch_size`` or the whole step batch)."""
@@ -155,4 +203,16 @@ class HyperParameters(StrictModel):
                 f"must be <= max_length - max_prompt_length = {response_budget}",
                 f"set overlong_buffer_len to at most {response_budget} (or -1 for auto)",
             )
+        if self.lora_rank == 0:
+            # LoRA settings without a rank would be silently ignored: full fine-tuning would
+            # run while the user believes adapters train.
+            for name, default in (("lora_alpha", None), ("lora_dropout", 0.0),
+                                  ("lora_target_modules", "all-linear")):
+                value = getattr(self, name)
+                if value != default:
+                    raise _coupling(
+                        name, value,
+                        "only applies with LoRA, and lora_rank is 0 (full fine-tuning)",
+                        f"set lora_rank (e.g. 16) to train LoRA adapters, or remove {name}",
+                    )
         return self

@@ -4,6 +4,7 @@
 Layout of ``<root>/checkpoint-<step>/``::
 
     config.json, model.safetensors, tokenizer files   (loadable with from_pretrained)
+    adapter/            LoRA jobs only: the peft adapter (the weights above are merged)
     training_state.pt   optimizer + scheduler + updater step
     rng_state.pt        python / torch (and numpy if present) RNG states
     trainer_state.json  step, epoch, data-order state, metrics worth keeping
@@ -32,6 +33,7 @@ from typing import Any, Optional
 import torch
 
 from rltune.sdk.errors import ValidationError
+from rltune.trainer.lora import is_lora, save_lora
 
 _NAME = re.compile(r"^checkpoint-(\d+)$")
 
@@ -96,7 +98,10 @@ def save_checkpoint(
     tmp = root / f".tmp-checkpoint-{step}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    model.save_pretrained(tmp)
+    if is_lora(model):
+        save_lora(model, tmp)  # merged weights for from_pretrained + adapter/ for resume
+    else:
+        model.save_pretrained(tmp)
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
     if updater is not None:
@@ -125,7 +130,8 @@ def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool =
     """Load optimizer/scheduler into ``updater`` and the RNG states; return trainer_state.
 
     The model weights are loaded separately with ``from_pretrained(path)`` (they are a normal
-    Hugging Face folder), before building the updater.
+    Hugging Face folder), before building the updater; a LoRA job loads ``adapter/`` into its
+    wrapped base model instead (``trainer.lora.load_adapter``).
     """
     path = Path(path)
     state = read_trainer_state(path)

@@ -3,6 +3,10 @@
 ``TrainingRuntime`` is an async context manager: entering loads the model twice (an engine
 copy that samples and the policy that trains), starts the policy gateway on 127.0.0.1 and the
 function pools; leaving stops them all, even after an error.
+
+Full fine-tuning (``lora_rank: 0``) loads a third, frozen copy as the KL reference when the
+KL term is on. With ``lora_rank > 0`` the policy is wrapped with LoRA adapters and is its own
+reference (adapters disabled); the engine then gets the merged weights (``trainer/lora.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.advantages import group_advantages_B, overlong_penalty_B
 from rltune.trainer.checkpoint import list_checkpoints, restore_training_state, save_checkpoint
+from rltune.trainer.lora import engine_weights, is_lora, load_adapter, wrap_with_lora
 from rltune.trainer.rewarding import RewardComponent, Rewarder
 from rltune.trainer.rollouts import BuiltinRollout, RolloutResult, RolloutRunner
 from rltune.trainer.update import PolicyUpdater, TrainingRow
@@ -108,7 +113,12 @@ class TrainingRuntime:
 
         self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
         reference = None
-        if self.knobs.use_kl_loss and self.knobs.kl_loss_coef > 0:
+        if hp.lora_rank > 0:
+            self.model = wrap_with_lora(self.model, hp)
+            trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+            self.log(f"LoRA rank {hp.lora_rank}, alpha {hp.lora_scale_alpha:g}: "
+                     f"{trainable} trainable parameters; reference = adapters disabled")
+        elif self.knobs.use_kl_loss and self.knobs.kl_loss_coef > 0:
             reference = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
             reference.eval().requires_grad_(False)
         self.updater = PolicyUpdater(
@@ -225,7 +235,8 @@ class TrainingRuntime:
         return rows
 
     async def sync_weights(self) -> None:
-        await self.engine.update_weights(self.model)
+        # The engine holds a plain HF model: a LoRA policy sends its merged weights.
+        await self.engine.update_weights(engine_weights(self.model))
 
     def trajectory(self, r: RolloutResult) -> dict[str, Any]:
         """The stored record of one rollout (what the console replays)."""
@@ -278,8 +289,13 @@ class TrainingRuntime:
         from transformers import AutoModelForCausalLM
 
         path = Path(path)
-        loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-        self.model.load_state_dict(loaded.state_dict())
+        if is_lora(self.model):
+            # The base stays the job's original model (it is the KL reference); only the
+            # adapters continue, exactly as saved (not re-derived from the merged weights).
+            load_adapter(self.model, path)
+        else:
+            loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+            self.model.load_state_dict(loaded.state_dict())
         state = restore_training_state(path, self.updater)
         sampler.load_state_dict(state["data_order"])
         await self.sync_weights()

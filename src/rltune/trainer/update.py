@@ -34,6 +34,7 @@ from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
 from rltune.trainer.advantages import rollout_weights_B
 from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
+from rltune.trainer.lora import adapters_disabled, is_lora
 from rltune.trainer.losses import (
     agg_normalizer,
     aggregate_loss,
@@ -100,7 +101,8 @@ class PolicyUpdater:
 
     ``reference_model``: the frozen base model for the KL term. If None and the KL term is on,
     a frozen copy of ``model`` is made now — correct at job start; on resume pass the *base*
-    model, not the checkpoint.
+    model, not the checkpoint. A LoRA ``model`` (``trainer/lora.py``) is its own reference:
+    its reference log-probs come from the same model with the adapters disabled.
     """
 
     def __init__(
@@ -116,8 +118,12 @@ class PolicyUpdater:
         self.model, self.hp, self.knobs = model, hp, knobs
         self.pad_token_id = pad_token_id
         self.use_kl = knobs.use_kl_loss and knobs.kl_loss_coef > 0
+        self.lora = is_lora(model)
+        if self.lora and reference_model is not None:
+            raise ValueError("a LoRA policy is its own KL reference (adapters disabled); "
+                             "pass no reference_model")
         self.reference = reference_model if reference_model is not None or not self.use_kl \
-            else frozen_copy(model)
+            or self.lora else frozen_copy(model)
         self.optimizer = build_optimizer(model, hp)
         self.scheduler = build_scheduler(self.optimizer, hp, total_steps)
         self.total_steps = total_steps
@@ -148,6 +154,16 @@ class PolicyUpdater:
             model.train(was_training)
         return out
 
+    def reference_logprobs(self, rows: Sequence[TrainingRow]) -> list[list[float]]:
+        """Log-probs under the KL reference: the frozen copy, or the LoRA policy with its
+        adapters disabled (the base weights never train, so that is the base model)."""
+        if self.lora:
+            with adapters_disabled(self.model):
+                return self.compute_logprobs(rows)
+        if self.reference is None:
+            raise ValueError("no reference model: the KL term is off for this updater")
+        return self.compute_logprobs(rows, self.reference)
+
     def _chunks(self, indices: list[int]) -> list[list[int]]:
         size = self.hp.micro_batch_size or len(indices) or 1
         return [indices[i : i + size] for i in range(0, len(indices), size)]
@@ -165,7 +181,7 @@ class PolicyUpdater:
             for r, lp in zip(rows, self.compute_logprobs(rows), strict=True):
                 if r.old_logprobs is None:
                     r.old_logprobs = lp
-        ref = self.compute_logprobs(rows, self.reference) if self.use_kl else None
+        ref = self.reference_logprobs(rows) if self.use_kl else None
 
         rollout_ids = list(dict.fromkeys(r.rollout_id for r in rows))
         index_of = {rid: i for i, rid in enumerate(rollout_ids)}

@@ -2,10 +2,11 @@
 
 Multi-turn calculator rollouts run in worker processes and call the real policy gateway; the
 exact-answer reward runs in its own pool. The validation reward (mean@1, estimated from 4
-sampled rollouts per held-out question) must rise.
+sampled rollouts per held-out question) must rise: by 0.2 for GSPO in 20 steps (the issue's
+CI gate), and clearly for GRPO and DAPO in 10. Measured on the 2-core box (RESULTS.md): GSPO
+0.40 -> 0.83 after 10 steps, 0.93 after 30; GRPO and DAPO ~0.41 -> 0.65 after 4 steps.
 
-Marked ``slow`` for now: on the shared 2-core machine GSPO gains +0.05 to +0.14 in 30 steps
-and the curve is noisy, which is too fragile for the CI gate (see the issue notes).
+The nano model is built once per test session (``nano_model_dir``, ~1.5-2.5 min).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from rltune.models.tasks import make_dataset_rows, write_jsonl
 from rltune.templates import TEMPLATES_DIR
 from rltune.trainer.loop import Trainer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e]
 
 
 def calc_job(tmp_path: Path, model_dir: Path, algorithm: str, steps: int, **hp) -> Path:
@@ -44,7 +45,7 @@ def calc_job(tmp_path: Path, model_dir: Path, algorithm: str, steps: int, **hp) 
         "kl_loss_coef": 0.0,
         "max_length": 256,
         "max_prompt_length": 200,
-        "eval_steps": max(1, steps // 3),
+        "eval_steps": max(1, steps // 2),
         "val_n_rollouts": 4,
         "save_strategy": "no",
         "seed": 3,
@@ -64,22 +65,19 @@ async def train(tmp_path: Path, model_dir: Path, algorithm: str, steps: int, **h
     return summary
 
 
-def assert_rises(summary: dict) -> None:
+def assert_rises(summary: dict, by: float) -> None:
     before = summary["initial_validation"]
     values = [v for _, v in summary["validation"]]
-    # The curve is noisy step to step: the best evaluation must clearly beat the start and
-    # the last one must not be below it.
-    assert max(values) - before >= 0.05, (before, values)
-    assert values[-1] >= before, (before, values)
+    # Validation is a sampled estimate (~±0.03): ask for a clear gain by the end and no
+    # evaluation below the start.
+    assert values[-1] - before >= by, (before, values)
+    assert min(values) >= before - 0.05, (before, values)
 
 
-# Measured with a nano whose sampled accuracy starts near 0.3: GSPO at this learning rate
-# gains +0.05..0.14 in 30 steps; rates of 4e-4 and up collapse after 20-40 steps. The issue's
-# target (+0.2 within 4 minutes) is not reached yet.
-async def test_gspo_raises_validation_reward(tmp_path, nano_model_dir):
-    assert_rises(await train(tmp_path, nano_model_dir, "gspo", steps=30))
+async def test_gspo_raises_validation_reward_by_0_2(tmp_path, nano_model_dir):
+    assert_rises(await train(tmp_path, nano_model_dir, "gspo", steps=20), by=0.2)
 
 
 @pytest.mark.parametrize("algorithm", ["grpo", "dapo"])
 async def test_grpo_and_dapo_improve(tmp_path, nano_model_dir, algorithm):
-    assert_rises(await train(tmp_path, nano_model_dir, algorithm, steps=30))
+    assert_rises(await train(tmp_path, nano_model_dir, algorithm, steps=10), by=0.1)

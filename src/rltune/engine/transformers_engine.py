@@ -158,11 +158,13 @@ class TransformersEngine(Engine):
 
     ``threads`` caps torch's intra-op threads (process-wide: torch has one setting).
     ``max_batch_size`` caps running rows; more requests wait in a FIFO queue.
+    ``admit_window_s``: when idle, how long the first arrival waits for others to share its
+    prefill (0 = admit at once).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str = "model",
                  threads: int = 2, max_batch_size: int = 64,
-                 max_context: Optional[int] = None):
+                 max_context: Optional[int] = None, admit_window_s: float = 0.005):
         import torch
 
         if threads > 0:
@@ -172,6 +174,7 @@ class TransformersEngine(Engine):
         self.model_name = model_name
         self.device = next(model.parameters()).device
         self.max_batch_size = max_batch_size
+        self._admit_window_s = admit_window_s
         cfg_ctx = getattr(model.config, "max_position_embeddings", None) or 2048
         self.max_context = int(max_context or cfg_ctx)
         self.eos_ids = _eos_ids(model, tokenizer)
@@ -310,6 +313,15 @@ class TransformersEngine(Engine):
                             self._cond.wait()
                         if self._closed:
                             break
+                        if not self._active and self._admit_window_s > 0:
+                            # Waking from idle: the first request of a burst (n rollouts
+                            # posting at once) usually has company a few ms behind it, and
+                            # one prefill for all of them beats one per arrival.
+                            self._cond.wait_for(
+                                lambda: self._closed
+                                or len(self._waiting) >= self.max_batch_size,
+                                timeout=self._admit_window_s,
+                            )
                         admit = []
                         if not self._paused:
                             room = self.max_batch_size - len(self._active)

@@ -265,20 +265,20 @@ def _train(
             event.update(phase="eval", **metrics)
             history.append(dict(event))
             acc = metrics["accuracy"]
-            if phase == "copy":
-                # Accuracy here is the tool path's alone; the band is the mix phase's business.
-                if metrics["tool_accuracy"] >= cfg.min_tool_accuracy:
-                    phase = "mix"
-                    sched.base_lrs = [lr * cfg.mix_lr_scale for lr in sched.base_lrs]
-            elif phase == "mix" and acc > hi:
-                pass  # the mix phase starts above the band and works its way down into it
-            elif lo <= acc <= hi:
+            in_range = lo <= acc <= hi
+            reliable = metrics["tool_accuracy"] >= cfg.min_tool_accuracy
+            if in_range:  # the newest in-band model: the fallback if none qualifies later
                 snap = {k: v.detach().clone() for k, v in model.state_dict().items()}
                 in_band = (step, snap, metrics)
-                if metrics["tool_accuracy"] >= cfg.min_tool_accuracy:
-                    reason = "in_band"
-            elif acc > hi:
-                reason = "overshoot"
+            if phase == "copy":
+                # The band does not end this phase: it waits for a sharp tool path.
+                if reliable:
+                    phase = "mix"
+                    sched.base_lrs = [lr * cfg.mix_lr_scale for lr in sched.base_lrs]
+            elif in_range and reliable:
+                reason = "in_band"
+            elif acc > hi and phase == "single":
+                reason = "overshoot"  # the mix phase starts above the band and works down
         if progress:
             progress(event)
         if reason != "max_steps":

@@ -96,6 +96,26 @@ def test_multi_row_rollout_and_per_token_advantage_and_mismatch():
     assert m["critic/advantages/max"] == 0.5 and m["actor/pg_clipfrac"] == 0.0
 
 
+@pytest.mark.parametrize("mini_batch", [None, 2])
+def test_skipping_zero_advantage_rows_changes_no_weight(mini_batch):
+    # The skipped rows still count in the loss normaliser, so the update must equal the one
+    # that runs them; a mini-batch of inert rows only must still step Adam with zero grads.
+    rows = _rows() + [TrainingRow([1, 7, 6, 9, 8], MASK, 0.0, "e"),
+                      TrainingRow([1, 7, 9, 6, 8], MASK, 0.0, "f")]
+    kw = {"n_rollouts": 3, "ppo_mini_batch_size": mini_batch, "algorithm": "gspo"}
+    models, metrics = [], []
+    for skip in (True, False):
+        model = tiny_qwen2()
+        up = _updater(model, **kw)
+        up.skip_inert_rows = skip
+        for _ in range(2):
+            metrics.append(up.update(rows))
+        models.append(model)
+    for (name, a), b in zip(models[0].named_parameters(), models[1].parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)
+    assert metrics[0]["actor/pg_loss"] == pytest.approx(metrics[2]["actor/pg_loss"], abs=1e-6)
+
+
 def test_bad_rows_are_rejected():
     with pytest.raises(ValueError, match="same length"):
         TrainingRow([1, 2, 3], [0, 1], 1.0, "a")

@@ -128,11 +128,25 @@ class PolicyUpdater:
         self.scheduler = build_scheduler(self.optimizer, hp, total_steps)
         self.total_steps = total_steps
         self.step = 0
+        # Rows whose advantage is 0 on every token add nothing to the gradient of a loss
+        # without KL or entropy terms; they still count in the normaliser, so only their
+        # forward/backward passes are skipped (~half the rows of a typical GRPO step).
+        self.skip_inert_rows = True
 
     # ---- log-probs ----
     def _collate(self, rows: Sequence[TrainingRow], key: str) -> torch.Tensor:
-        values, _ = pad_rows([getattr(r, key) for r in rows], dtype=torch.float32)
+        # A skipped row has no old log-probs; its zeros are never read.
+        values, _ = pad_rows([getattr(r, key) or [0.0] * len(r.input_ids) for r in rows],
+                             dtype=torch.float32)
         return values
+
+    def _active(self, rows: Sequence[TrainingRow]) -> list[bool]:
+        """Which rows need a forward/backward pass (see ``skip_inert_rows``)."""
+        k = self.knobs
+        if not self.skip_inert_rows or self.use_kl or k.entropy_coeff:
+            return [True] * len(rows)
+        return [any(a != 0 for a in (r.advantage if isinstance(r.advantage, list)
+                                     else [r.advantage])) for r in rows]
 
     @torch.no_grad()
     def compute_logprobs(
@@ -175,12 +189,13 @@ class PolicyUpdater:
             raise ValueError("update() needs at least one row")
         t0 = time.perf_counter()
         rows = [dataclasses.replace(r) for r in rows]  # filled below; callers' rows untouched
-        if any(r.old_logprobs is None for r in rows):
+        active = self._active(rows)
+        missing = [r for r, a in zip(rows, active, strict=True) if a and r.old_logprobs is None]
+        if missing:
             # Old log-probs are recomputed by the trainer (DESIGN.md §6); the engine's
             # sampling log-probs only feed the mismatch metric.
-            for r, lp in zip(rows, self.compute_logprobs(rows), strict=True):
-                if r.old_logprobs is None:
-                    r.old_logprobs = lp
+            for r, lp in zip(missing, self.compute_logprobs(missing), strict=True):
+                r.old_logprobs = lp
         ref = self.reference_logprobs(rows) if self.use_kl else None
 
         rollout_ids = list(dict.fromkeys(r.rollout_id for r in rows))
@@ -194,7 +209,7 @@ class PolicyUpdater:
             for group in groups:
                 members = set(group)
                 idx = [i for i, r in enumerate(rows) if r.rollout_id in members]
-                mb = self._mini_batch(rows, idx, ref, index_of)
+                mb = self._mini_batch(rows, idx, ref, index_of, active)
                 for key, value in mb.items():
                     metrics.setdefault(key, []).append(value)
         lr = self.optimizer.param_groups[0]["lr"]
@@ -235,15 +250,22 @@ class PolicyUpdater:
         return _Batch(ids, attn, mask, adv, old, ref_t, weight)
 
     def _mini_batch(self, rows: Sequence[TrainingRow], idx: list[int], ref: Any,
-                    index_of: dict[str, int]) -> dict[str, float]:
+                    index_of: dict[str, int], active: list[bool]) -> dict[str, float]:
         k = self.knobs
         full = self._tensors(rows, idx, ref, index_of)
         mode = k.loss_agg_mode
-        norm = agg_normalizer(full.mask, mode, full.weight)
-        tokens = float(full.mask.sum().clamp(min=1))
+        norm = agg_normalizer(full.mask, mode, full.weight)  # every row counts here
+        run = [i for i in range(len(idx)) if active[idx[i]]]
+        # entropy / clip / ppo_kl are averaged over the tokens that were run
+        run_mask = full.mask[run] if run else full.mask
+        tokens = float(run_mask.sum().clamp(min=1))
         sums = {"pg": 0.0, "kl": 0.0, "ent": 0.0, "clip": 0.0, "ppo_kl": 0.0}
         self.optimizer.zero_grad(set_to_none=True)
-        for chunk in self._chunks(list(range(len(idx)))):
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        if not run:  # the same zero gradient a pass over these rows would leave (Adam moves)
+            for p in params:
+                p.grad = torch.zeros_like(p)
+        for chunk in self._chunks(run):
             b = self._tensors(rows, [idx[i] for i in chunk], ref, index_of)
             logp, entropy = token_logprobs_BT(
                 self.model, b.ids, b.attn, temperature=self.hp.temperature, bf16=self.hp.bf16,
@@ -273,7 +295,6 @@ class PolicyUpdater:
             sums["clip"] += float((clipped_BT.float() * mask).sum()) / tokens
             sums["ppo_kl"] += float(((b.old.to(logp.device) - logp.detach()) * mask).sum()) \
                 / tokens
-        params = [p for p in self.model.parameters() if p.requires_grad]
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, self.hp.max_grad_norm))
         if math.isfinite(grad_norm):
             self.optimizer.step()

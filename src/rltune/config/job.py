@@ -132,6 +132,11 @@ class JobConfig(StrictModel):
             raise _coupling("teacher_model", None, "training.type pg_opd needs a teacher model",
                             "set teacher_model: <model name or path>")
         hp = self.training.hyper_parameters
+        if hp.algorithm == "opd" and self.training.type is not TrainingType.PG_OPD:
+            # Without a teacher there is no OPD signal; the loop would silently run GRPO.
+            raise _coupling("training.hyper_parameters.algorithm", hp.algorithm,
+                            "algorithm opd distils from a teacher model",
+                            "set teacher_model: <model name or path>, or use grpo, gspo or dapo")
         if self.knobs.advantage_estimator == "grpo" and hp.n_rollouts < 2:
             raise _coupling(
                 "training.hyper_parameters.n_rollouts", hp.n_rollouts,

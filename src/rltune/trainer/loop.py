@@ -6,6 +6,10 @@ into token-exact rows → score with the reward functions → group advantages �
 in ``ppo_mini_batch_size`` mini-batches → copy the new weights into the engine → validate every
 ``eval_steps`` → checkpoint per ``save_strategy``.
 
+On-policy distillation (``training.type: pg_opd``) runs the same loop with the teacher as the
+signal: every token the student sampled gets the advantage ``-(log pi - log pi_teacher)``;
+reward functions are optional and, when configured, only reported.
+
 Example (see tests/trainer/test_learning.py for a real run)::
 
     trainer = Trainer(load_job_config("job.yaml"), job_dir="runs/ft-1")
@@ -24,6 +28,7 @@ from typing import Any, Optional
 
 from rltune.config import JobConfig
 from rltune.config.data import DataRow, EpochSampler, load_dataset
+from rltune.config.datasets import TrainingType
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.metrics import rollout_metrics
 from rltune.trainer.rollouts import RolloutResult
@@ -55,12 +60,7 @@ class Trainer:
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.sink = sink or FileSink(self.job_dir)
         self.progress = progress or (lambda state: None)
-        if config.training.type.value == "pg_opd":
-            raise ConfigError(
-                "training.type pg_opd (on-policy distillation) is not run by the step loop yet",
-                where="training.type",
-                hint="use training.type: reinforcement with algorithm grpo, gspo or dapo",
-            )
+        self.opd = config.training.type is TrainingType.PG_OPD
         self.train_rows = self._load_rows(config.training_datasets, "training")
         self.val_rows = self._load_rows(config.validation_datasets, "validation")
         config.check_dataset_rows(len(self.train_rows))
@@ -107,8 +107,10 @@ class Trainer:
             if self.val_rows and start_step == 0:
                 val = await self.validate()
                 self.sink.metrics(0, val)
-                self.initial_validation = val["validation/data/reward/mean@1"]
-                log(f"validation before training: {self.initial_validation:.3f}")
+                self.initial_validation = val.get("validation/data/reward/mean@1")
+                log(f"validation before training: reward {_fmt(self.initial_validation)}"
+                    + (f", teacher KL {_fmt(val.get('validation/teacher_kl'))}"
+                       if self.opd else ""))
             for step in range(start_step + 1, self.total_steps + 1):
                 metrics = await self.train_step(step)
                 epoch_done = self.sampler.position + hp.batch_size > self.sampler.n_rows
@@ -134,8 +136,13 @@ class Trainer:
         results, rounds = await self._collect_groups(step)
         t_rollout = time.perf_counter() - t_step
         raw = {r.rollout_id: r.reward for r in results if r.scored and r.reward_error is None}
-        trainable = self.rt.assign_advantages(results)
+        if self.opd:
+            trainable, teacher_kl = await asyncio.to_thread(self.rt.distillation_rows, results)
+        else:
+            trainable = self.rt.assign_advantages(results)
         metrics = rollout_metrics(results, raw)
+        if self.opd:
+            self._distillation_metrics(metrics, results, teacher_kl)
         metrics["timing/s/rollout"] = t_rollout
         metrics["train/sampling_rounds"] = float(rounds)
         if trainable:
@@ -155,11 +162,24 @@ class Trainer:
         self.sink.trajectories(step, (self.rt.trajectory(r) for r in results))
         for r in results:
             if not r.ok or r.reward_error:
+                what = "reward failed (OPD trains on it anyway)" if r.ok and self.opd else "dropped"
                 self.sink.log(
-                    f"step {step}: rollout {r.rollout_id} dropped: {r.error or r.reward_error}",
+                    f"step {step}: rollout {r.rollout_id} {what}: {r.error or r.reward_error}",
                     level="WARNING",
                 )
         return metrics
+
+    def _distillation_metrics(
+        self, metrics: dict[str, Any], results: list[RolloutResult], teacher_kl: float
+    ) -> None:
+        """OPD: a rollout is dropped only when it failed (rewards are metrics only)."""
+        metrics["train/dropped_rollouts"] = float(sum(not r.ok for r in results))
+        if not self.rt.rewarder.components:
+            # No reward function: reward rates would read as "nothing was scored".
+            metrics.pop("trace/success_rate/reward", None)
+            metrics.pop("train/frac_reward_zero_std", None)
+        if math.isfinite(teacher_kl):
+            metrics["actor/teacher_kl"] = teacher_kl
 
     async def _collect_groups(self, step: int) -> tuple[list[RolloutResult], int]:
         """Run the step's groups; DAPO dynamic sampling refills groups without signal."""
@@ -213,30 +233,37 @@ class Trainer:
                 for k in range(n)
             )
         )
-        await self.rt.rewarder.score_group(list(results), row.ground_truth)
+        if not self.opd or self.rt.rewarder.components:  # OPD may have no reward function
+            await self.rt.rewarder.score_group(list(results), row.ground_truth)
         return list(results)
 
     async def validate(self) -> dict[str, float]:
         """Expected reward of one sampled rollout per validation prompt (``mean@1``).
 
         With ``val_n_rollouts > 1`` each prompt is sampled that many times and the rewards are
-        averaged: the same quantity, estimated with less noise.
+        averaged: the same quantity, estimated with less noise. OPD also reports the reverse
+        KL to the teacher on these rollouts, and the reward only when it has reward functions.
         """
         t0 = time.perf_counter()
         n = self.hp.val_n_rollouts
         groups = await asyncio.gather(
             *(self._run_group(row, i, 0, i, n) for i, row in enumerate(self.val_rows))
         )
-        scores = [
-            r.reward if r.scored and r.reward_error is None else 0.0 for g in groups for r in g
-        ]
-        failed = sum(1 for g in groups for r in g if not (r.scored and r.reward_error is None))
-        return {
-            "validation/data/reward/mean@1": sum(scores) / len(scores) if scores else 0.0,
-            "validation/data/failed": float(failed),
-            "validation/data/samples": float(len(scores)),
-            "timing/s/validation": time.perf_counter() - t0,
-        }
+        results = [r for g in groups for r in g]
+        out: dict[str, float] = {"validation/data/samples": float(len(results))}
+        if not self.opd or self.rt.rewarder.components:
+            scores = [r.reward if r.scored and r.reward_error is None else 0.0 for r in results]
+            failed = sum(1 for r in results if not (r.scored and r.reward_error is None))
+            out["validation/data/reward/mean@1"] = sum(scores) / len(scores) if scores else 0.0
+        else:  # OPD without reward functions: only a rollout that failed is a failure
+            failed = sum(1 for r in results if not r.ok)
+        out["validation/data/failed"] = float(failed)
+        if self.opd:
+            _, teacher_kl = await asyncio.to_thread(self.rt.distillation_rows, results)
+            if math.isfinite(teacher_kl):
+                out["validation/teacher_kl"] = teacher_kl
+        out["timing/s/validation"] = time.perf_counter() - t0
+        return out
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -272,12 +299,14 @@ class Trainer:
             "step_seconds": metrics.get("timing/s/step"),
             "state": "running",
         }
+        if self.opd:
+            state["teacher_kl"] = metrics.get("actor/teacher_kl")
         self.sink.progress(state)
         self.progress(state)
-        reward = state["reward"]
+        distill = f"teacher KL {_fmt(state['teacher_kl'])} " if self.opd else ""
         self.sink.log(
-            f"step {step}/{self.total_steps} reward {_fmt(reward)} "
-            f"val {_fmt(state['validation_reward'])} "
+            f"step {step}/{self.total_steps} reward {_fmt(state['reward'])} "
+            f"val {_fmt(state['validation_reward'])} {distill}"
             f"{metrics.get('timing/s/step', 0):.1f}s"
         )
 

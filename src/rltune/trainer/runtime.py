@@ -7,6 +7,9 @@ function pools; leaving stops them all, even after an error.
 Full fine-tuning (``lora_rank: 0``) loads a third, frozen copy as the KL reference when the
 KL term is on. With ``lora_rank > 0`` the policy is wrapped with LoRA adapters and is its own
 reference (adapters disabled); the engine then gets the merged weights (``trainer/lora.py``).
+
+On-policy distillation (``training.type: pg_opd``) also loads the frozen teacher
+(``trainer/teacher.py``); ``distillation_rows`` turns rollouts into per-token advantages.
 """
 
 from __future__ import annotations
@@ -20,13 +23,15 @@ import torch
 
 from rltune.config import JobConfig
 from rltune.config.data import EpochSampler
+from rltune.config.datasets import TrainingType
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import ConfigError
-from rltune.trainer.advantages import group_advantages_B, overlong_penalty_B
+from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT, overlong_penalty_B
 from rltune.trainer.checkpoint import list_checkpoints, restore_training_state, save_checkpoint
 from rltune.trainer.lora import engine_weights, is_lora, load_adapter, wrap_with_lora
 from rltune.trainer.rewarding import RewardComponent, Rewarder
 from rltune.trainer.rollouts import BuiltinRollout, RolloutResult, RolloutRunner
+from rltune.trainer.teacher import Teacher
 from rltune.trainer.update import PolicyUpdater, TrainingRow
 
 
@@ -107,6 +112,22 @@ class TrainingRuntime:
         )
         self._closers.append(self.engine.close)
         self.tokenizer = self.engine.tokenizer
+        self.teacher = None
+        if self.config.training.type is TrainingType.PG_OPD:
+            # Loaded before the rest starts: a teacher with another tokenizer fails fast.
+            teacher = self.config.teacher_model or ""
+            teacher_path = resolve_model_path(teacher)
+            self.teacher = Teacher.load(
+                teacher_path,
+                student_tokenizer=self.tokenizer,
+                student_name=self.config.model.name or str(self.model_path),
+                teacher_name=teacher,
+                temperature=hp.temperature,
+                micro_batch_size=hp.micro_batch_size,
+                pad_token_id=self.tokenizer.pad_token_id or 0,
+                bf16=hp.bf16,
+            )
+            self.log(f"teacher model {teacher_path} (frozen, fp32) for on-policy distillation")
         self.gateway = await Gateway.start(self.engine)
         self._closers.append(self.gateway.stop)
         self.log(f"policy gateway at {self.gateway.base_url}, model {self.model_path}")
@@ -233,6 +254,51 @@ class TrainingRuntime:
                     )
                 )
         return rows
+
+    def distillation_rows(self, results: list[RolloutResult]) -> tuple[list[TrainingRow], float]:
+        """OPD: rows whose per-token advantage is ``-(log pi_old - log pi_teacher)`` on the
+        sampled tokens, and the mean of ``log pi_old - log pi_teacher`` over those tokens (a
+        sample estimate of the reverse KL to the teacher, before the update).
+
+        Every rollout that produced tokens trains; rewards, if any, are metrics only.
+        """
+        rows: list[TrainingRow] = []
+        owner: list[RolloutResult] = []
+        for r in results:
+            if not r.ok:
+                continue
+            for row in r.rows:
+                mask = row.loss_mask[: self.hp.max_length]
+                if sum(mask) == 0:
+                    continue
+                rows.append(TrainingRow(
+                    input_ids=row.input_ids[: self.hp.max_length],
+                    loss_mask=mask,
+                    advantage=0.0,  # set below, per token
+                    rollout_id=r.rollout_id,
+                    rollout_logprobs=row.sampled_logprobs[: self.hp.max_length],
+                ))
+                owner.append(r)
+        if not rows or self.teacher is None:
+            return rows, float("nan")
+        # The student's old log-probs are computed here (the updater then reuses them).
+        student = self.updater.compute_logprobs(rows)
+        teacher = self.teacher.logprobs([row.input_ids for row in rows])
+        # Per rollout: [sum of token advantages, sampled tokens].
+        totals: dict[str, list[float]] = {}
+        for row, r, old, ref in zip(rows, owner, student, teacher, strict=True):
+            mask = torch.tensor(row.loss_mask, dtype=torch.float32)
+            adv = opd_advantages_BT(torch.tensor(old), torch.tensor(ref), mask)
+            row.old_logprobs, row.advantage = old, adv.tolist()
+            total = totals.setdefault(r.rollout_id, [0.0, 0.0])
+            total[0] += float(adv.sum())
+            total[1] += float(mask.sum())
+        for r in owner:  # the trajectory record shows the rollout's mean token advantage
+            adv_sum, n = totals[r.rollout_id]
+            r.advantage = adv_sum / n
+        adv_sum = sum(t[0] for t in totals.values())
+        tokens = sum(t[1] for t in totals.values())
+        return rows, -adv_sum / tokens
 
     async def sync_weights(self) -> None:
         # The engine holds a plain HF model: a LoRA policy sends its merged weights.

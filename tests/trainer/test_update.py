@@ -100,8 +100,8 @@ def test_multi_row_rollout_and_per_token_advantage_and_mismatch():
 def test_skipping_zero_advantage_rows_changes_no_weight(mini_batch):
     # The skipped rows still count in the loss normaliser, so the update must equal the one
     # that runs them; a mini-batch of inert rows only must still step Adam with zero grads.
-    rows = _rows() + [TrainingRow([1, 7, 6, 9, 8], MASK, 0.0, "e"),
-                      TrainingRow([1, 7, 9, 6, 8], MASK, 0.0, "f")]
+    rows = [*_rows(), TrainingRow([1, 7, 6, 9, 8], MASK, 0.0, "e"),
+            TrainingRow([1, 7, 9, 6, 8], MASK, 0.0, "f")]
     kw = {"n_rollouts": 3, "ppo_mini_batch_size": mini_batch, "algorithm": "gspo"}
     models, metrics = [], []
     for skip in (True, False):

@@ -81,13 +81,14 @@ async def _run(
         MofNCompleteColumn(),
         TextColumn("reward {task.fields[reward]}"),
         TextColumn("val {task.fields[val]}"),
+        TextColumn("{task.fields[extra]}"),  # OPD: the student's KL to its teacher
         TextColumn("{task.fields[tps]} tok/s"),
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
     )
     with Progress(*columns, disable=quiet, transient=False) as bar:
-        task = bar.add_task(job.name, total=None, reward="-", val="-", tps="-")
+        task = bar.add_task(job.name, total=None, reward="-", val="-", tps="-", extra="")
 
         def on_progress(state: dict) -> None:
             bar.update(
@@ -97,6 +98,9 @@ async def _run(
                 reward=_fmt(state.get("reward")),
                 val=_fmt(state.get("validation_reward")),
                 tps=f"{state.get('tokens_per_s') or 0:.0f}",
+                extra=""
+                if state.get("teacher_kl") is None
+                else f"teacher KL {_fmt(state['teacher_kl'])}",
             )
 
         trainer = Trainer(

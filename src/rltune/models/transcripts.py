@@ -63,17 +63,43 @@ def tool_transcript(task: CalcTask) -> list[dict[str, Any]]:
     ]
 
 
-def direct_transcript(task: CalcTask) -> list[dict[str, Any]]:
-    """The conversation in which the assistant answers without the tool."""
-    return [*_prompt(task), {"role": "assistant", "content": format_answer(task.answer)}]
+def direct_transcript(task: CalcTask, answer: str | None = None) -> list[dict[str, Any]]:
+    """The conversation in which the assistant answers without the tool (``answer``: what it
+    says, by default the true value)."""
+    said = task.answer if answer is None else answer
+    return [*_prompt(task), {"role": "assistant", "content": format_answer(said)}]
+
+
+def guess_for(task: CalcTask, rng: random.Random) -> str:
+    """A plausible wrong answer: the value of another question with the same operator."""
+    while True:
+        other = CalcTask(rng.randrange(10), task.op, rng.randrange(10))
+        if other.answer != task.answer:
+            return other.answer
 
 
 def make_transcripts(
-    n: int, seed: int = 0, *, tool_fraction: float = 0.5, config: TaskConfig | None = None
+    n: int,
+    seed: int = 0,
+    *,
+    tool_fraction: float = 0.5,
+    config: TaskConfig | None = None,
+    guess_direct: bool = False,
 ) -> list[list[dict[str, Any]]]:
-    """``n`` training-split transcripts; a ``tool_fraction`` share of them use the tool."""
+    """``n`` training-split transcripts; a ``tool_fraction`` share of them use the tool.
+
+    ``guess_direct``: direct answers are plausible guesses instead of the true value, so the
+    only way to a right answer is the tool. A model that can memorise the small question set
+    otherwise learns the answers of training questions "by heart" alongside the tool, and that
+    shortcut then leaks into the answer it copies from the tool on unseen questions.
+    """
     rng = random.Random(f"transcripts:{seed}")
+    guesses = random.Random(f"guesses:{seed}")  # its own stream: the tool/direct draw is unchanged
     tasks = sample_tasks(n, "train", seed, config)
-    return [
-        tool_transcript(t) if rng.random() < tool_fraction else direct_transcript(t) for t in tasks
-    ]
+    out = []
+    for t in tasks:
+        if rng.random() < tool_fraction:
+            out.append(tool_transcript(t))
+        else:
+            out.append(direct_transcript(t, guess_for(t, guesses) if guess_direct else None))
+    return out

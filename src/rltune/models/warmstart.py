@@ -66,6 +66,7 @@ class WarmStartConfig:
     # The mix phase only has to move a bias; at the copy phase's rate it overshoots in a few
     # steps (measured: tool use 0.65 -> 0.03 in 10 steps at 2.5e-3) and unlearns the copy.
     mix_lr_scale: float = 0.2
+    guess_direct: bool = False  # direct transcripts answer with a guess (see make_transcripts)
     bf16: bool | None = None  # None: use bf16 autocast when the device supports it
     threads: int | None = None  # None: auto_threads(); 0: leave torch's setting alone
 
@@ -237,6 +238,7 @@ def _train(
             seed=cfg.seed * 1_000_003 + step,
             tool_fraction=cfg.mix_tool_fraction if phase == "mix" else cfg.tool_fraction,
             config=cfg.task,
+            guess_direct=cfg.guess_direct,
         )
         ids, att, labels = (t.to(device) for t in encode_transcripts(tokenizer, convs))
         model.train()

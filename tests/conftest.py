@@ -4,7 +4,7 @@
   per session (about 2 s). Load it with ``AutoModelForCausalLM.from_pretrained(dir)`` and
   ``rltune.models.load_tokenizer(dir)``.
 * ``nano_model_dir`` — the warm-started ~0.8M ``nano`` calculator agent, built once per session
-  into a session-temporary RLTUNE_HOME (1-2 min on 2 cores): use it only in ``slow`` tests.
+  into a session-temporary RLTUNE_HOME (1-2 min on 2 cores), shared by every test that asks.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def nano_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Directory of the warm-started nano model (built once per session; slow tests only)."""
+    """Directory of the warm-started nano model (built once per test session)."""
     from rltune.models import ensure_demo_model
 
     home = tmp_path_factory.mktemp("rltune_home")

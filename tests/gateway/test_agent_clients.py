@@ -1,7 +1,7 @@
 """Clients we did not write: LangChain ``ChatOpenAI.bind_tools`` and a LangGraph agent ⇄
 ToolNode loop, against a real gateway. The fast tests use the untrained tiny model (plumbing);
-the ``slow`` ones use the warm-started calculator model, whose tool calls must come back parsed
-and whose whole agent loop must merge into one token-exact row."""
+the others use the warm-started nano calculator agent (built once per test session), whose tool
+calls must come back parsed and whose whole agent loop must merge into one token-exact row."""
 
 from __future__ import annotations
 
@@ -81,7 +81,6 @@ async def nano_gateway(nano_model_dir):
     await gw.stop(close_engine=True)
 
 
-@pytest.mark.slow
 async def test_openai_client_gets_parsed_tool_calls(nano_gateway):
     client = openai.AsyncOpenAI(base_url=nano_gateway.base_url, api_key="serve-key")
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
@@ -118,7 +117,6 @@ async def test_openai_client_gets_parsed_tool_calls(nano_gateway):
     assert reasons == ["tool_calls"] and content == ""
 
 
-@pytest.mark.slow
 async def test_langgraph_agent_loop_is_one_exact_row(nano_gateway):
     nano_gateway.register("agent-key", "agent-rollout")
     out = await build_agent(nano_gateway.base_url, "agent-key").ainvoke(

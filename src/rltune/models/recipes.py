@@ -1,7 +1,10 @@
 """Warm-start recipes of the demo sizes (shape in ``factory.SHAPES``, training knobs here).
 
 Each recipe is fixed and seeded; the run stops on held-out accuracy (see ``warmstart``), so
-the same recipe lands in the same band on a fast or a loaded machine, only slower.
+the same recipe lands in the same band on a fast or a loaded machine, only slower. Recipes pin
+two torch threads: the sum order of a matmul depends on the thread count, and the copy skill is
+learned in a sudden, chaotic jump, so one thread instead of two changed where (and whether)
+``small`` got there (RESULTS.md). Two threads on a busy box are slower, but the model is the same.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ RECIPES: dict[str, Recipe] = {
             eval_every=50,
             eval_episodes=60,
             min_tool_accuracy=0.9,
+            threads=2,
         ),
         note="~0.8M params, single-digit +,-,* (tests, CI)",
     ),
@@ -62,6 +66,7 @@ RECIPES: dict[str, Recipe] = {
             eval_every=50,
             eval_episodes=60,
             min_tool_accuracy=0.9,
+            threads=2,
         ),
         note="~9M params, single-digit +,-,* (README demo)",
     ),

@@ -42,6 +42,13 @@ def test_shared_prefix_loss_equals_plain_loss():
     torch.testing.assert_close(shared, plain, rtol=1e-5, atol=1e-5)
 
 
+def _quick_config(**kw) -> WarmStartConfig:
+    """A few-step run of the tiny model: batches of 4, 4 evaluation episodes, fp32, 1 thread."""
+    base = dict(task=TaskConfig(digits=1, heldout_percent=30), batch_size=4, eval_episodes=4,
+                bf16=False, threads=1)
+    return WarmStartConfig(**{**base, **kw})
+
+
 def test_short_run_trains_and_reports(monkeypatch):
     import torch
 
@@ -49,15 +56,7 @@ def test_short_run_trains_and_reports(monkeypatch):
     before = {k: v.clone() for k, v in model.state_dict().items()}
     events = []
     threads = torch.get_num_threads()
-    cfg = WarmStartConfig(
-        task=TaskConfig(digits=1, heldout_percent=30),
-        batch_size=4,
-        max_steps=4,
-        eval_every=2,
-        eval_episodes=4,
-        bf16=False,
-        threads=1,
-    )
+    cfg = _quick_config(max_steps=4, eval_every=2)
     res = warm_start(model, tok, cfg, events.append)
     assert [e["step"] for e in events] == [1, 2, 3, 4]
     assert [e["phase"] for e in events] == ["train", "eval", "train", "eval"]
@@ -72,18 +71,13 @@ def test_short_run_trains_and_reports(monkeypatch):
 def test_two_phase_run_switches_to_the_mix_once_the_tool_path_is_reliable():
     model, tok = build_tiny_model()
     events = []
-    cfg = WarmStartConfig(
-        task=TaskConfig(digits=1, heldout_percent=30),
-        batch_size=4,
+    cfg = _quick_config(
         max_steps=7,
         eval_every=3,
-        eval_episodes=4,
         min_tool_accuracy=0.0,  # an untrained model "qualifies": the switch happens at step 3
         mix_tool_fraction=0.0,
         mix_eval_every=2,
         band=(1.0, 1.0),  # unreachable: the run goes to max_steps
-        bf16=False,
-        threads=1,
     )
     res = warm_start(model, tok, cfg, events.append)
     curriculum = [(e["step"], e["curriculum"], e["phase"]) for e in events]

@@ -35,6 +35,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel
 
+from rltune._process import pid_alive
 from rltune.functions.archive import extract_archive, zip_workspace
 from rltune.functions.spec import FunctionComponentRuntime, FunctionComponentSpec
 from rltune.sdk.data import FunctionType
@@ -205,7 +206,7 @@ class FunctionRegistry:
             raise NotFoundError(f"no function instance {instance_id!r}", where=str(self.root),
                                 hint="load one with `rltune functions load <entity_id>`")
         inst = FunctionInstance.model_validate_json(path.read_text())
-        if inst.status == "active" and not _pid_alive(inst.owner_pid):
+        if inst.status == "active" and not pid_alive(inst.owner_pid):
             inst.status = "stopped"  # its owner died without cleaning up
         return inst
 
@@ -215,16 +216,6 @@ class FunctionRegistry:
     def delete_instance(self, instance_id: str) -> None:
         self.get_instance(instance_id)
         (self.root / "instances" / f"{instance_id}.json").unlink()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def dump_json(model: BaseModel) -> str:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune._process import pid_alive
 from rltune.server import states as S
 from rltune.server.jobdata import read_log_lines
 from rltune.server.jobproc import read_result
@@ -36,22 +37,6 @@ def _term_with_parent() -> None:  # in the child between fork and exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except Exception:
         pass
-
-
-def _pid_alive(pid: Optional[int]) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not alive
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -86,7 +71,7 @@ class JobExecutor:
         running, _ = self.store.list("jobs", statuses=[S.RUNNING])
         for job in running:
             pid = job.get("pid")
-            if _pid_alive(pid):
+            if pid_alive(pid):
                 # Orphan of a server that died without its PDEATHSIG firming: stop it so the
                 # job's state is decided here, and say so.
                 _killpg(pid, signal.SIGKILL)
@@ -183,9 +168,9 @@ class JobExecutor:
         if proc is None:
             job = self.store.get("jobs", job_id)
             pid = (job or {}).get("pid")
-            if _pid_alive(pid):
+            if pid_alive(pid):
                 _killpg(pid, signal.SIGKILL)
-            return not _pid_alive(pid)
+            return not pid_alive(pid)
         _killpg(proc.pid, signal.SIGTERM)
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), grace)

@@ -24,6 +24,7 @@ import yaml
 from rltune.functions.archive import zip_workspace
 from rltune.models.tasks import make_dataset_rows, write_jsonl
 from rltune.templates import TEMPLATES_DIR
+from rltune.trainer.testing import QUICK_HYPER_PARAMETERS
 
 TERMINAL = {"SUCCEEDED", "FAILED", "CANCELED"}
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
@@ -174,21 +175,7 @@ def submit_calc_job(
     for fn in job["functions"]:
         fn["entity_id"] = fn_ids[fn["name"]]
         fn.pop("fcmodel", None)
-    job["training"]["hyper_parameters"].update(
-        {
-            "batch_size": 2,
-            "n_rollouts": 2,
-            "ppo_mini_batch_size": None,
-            "max_length": 200,
-            "max_prompt_length": 180,
-            "eval_steps": 2,
-            "save_strategy": "steps",
-            "save_steps": 1,
-            "save_total_limit": 3,
-            "learning_rate": 1e-3,
-            **hp,
-        }
-    )
+    job["training"]["hyper_parameters"].update({**QUICK_HYPER_PARAMETERS, **hp})
     return server.call("POST", "/v1/jobs", json={"config": job})["job_id"]
 
 

@@ -17,6 +17,7 @@ from rltune.config import load_job_config
 from rltune.templates import create_workspace
 from rltune.trainer.loop import Trainer
 from rltune.trainer.sink import read_metrics
+from rltune.trainer.testing import QUICK_HYPER_PARAMETERS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -26,21 +27,7 @@ def make_workspace(tmp_path: Path, model_dir: Path, **hp) -> Path:
     create_workspace(ws, train_rows=12, val_rows=4)
     job = yaml.safe_load((ws / "job.yaml").read_text())
     job["model"]["name"] = str(model_dir)
-    job["training"]["hyper_parameters"].update(
-        {
-            "batch_size": 2,
-            "n_rollouts": 2,
-            "ppo_mini_batch_size": None,  # one update per step (the template sets 32)
-            "max_length": 200,
-            "max_prompt_length": 180,
-            "eval_steps": 2,
-            "save_strategy": "steps",
-            "save_steps": 1,
-            "save_total_limit": 3,
-            "learning_rate": 1e-3,
-            **hp,
-        }
-    )
+    job["training"]["hyper_parameters"].update({**QUICK_HYPER_PARAMETERS, **hp})
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
     return ws
 

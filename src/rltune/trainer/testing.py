@@ -1,4 +1,5 @@
-"""A throwaway in-memory Qwen2 (hidden 64, 2 layers) for tests and examples.
+"""Test helpers: a throwaway in-memory Qwen2 (hidden 64, 2 layers), and the hyper-parameters
+of a quick job (seconds per step on the tiny model).
 
 Example:
     >>> m = tiny_qwen2(seed=0)
@@ -9,6 +10,22 @@ Example:
 from __future__ import annotations
 
 from typing import Any
+
+#: Overrides of the calc template's hyper-parameters for a plumbing job: 2 prompts x 2
+#: rollouts, one update per step (the template sets ppo_mini_batch_size 32), a checkpoint
+#: every step and validation every 2.
+QUICK_HYPER_PARAMETERS: dict[str, Any] = {
+    "batch_size": 2,
+    "n_rollouts": 2,
+    "ppo_mini_batch_size": None,
+    "max_length": 200,
+    "max_prompt_length": 180,
+    "eval_steps": 2,
+    "save_strategy": "steps",
+    "save_steps": 1,
+    "save_total_limit": 3,
+    "learning_rate": 1e-3,
+}
 
 
 def tiny_qwen2(seed: int = 0, vocab_size: int = 32, hidden: int = 64, layers: int = 2) -> Any:

@@ -151,3 +151,20 @@ async def test_bad_prompts_are_rejected_clearly(engine):
         await engine.generate_one(req([5] * engine.max_context, max_tokens=1))
     with pytest.raises(ValidationError, match="outside the vocabulary"):
         await engine.generate_one(req([10**7], max_tokens=1))
+
+
+@pytest.mark.parametrize(("window", "one_prefill"), [(1.0, True), (0.0, False)])
+async def test_an_idle_engine_gathers_a_burst_into_one_prefill(random_model_dir, window,
+                                                               one_prefill):
+    eng = TransformersEngine.from_pretrained(random_model_dir, threads=1, max_batch_size=16,
+                                             admit_window_s=window)
+    try:
+        ids = eng.tokenizer.encode("What is 2 + 3?")
+        tasks = []
+        for i in range(3):  # 150 ms apart: well inside a 1 s window, far outside none
+            tasks.append(asyncio.create_task(eng.generate_one(req(ids, max_tokens=2, seed=i))))
+            await asyncio.sleep(0.15)
+        await asyncio.gather(*tasks)
+        assert (eng.stats["prefills"] == 1) is one_prefill, eng.stats
+    finally:
+        await eng.close()

@@ -160,5 +160,8 @@ async def test_opd_job_with_a_reward_function_reports_rewards_as_metrics(
     await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws).run()
     step0, step1 = (r["metrics"] for r in read_metrics(job_dir))
     assert step1["critic/rewards/mean"] == 0.0 and "trace/reward/exact/mean" in step1
-    assert step1["actor/teacher_kl"] > 0 and step1["train/trainable_rows"] == 8
-    assert step0["validation/data/reward/mean@1"] == 0.0 and step0["validation/teacher_kl"] > 0
+    # teacher_kl is a sampled estimate (mean log-ratio over the sampled tokens): between two
+    # near-uniform tiny models it sits around 0 and may come out slightly negative
+    assert math.isfinite(step1["actor/teacher_kl"]) and step1["train/trainable_rows"] == 8
+    assert step0["validation/data/reward/mean@1"] == 0.0
+    assert math.isfinite(step0["validation/teacher_kl"])

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-min test-slow lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,6 +27,30 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
+# The same exactness tests at the LOWEST versions pyproject.toml allows for transformers,
+# tokenizers and peft, in a venv of their own; .ci/min_pins.py reads the floors from
+# pyproject.toml, so they cannot drift from what is declared.
+MIN_VENV := .venv-min
+MIN_BIN := $(MIN_VENV)/bin
+MIN_STAMP := $(MIN_VENV)/.installed
+# (The LoRA job test is left out: its workspace's functions need the dev extra's openai.)
+MIN_TESTS := tests/engine tests/trainer/test_update.py tests/trainer/test_update_tiny_model.py \
+	tests/trainer/test_lora.py tests/trainer/test_opd.py::test_teacher_logprobs_equal_a_direct_computation \
+	tests/models/test_warmstart.py::test_shared_prefix_loss_equals_plain_loss \
+	--deselect tests/trainer/test_lora.py::test_a_lora_job_trains_syncs_checkpoints_and_resumes
+
+$(MIN_STAMP): pyproject.toml .ci/min_pins.py
+	test -x $(MIN_BIN)/python || $(PY) -m venv $(MIN_VENV)
+	$(MIN_BIN)/python -m pip install --quiet --upgrade pip
+	$(MIN_BIN)/python -c "import torch" 2>/dev/null || $(MIN_BIN)/pip install --quiet torch==2.13.0
+	pins="$$($(MIN_BIN)/python .ci/min_pins.py transformers tokenizers peft)" && echo "min pins: $$pins" \
+	  && eval "$(MIN_BIN)/pip install --quiet -e '.[train]' $$pins"
+	$(MIN_BIN)/pip check
+	touch $(MIN_STAMP)
+
+test-min: $(MIN_STAMP)
+	$(MIN_BIN)/python -m pytest -q -p no:cacheprovider $(MIN_TESTS)
+
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
@@ -37,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache $(DEMO)
+	rm -rf $(VENV) $(MIN_VENV) .pytest_cache .ruff_cache $(DEMO)

@@ -162,6 +162,8 @@ def _loss_with_shared_prefix(model: Any, ids: Any, att: Any, labels: Any) -> Any
     """
     import torch
 
+    from rltune.engine.hf_compat import cache_kwargs, output_cache
+
     lengths = att.sum(dim=1)
     same = (ids == ids[:1]).all(dim=0).long()
     prefix = int(same.cumprod(0).sum().item())
@@ -169,12 +171,12 @@ def _loss_with_shared_prefix(model: Any, ids: Any, att: Any, labels: Any) -> Any
     if prefix < 16 or labels[:, :prefix].ne(-100).any():
         return model(input_ids=ids, attention_mask=att, labels=labels).loss
     with torch.no_grad():
-        cache = model(input_ids=ids[:1, :prefix], use_cache=True).cache
+        cache = output_cache(model(input_ids=ids[:1, :prefix], use_cache=True))
     cache.batch_repeat_interleave(ids.shape[0])
     return model(
         input_ids=ids[:, prefix:],
         attention_mask=att,
-        cache=cache,
+        **cache_kwargs(model, cache),
         labels=labels[:, prefix:],
         use_cache=False,
     ).loss

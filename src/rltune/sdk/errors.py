@@ -90,3 +90,10 @@ class FunctionCallError(RltuneError):
 class OverloadedError(RltuneError):
     http_status = 503
     code = "overloaded"
+
+
+class DependencyError(RltuneError):
+    """An installed package (e.g. transformers) does not behave as rltune needs."""
+
+    http_status = 500
+    code = "unsupported_dependency"

@@ -37,8 +37,14 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def nano_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Directory of the warm-started nano model (built once per test session)."""
+    """Directory of the warm-started nano model (built once per test session).
+
+    ``RLTUNE_TEST_NANO=<model dir>`` uses an already built one instead (for example each cell
+    of ``benchmarks/warmstart_robustness.py --keep``, to check RL from every warm start).
+    """
     from rltune.models import ensure_demo_model
 
+    if os.environ.get("RLTUNE_TEST_NANO"):
+        return Path(os.environ["RLTUNE_TEST_NANO"])
     home = tmp_path_factory.mktemp("rltune_home")
     return ensure_demo_model("nano", seed=0, home=home)

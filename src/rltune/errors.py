@@ -3,6 +3,7 @@
 from rltune.sdk.errors import (
     ArchiveError,
     AuthError,
+    BuildError,
     ConfigError,
     ConflictError,
     DatasetError,
@@ -18,6 +19,7 @@ from rltune.sdk.errors import (
 __all__ = [
     "ArchiveError",
     "AuthError",
+    "BuildError",
     "ConfigError",
     "ConflictError",
     "DatasetError",

@@ -84,7 +84,7 @@ def _print_meta(console: Any, meta: dict[str, Any]) -> None:
     console.print(
         f"  size={meta.get('size')} params={meta.get('parameters')} seed={meta.get('seed')} "
         f"held-out accuracy={acc if acc is None else round(acc, 3)} band={band} "
-        f"reached={meta.get('reached_band')} build={meta.get('build_seconds')} s"
+        f"stop={meta.get('stop_reason')} build={meta.get('build_seconds')} s"
     )
 
 

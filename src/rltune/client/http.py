@@ -18,7 +18,7 @@ from rltune.sdk import errors as E
 _BY_CODE: dict[str, type[E.RltuneError]] = {}
 for _cls in (E.ValidationError, E.ConfigError, E.DatasetError, E.ArchiveError, E.AuthError,
              E.NotFoundError, E.ConflictError, E.UserCodeError, E.FunctionCallError,
-             E.OverloadedError, E.DependencyError):
+             E.OverloadedError, E.DependencyError, E.BuildError):
     _BY_CODE[_cls.code] = _cls
 _BY_STATUS = {400: E.ValidationError, 401: E.AuthError, 404: E.NotFoundError,
               409: E.ConflictError, 413: E.ValidationError, 422: E.ValidationError,

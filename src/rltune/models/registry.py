@@ -24,7 +24,7 @@ from typing import Any
 from rltune.models.factory import META_FILE, count_parameters, read_meta
 from rltune.models.recipes import RECIPES, recipe_for
 from rltune.models.warmstart import Progress
-from rltune.sdk.errors import NotFoundError
+from rltune.sdk.errors import BuildError, NotFoundError
 
 
 def rltune_home(home: str | Path | None = None) -> Path:
@@ -67,8 +67,19 @@ def ensure_demo_model(
     config = recipe.warm_start(seed)
     tokenizer = train_tokenizer(seed=seed)
     with torch.random.fork_rng(devices=[]):
-        model = build_model(size, tokenizer, seed=seed)
+        model = build_model(size, tokenizer, seed=seed, copy_gain=recipe.copy_gain)
         result = warm_start(model, tokenizer, config, progress)
+    if not result.ok:
+        raise BuildError(
+            f"the {size} warm start (seed {seed}) missed its target: stopped at step "
+            f"{result.steps} ({result.reason}) with held-out {_describe(result.metrics)}; "
+            f"the target is accuracy in {list(config.band)} with the tool path right "
+            f">= {config.min_tool_accuracy:.0%} of the time",
+            where=f"rltune.models.recipes:{size}",
+            hint="nothing was saved; report this with the metrics and `lscpu`, or retry "
+            "with another --seed",
+            metrics=result.metrics,
+        )
     meta: dict[str, Any] = {
         "name": target.name,
         "size": size,
@@ -76,13 +87,12 @@ def ensure_demo_model(
         "parameters": count_parameters(model),
         "task": config.task,
         "target_band": list(config.band),
-        "reached_band": result.reached_band,
+        "copy_gain": recipe.copy_gain,
         "stop_reason": result.reason,
         "steps": result.steps,
         "heldout_accuracy": result.metrics.get("accuracy"),
         "heldout_metrics": result.metrics,
         "eval_episodes": config.eval_episodes,
-        "bf16_autocast": result.bf16,
         "train_seconds": round(result.train_seconds, 1),
         "build_seconds": round(time.perf_counter() - t0, 1),
         "torch_threads": result.threads,
@@ -98,6 +108,11 @@ def ensure_demo_model(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _describe(metrics: dict[str, float]) -> str:
+    names = ("accuracy", "tool_rate", "tool_accuracy", "direct_accuracy", "format_rate")
+    return ", ".join(f"{k} {metrics[k]:.2f}" for k in names if k in metrics) or "no evaluation"
 
 
 def resolve_model(name_or_path: str | Path, home: str | Path | None = None) -> Path:

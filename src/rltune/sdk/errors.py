@@ -97,3 +97,14 @@ class DependencyError(RltuneError):
 
     http_status = 500
     code = "unsupported_dependency"
+
+
+class BuildError(RltuneError):
+    """A model build (the demo models' warm start) missed its target; ``metrics`` says how."""
+
+    http_status = 500
+    code = "build_failed"
+
+    def __init__(self, message: str, *, metrics: dict | None = None, **kw: str | None):
+        self.metrics = metrics or {}
+        super().__init__(message, **kw)

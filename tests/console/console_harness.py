@@ -22,6 +22,7 @@ import httpx
 import yaml
 
 from rltune.functions.archive import zip_workspace
+from rltune.models.recipes import recipe_for
 from rltune.models.tasks import make_dataset_rows, write_jsonl
 from rltune.templates import TEMPLATES_DIR
 from rltune.trainer.testing import QUICK_HYPER_PARAMETERS
@@ -157,13 +158,25 @@ def register_calc_functions(server: ServerProc, work: Path) -> dict[str, str]:
 
 
 def submit_calc_job(
-    server: ServerProc, work: Path, model_dir: Path, *, name: str, train_rows: int = 8, **hp: Any
+    server: ServerProc,
+    work: Path,
+    model_dir: Path,
+    *,
+    name: str,
+    train_rows: int = 8,
+    val_rows: int = 4,
+    **hp: Any,
 ) -> str:
-    """Submit the calc template job on ``model_dir`` through the REST API; returns the job id."""
+    """Submit the calc template job on ``model_dir`` through the REST API; returns the job id.
+
+    The questions are those the demo models were warm-started on (``recipe_for("nano")``)."""
     work.mkdir(parents=True, exist_ok=True)
-    rows = make_dataset_rows(train_rows, "train", seed=0)
+    task = recipe_for("nano").config.task
+    rows = make_dataset_rows(train_rows, "train", seed=0, config=task)
     train = write_jsonl(rows, work / f"{name}-train.jsonl")
-    val = write_jsonl(make_dataset_rows(4, "heldout", seed=0), work / f"{name}-val.jsonl")
+    val = write_jsonl(
+        make_dataset_rows(val_rows, "heldout", seed=0, config=task), work / f"{name}-val.jsonl"
+    )
     fn_ids = register_calc_functions(server, work)
     job = yaml.safe_load((TEMPLATES_DIR / "calc" / "job.yaml").read_text())
     job["name"] = name

@@ -27,7 +27,7 @@ def _quiet_transformers() -> None:
 
 @models_app.command("build-demo")
 def build_demo(
-    size: str = typer.Option("nano", "--size", help="nano (~0.8M, ~1-2 min) or small (~9M)."),
+    size: str = typer.Option("nano", "--size", help="nano (~0.8M, ~1-2 min) or small (~3.4M)."),
     seed: int = typer.Option(0, "--seed", help="Seed of tokenizer, weights and data."),
     force: bool = typer.Option(False, "--force", help="Rebuild even if cached."),
     home: Path | None = typer.Option(None, "--home", help="RLTUNE_HOME (default ~/.rltune)."),
@@ -39,7 +39,7 @@ def build_demo(
     from rltune.models.factory import META_FILE, read_meta
     from rltune.models.recipes import recipe_for
     from rltune.models.registry import ensure_demo_model, model_name, models_home
-    from rltune.sdk.errors import RltuneError
+    from rltune.sdk.errors import BuildError, RltuneError
 
     console = Console()
     try:
@@ -58,22 +58,34 @@ def build_demo(
         BarColumn(),
         TextColumn("step {task.completed:.0f}/{task.total:.0f}"),
         TextColumn("loss {task.fields[loss]}"),
-        TextColumn("acc {task.fields[acc]} tool {task.fields[tool]}"),
+        TextColumn("{task.fields[phase]}"),
+        TextColumn("held-out acc {task.fields[acc]} · tool used {task.fields[tool]}, "
+                   "right {task.fields[tool_acc]}"),
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console) as bar:
         task = bar.add_task(
-            f"warm start {size}", total=recipe.config.max_steps, loss="-", acc="-", tool="-"
+            f"warm start {size}", total=recipe.config.max_steps, loss="-", acc="-", tool="-",
+            tool_acc="-", phase="",
         )
 
         def on_event(event: dict[str, Any]) -> None:
-            fields = {"loss": f"{event['loss']:.3f}"}
+            fields = {"loss": f"{event['loss']:.3f}", "phase": event.get("curriculum", "")}
             if event["phase"] == "eval":
                 last_eval.update(event)
-                fields.update(acc=f"{event['accuracy']:.2f}", tool=f"{event['tool_rate']:.2f}")
+                fields.update(
+                    acc=f"{event['accuracy']:.2f}",
+                    tool=f"{event['tool_rate']:.2f}",
+                    tool_acc=f"{event['tool_accuracy']:.2f}",
+                )
             bar.update(task, completed=event["step"], **fields)
 
-        path = ensure_demo_model(size, seed=seed, home=home, progress=on_event, force=force)
+        try:
+            path = ensure_demo_model(size, seed=seed, home=home, progress=on_event, force=force)
+        except BuildError as exc:
+            bar.stop()
+            console.print(f"[red]build failed:[/red] {exc}")
+            raise typer.Exit(1) from None
     console.print(f"[green]built[/green] {path}")
     _print_meta(console, read_meta(path) or {})
 

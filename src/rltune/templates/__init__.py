@@ -55,7 +55,7 @@ def create_workspace(
         from rltune.models.tasks import make_dataset_rows, write_jsonl
 
         # The same kind of question the demo models were warm-started on.
-        task = recipe_for("small").config.task
+        task = recipe_for("nano").config.task
         write_jsonl(
             make_dataset_rows(train_rows, "train", seed=seed, config=task),
             directory / "data" / "train.jsonl",

@@ -54,18 +54,23 @@ def build_demo(
     _quiet_transformers()
     last_eval: dict[str, Any] = {}
     columns = (
+        # compact enough for an 80-column terminal; the legend is printed once above
         TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("step {task.completed:.0f}/{task.total:.0f}"),
+        BarColumn(bar_width=12),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} {task.fields[phase]}"),
         TextColumn("loss {task.fields[loss]}"),
-        TextColumn("{task.fields[phase]}"),
-        TextColumn("held-out acc {task.fields[acc]} · tool used {task.fields[tool]}, "
-                   "right {task.fields[tool_acc]}"),
+        TextColumn("acc {task.fields[acc]} tool {task.fields[tool]}/{task.fields[tool_acc]}"),
         TimeElapsedColumn(),
+    )
+    console.print(
+        f"warm-starting {size}: held-out accuracy (acc), how often the tool is used and how "
+        f"often it is then right (tool used/right), sampled every {recipe.config.eval_every} "
+        f"steps; target: acc in {list(recipe.config.band)}, tool right >= "
+        f"{recipe.config.min_tool_accuracy:.0%}"
     )
     with Progress(*columns, console=console) as bar:
         task = bar.add_task(
-            f"warm start {size}", total=recipe.config.max_steps, loss="-", acc="-", tool="-",
+            size, total=recipe.config.max_steps, loss="-", acc="-", tool="-",
             tool_acc="-", phase="",
         )
 

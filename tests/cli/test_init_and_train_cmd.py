@@ -55,6 +55,18 @@ def test_train_runs_a_job_in_the_foreground(tmp_path, tiny_model_dir):
     assert res.exit_code == 0, res.output
     assert (tmp_path / "out" / "checkpoints" / "checkpoint-2").is_dir()
     assert '"steps": 2' in res.output
+    last = res.output.strip().splitlines()[-1]  # the one-line summary ends the run
+    assert last.startswith("validation ") and " → " in last and last.endswith(" s"), last
+
+
+def test_summary_line_names_the_rise_the_best_and_the_time():
+    from rltune.cli.train_cmd import summary_line
+
+    run = {"initial_validation": 0.4375, "validation": [[5, 0.81], [25, 0.93], [30, 0.82]]}
+    assert summary_line(run, 415) == "validation 0.44 → 0.82 (best 0.93 at step 25) in 6 min 55 s"
+    run["validation"][-1] = [30, 0.93]
+    assert summary_line(run, 59.6) == "validation 0.44 → 0.93 in 1 min 0 s"
+    assert summary_line({"steps": 4, "validation": []}, 12) == "4 steps in 12 s"
 
 
 def test_train_bad_config_names_the_field(tmp_path):

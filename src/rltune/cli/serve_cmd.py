@@ -4,6 +4,7 @@ Example::
 
     rltune serve nano --port 8000 --api-key sk-local
     # then: OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="sk-local")
+    rltune serve ~/models/Qwen3-Coder-30B-A3B-Instruct --tool-parser qwen3_coder
 """
 
 from __future__ import annotations
@@ -49,24 +50,30 @@ def register(app: typer.Typer) -> None:
         device: str = typer.Option("cpu", help="cpu or cuda"),
         dtype: str = typer.Option("float32", help="float32 or bfloat16"),
         served_name: Optional[str] = typer.Option(None, help="name shown in /v1/models"),
+        tool_parser: Optional[str] = typer.Option(
+            None, help="tool-call parser: hermes, llama3_json, mistral or qwen3_coder "
+            "(default: from the model's config.json model_type)"),
     ) -> None:
         """Serve a saved model through rltune's gateway (OpenAI chat completions, tools)."""
         import asyncio
 
+        from rltune.gateway.toolcalls import parser_name_for_model_dir
         from rltune.sdk.errors import RltuneError
 
         try:
             path = resolve_model_path(model)
+            # an unknown parser or model family fails here, before the weights load
+            parser = parser_name_for_model_dir(path, tool_parser)
         except RltuneError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         asyncio.run(_serve(path, host, port, api_key, threads, max_batch_size, device, dtype,
-                           served_name))
+                           served_name, parser))
 
 
 async def _serve(path: Path, host: str, port: int, api_key: Optional[str], threads: int,
                  max_batch_size: int, device: str, dtype: str,
-                 served_name: Optional[str]) -> None:
+                 served_name: Optional[str], tool_parser: Optional[str] = None) -> None:
     from rltune.engine.transformers_engine import TransformersEngine
     from rltune.gateway.server import Gateway
 
@@ -75,7 +82,7 @@ async def _serve(path: Path, host: str, port: int, api_key: Optional[str], threa
         model_name=served_name or path.name)
     gw = await Gateway.start(engine, host=host, port=port,
                              static_keys=(api_key,) if api_key else (),
-                             open_access=not api_key)
+                             open_access=not api_key, tool_parser=tool_parser)
     auth = "bearer key required" if api_key else "open: no api key required"
     typer.echo(f"serving {gw.model_name} at {gw.base_url} ({auth})", err=False)
     try:

@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import pydantic
 from pydantic import Field, field_validator, model_validator
@@ -48,11 +48,20 @@ from rltune.config.hyperparams import HyperParameters
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
 from rltune.sdk.errors import ConfigError, DatasetError
 
+#: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls.BUILTIN_PARSERS``).
+ToolCallParserName = Literal["hermes", "llama3_json", "mistral", "qwen3_coder"]
+
 
 class FoundationModel(StrictModel):
-    """The base model: a name from ``rltune models``, a local path, or a hub id."""
+    """The base model: a name from ``rltune models``, a local path, or a hub id.
+
+    ``tool_call_parser`` says how the gateway reads the model's tool calls; unset, it follows
+    the model's ``config.model_type`` (Qwen → hermes, Llama → llama3_json, Mistral → mistral).
+    Qwen3-Coder needs ``qwen3_coder``.
+    """
 
     name: Optional[str] = None
+    tool_call_parser: Optional[ToolCallParserName] = None
 
 
 class Observability(StrictModel):

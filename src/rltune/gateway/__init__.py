@@ -19,6 +19,7 @@ _EXPORTS = {
     "RowsResult": "rltune.gateway.rows",
     "get_parser": "rltune.gateway.toolcalls",
     "register_parser": "rltune.gateway.toolcalls",
+    "parser_for_model_type": "rltune.gateway.toolcalls",
 }
 
 __all__ = sorted(_EXPORTS)

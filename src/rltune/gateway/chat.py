@@ -28,7 +28,7 @@ from rltune.gateway.protocol import (
     TopLogprobOut,
     Usage,
 )
-from rltune.gateway.toolcalls import ParsedOutput, ToolParser
+from rltune.gateway.toolcalls import ParsedOutput, ToolParser, special_token_ids
 from rltune.sdk.errors import ValidationError
 
 
@@ -53,6 +53,10 @@ class ChatService:
         self.engine = engine
         self.tok = engine.tokenizer
         self.parser = parser
+        parser.bind(self.tok)
+        # special tokens of the parser's markup (Mistral's [TOOL_CALLS]) survive decoding
+        self.marker_ids = special_token_ids(self.tok, parser.markers)
+        self.string_arguments = _template_takes_string_arguments(self.tok)
         self.model_name = model_name or engine.model_name
         self.stats = {"requests": 0, "malformed_tool_calls": 0, "tool_calls": 0,
                       "spliced_prompts": 0}
@@ -66,7 +70,7 @@ class ChatService:
             raise ValidationError("presence_penalty, frequency_penalty and logit_bias are not "
                                   "supported by this engine", where="body",
                                   hint="leave them unset (or 0)")
-        messages = [_message_dict(m) for m in req.messages]
+        messages = [_message_dict(m, self.string_arguments) for m in req.messages]
         tools = [t.model_dump(exclude_none=True) for t in req.tools] if req.tools else None
         choice = req.tool_choice or "auto"
         prefix = ""
@@ -134,9 +138,23 @@ class ChatService:
 
     # -- response side ----------------------------------------------------------------------
 
+    def decode(self, ids: Sequence[int]) -> str:
+        """Completion text: special tokens dropped, except the tool parser's markers."""
+        if not self.marker_ids or not any(t in self.marker_ids for t in ids):
+            return self.tok.decode(ids, skip_special_tokens=True)
+        parts: list[str] = []
+        run: list[int] = []
+        for t in ids:
+            if t in self.marker_ids:
+                parts += [self.tok.decode(run, skip_special_tokens=True), self.marker_ids[t]]
+                run = []
+            else:
+                run.append(t)
+        parts.append(self.tok.decode(run, skip_special_tokens=True))
+        return "".join(parts)
+
     def text_of(self, p: Prepared, c: Completion) -> str:
-        text = self.tok.decode(c.completion_ids, skip_special_tokens=True)
-        return _cut_at_stop(text, p.sampling.stop)
+        return _cut_at_stop(self.decode(c.completion_ids), p.sampling.stop)
 
     def parse(self, p: Prepared, c: Completion) -> tuple[ParsedOutput, str]:
         """Parse one completion; returns the parsed output and the OpenAI finish reason."""
@@ -210,8 +228,7 @@ class ChatService:
             i = d.index
             ids[i].extend(d.token_ids)
             if d.finished is None:
-                text = p.prefix + _cut_at_stop(
-                    self.tok.decode(ids[i], skip_special_tokens=True), p.sampling.stop)
+                text = p.prefix + _cut_at_stop(self.decode(ids[i]), p.sampling.stop)
                 safe = len(text) - max(longest_stop - 1, 0)
                 if text.endswith("\ufffd"):  # an incomplete UTF-8 character: wait for the rest
                     safe = min(safe, len(text) - 1)
@@ -276,12 +293,31 @@ def _response_message(out: ParsedOutput) -> ResponseMessage:
                            tool_calls=calls)
 
 
-def _message_dict(m: Any) -> dict[str, Any]:
+def _template_takes_string_arguments(tok: Any) -> bool:
+    """Whether the chat template writes string tool-call arguments verbatim (rltune's and
+    Qwen3's test ``arguments is string``). Most others (Llama 3.1, Qwen2.5, Mistral,
+    Qwen3-Coder) apply ``tojson`` or ``items`` to them and need a mapping."""
+    template = getattr(tok, "chat_template", None)
+    if isinstance(template, dict):
+        template = " ".join(str(t) for t in template.values())
+    return not isinstance(template, str) or "arguments is string" in template
+
+
+def _message_dict(m: Any, string_arguments: bool = True) -> dict[str, Any]:
     d = m.model_dump(exclude_none=True)
     if d["role"] == "developer":
         d["role"] = "system"
     for call in d.get("tool_calls") or []:
-        args = call["function"].get("arguments")
-        if not isinstance(args, str):  # the template writes strings verbatim, dicts as JSON
-            call["function"]["arguments"] = json.dumps(args, ensure_ascii=False)
+        fn = call["function"]
+        args = fn.get("arguments")
+        if string_arguments and not isinstance(args, str):
+            # the template writes strings verbatim (the exact text sampled), dicts as JSON
+            fn["arguments"] = json.dumps(args, ensure_ascii=False)
+        elif not string_arguments and isinstance(args, str):
+            try:  # as vLLM does: the template serialises the mapping itself
+                parsed = json.loads(args)
+            except json.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, dict):
+                fn["arguments"] = parsed
     return d

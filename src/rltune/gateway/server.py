@@ -11,6 +11,10 @@ The trainer runs it inside its own event loop::
 
 Serving mode (no capture) passes ``static_keys`` (or ``open_access=True`` for a local
 playground) and registers nothing.
+
+Tool calls are parsed by the parser of the model's family (``config.model_type``, see
+``toolcalls.parser_for_model_type``); ``tool_parser="llama3_json"`` (or a ``parser`` instance)
+chooses one explicitly. A family rltune does not know is a ``ConfigError``, not a guess.
 """
 
 from __future__ import annotations
@@ -32,13 +36,16 @@ class Gateway:
 
     def __init__(self, engine: Engine, *, static_keys: tuple[str, ...] = (),
                  open_access: bool = False, parser: Optional[ToolParser] = None,
-                 model_name: Optional[str] = None, max_body_bytes: int = 4 * 1024 * 1024):
+                 tool_parser: Optional[str] = None, model_name: Optional[str] = None,
+                 max_body_bytes: int = 4 * 1024 * 1024):
         self.engine = engine
         self.model_name = model_name or engine.model_name
-        model_type = getattr(getattr(getattr(engine, "model", None), "config", None),
-                             "model_type", None)
-        self.chat = ChatService(engine, parser or parser_for_model_type(model_type),
-                                model_name=self.model_name)
+        if parser is None:
+            config = getattr(getattr(engine, "model", None), "config", None)
+            parser = parser_for_model_type(getattr(config, "model_type", None),
+                                           getattr(config, "architectures", None) or (),
+                                           override=tool_parser)
+        self.chat = ChatService(engine, parser, model_name=self.model_name)
         self.store = CaptureStore()
         self.static_keys = set(static_keys)
         self.open_access = open_access

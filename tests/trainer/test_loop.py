@@ -68,6 +68,31 @@ async def test_steps_write_metrics_trajectories_and_checkpoints(tmp_path, tiny_m
     assert (progress["state"], progress["step"], progress["total_steps"]) == ("finished", 6, 6)
 
 
+async def test_the_configured_tool_call_parser_serves_the_job(tmp_path, tiny_model_dir):
+    ws = make_workspace(tmp_path, tiny_model_dir, save_strategy="no", n_epochs=1)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["tool_call_parser"] = "llama3_json"  # the tiny model is qwen2: hermes otherwise
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    job_dir = tmp_path / "job"
+    await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws).run()
+    assert "tool-call parser llama3_json" in (job_dir / "train.log").read_text()
+
+
+async def test_an_unknown_model_family_stops_the_job_before_the_weights_load(
+    tmp_path, tiny_model_dir
+):
+    from rltune.sdk.errors import ConfigError
+
+    model = tmp_path / "gemma"
+    shutil.copytree(tiny_model_dir, model)
+    config = json.loads((model / "config.json").read_text())
+    config.update(model_type="gemma3", architectures=["Gemma3ForCausalLM"])
+    (model / "config.json").write_text(json.dumps(config))
+    ws = make_workspace(tmp_path, model, save_strategy="no")
+    with pytest.raises(ConfigError, match="gemma3"):
+        await Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws).run()
+
+
 async def test_validation_samples_each_prompt_val_n_rollouts_times(tmp_path, tiny_model_dir):
     ws = make_workspace(tmp_path, tiny_model_dir, save_strategy="no", val_n_rollouts=3)
     job_dir = tmp_path / "job"

@@ -96,6 +96,11 @@ class TrainingRuntime:
         from transformers import AutoModelForCausalLM
         from transformers.utils import logging as hf_logging
 
+        from rltune.gateway.toolcalls import parser_name_for_model_dir
+
+        # before any weights load: an unknown model family or parser name fails here
+        parser = parser_name_for_model_dir(self.model_path, self.config.model.tool_call_parser)
+
         from rltune.engine.transformers_engine import TransformersEngine
         from rltune.functions.pool import FunctionPool
         from rltune.gateway.server import Gateway
@@ -128,9 +133,10 @@ class TrainingRuntime:
                 bf16=hp.bf16,
             )
             self.log(f"teacher model {teacher_path} (frozen, fp32) for on-policy distillation")
-        self.gateway = await Gateway.start(self.engine)
+        self.gateway = await Gateway.start(self.engine, tool_parser=parser)
         self._closers.append(self.gateway.stop)
-        self.log(f"policy gateway at {self.gateway.base_url}, model {self.model_path}")
+        self.log(f"policy gateway at {self.gateway.base_url}, model {self.model_path}, "
+                 f"tool-call parser {parser}")
 
         self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
         reference = None

@@ -27,7 +27,7 @@ def _quiet_transformers() -> None:
 
 @models_app.command("build-demo")
 def build_demo(
-    size: str = typer.Option("nano", "--size", help="nano (~0.8M, ~1-2 min) or small (~3.4M)."),
+    size: str = typer.Option("nano", "--size", help="nano (~0.8M, ~1-2 min) or small (~4.2M)."),
     seed: int = typer.Option(0, "--seed", help="Seed of tokenizer, weights and data."),
     force: bool = typer.Option(False, "--force", help="Rebuild even if cached."),
     home: Path | None = typer.Option(None, "--home", help="RLTUNE_HOME (default ~/.rltune)."),

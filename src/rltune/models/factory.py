@@ -7,7 +7,7 @@ name        hidden / layers / heads / kv heads / ffn    params    use
 ==========  ==========================================  ========  ===========================
 ``tiny``    64 / 2 / 4 / 2 / 128                        ~0.1 M    unit tests, untrained
 ``nano``    128 / 3 / 4 / 2 / 512                       ~0.8 M    tests, README demo
-``small``   256 / 4 / 4 / 2 / 1024                      ~3.4 M    warm-started, a bigger nano
+``small``   256 / 4 / 4 / 2 / 1024                      ~4.2 M    warm-started, a bigger nano
 ==========  ==========================================  ========  ===========================
 
 Example:

@@ -49,7 +49,7 @@ RECIPES: dict[str, Recipe] = {
     "small": Recipe(
         "small",
         WarmStartConfig(task=_TASK, lr=1e-3, max_steps=600),
-        note="~3.4M params, single-digit +,-,*",
+        note="~4.2M params, single-digit +,-,*",
     ),
 }
 

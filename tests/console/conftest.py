@@ -50,15 +50,16 @@ def job_model_dir(request: pytest.FixtureRequest) -> Path:
 @pytest.fixture(scope="module")
 def finished_job(server: ServerProc, job_model_dir: Path, tmp_path_factory) -> str:
     """A job that ran to the end: 4 steps of 2 prompts × 2 rollouts on the tiny model; with a
-    warm-started one, the README's learning run: 20 GSPO steps of 8 questions × 8 rollouts, so
+    warm-started one, the README's learning run: 20 GSPO steps of 4 questions × 8 rollouts, so
     the metric charts show the reward rising (a few minutes on 2 cores)."""
     work = tmp_path_factory.mktemp("finished")
     nano = os.environ.get("RLTUNE_CONSOLE_MODEL", "tiny") != "tiny"
     size: dict = {}
     hp: dict = {}
     if nano:
-        size = {"train_rows": 160, "val_rows": 32}
-        hp = {"batch_size": 8, "n_rollouts": 8, "ppo_mini_batch_size": 32, "learning_rate": 2e-4,
+        # 4 x 8 = 32 trajectories a step: one page of the trajectory table (50 rows)
+        size = {"train_rows": 80, "val_rows": 32}
+        hp = {"batch_size": 4, "n_rollouts": 8, "ppo_mini_batch_size": 16, "learning_rate": 2e-4,
               "max_length": 320, "max_prompt_length": 256, "eval_steps": 4, "val_n_rollouts": 2,
               "save_steps": 5}
     job_id = submit_calc_job(

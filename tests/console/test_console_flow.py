@@ -53,6 +53,7 @@ def test_metrics_charts_have_data_points(page, server, finished_job):
         "data-metric", re.compile(r"^trace/reward_metrics/")
     )
     # Hover shows the value at a step; a typed step range shows mean / max / min on every chart.
+    rewards.scroll_into_view_if_needed()  # a long run has more charts above the fold to load
     box = rewards.locator("svg").bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
     expect(rewards.locator(".chart-info")).to_have_text(re.compile(r"^step \d+: "))
@@ -61,7 +62,8 @@ def test_metrics_charts_have_data_points(page, server, finished_job):
     page.click("#apply-range")
     expect(rewards.locator(".chart-info")).to_contain_text(f"steps 1–{steps - 1}: mean ")
     expect(page.locator(".chart-info[data-range]")).to_have_count(page.locator(".chart").count())
-    shot(page, "job-metrics")
+    page.locator('.metric-group[data-group="critic"]').evaluate("e => e.scrollIntoView()")
+    shot(page, "job-metrics")  # the reward charts at the top
     # Dragging across a chart selects a range too, on every chart.
     page.dblclick('.chart[data-metric="critic/rewards/mean"] svg')
     y = box["y"] + box["height"] / 2

@@ -7,7 +7,7 @@ target from any seed, thread count and ISA (the robustness table in RESULTS.md, 
 
 * ``copy_gain``: heads start as copiers (``factory.copy_friendly_init``), so the copy of the
   question's operands into the tool call and of the tool's result into the answer is learned
-  smoothly in ~150-250 steps. With the default init it came in a chaotic jump somewhere
+  smoothly in ~150-480 steps. With the default init it came in a chaotic jump somewhere
   between step 300 and never, which is why builds differed between CPU types.
 * fp32 math: no bf16 on some CPUs only. The learning rate is constant after warm-up (nano)
   or falls linearly over the fixed step budget (small); the budget is the recipe's, not the

@@ -9,7 +9,7 @@ Two phases, each ended by held-out metrics, not by time:
 
 * *copy*: ``tool_fraction`` of the transcripts use the tool, until the sampled tool path is
   right ``>= min_tool_accuracy`` of the time (over at least ``min_tool_episodes`` episodes
-  that used it). With :func:`rltune.models.factory.copy_friendly_init` this takes ~150-250
+  that used it). With :func:`rltune.models.factory.copy_friendly_init` this takes ~150-480
   steps on every seed and CPU we measured, smoothly (RESULTS.md, robustness table).
 * *mix*: the lower ``mix_tool_fraction`` share at ``mix_lr_scale`` of the rate, evaluated every
   ``mix_eval_every`` steps, until accuracy is in ``band`` with the tool path still reliable.

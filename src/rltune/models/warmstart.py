@@ -79,12 +79,16 @@ class WarmStartConfig:
 @dataclass
 class WarmStartResult:
     steps: int
-    ok: bool
     reason: str
     metrics: dict[str, float]
     history: list[dict[str, Any]]
     train_seconds: float
     threads: int
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run met its target (``reason == "in_band"``)."""
+        return self.reason == "in_band"
 
 
 def auto_threads(max_threads: int = 2) -> int:
@@ -278,7 +282,6 @@ def _train(
     model.eval()
     return WarmStartResult(
         steps=step,
-        ok=reason == "in_band",
         reason=reason,
         metrics=metrics,
         history=history,

@@ -2,17 +2,19 @@
 
 Usage:
     .venv/bin/python benchmarks/warmstart_robustness.py [--sizes nano small] [--seeds 0 1 2]
-        [--threads 1 2] [--isas native avx2] [--jobs 1] [--rl] [--out table.md]
+        [--threads 1 2] [--isas native avx2 sse mkl-compat] [--jobs 1] [--rl [gspo grpo dapo]]
+        [--out table.md]
 
 Each cell is one fresh process that builds the model from scratch into a temporary
 RLTUNE_HOME with ``ensure_demo_model`` (so exactly what ``rltune models build-demo`` does):
 ``avx2`` runs it with ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2`` (an older ISA,
 emulated), ``native`` with the CPU's own. A cell reaches its target when the build succeeds
 (held-out accuracy in the band, sampled tool path right >= 90 %); a miss is a ``BuildError``,
-recorded with its metrics. ``--rl`` then trains each built model with the GSPO learning test
-(``tests/trainer/test_learning.py``, 20 steps, same environment) and records its validation
-reward before and after. Prints one JSON line per cell and a Markdown table for
-benchmarks/RESULTS.md, with the CPU model from ``lscpu``. Exit status 1 if any cell missed.
+recorded with its metrics. ``--rl`` then trains each built model with the learning tests
+(``tests/trainer/test_learning.py``: GSPO 20 steps by default, GRPO and DAPO 10 steps when
+named; same environment) and records their validation reward before and after. Prints one
+JSON line per cell and a Markdown table for benchmarks/RESULTS.md, with the CPU model from
+``lscpu``. Exit status 1 if any cell missed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from itertools import product
 
-ISA_ENV = {"native": {}, "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}}
+# Each entry changes the kernels torch picks, and with them the order of floating-point sums.
+# "avx2" is an older ISA only on AVX-512 / AMX CPUs (on an AVX2-only CPU it is the native one,
+# bit for bit). "sse" drops to torch's non-vectorised kernels and SSE4 oneDNN / MKL code paths,
+# and "mkl-compat" asks MKL for its conditional-numerical-reproducibility code path: both give
+# different sums from "native" on every x86 CPU we have measured, AVX2-only ones included.
+ISA_ENV = {
+    "native": {},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "sse": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41",
+            "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+    "mkl-compat": {"MKL_CBWR": "COMPATIBLE"},
+}
 
 _CELL = r"""
 import json, sys, time
@@ -62,10 +75,14 @@ def cpu_model() -> str:
     return "unknown"
 
 
-GSPO_TEST = "tests/trainer/test_learning.py::test_gspo_raises_validation_reward_by_0_2"
+LEARNING_TESTS = {
+    "gspo": "tests/trainer/test_learning.py::test_gspo_raises_validation_reward_by_0_2",
+    "grpo": "tests/trainer/test_learning.py::test_grpo_and_dapo_improve[grpo]",
+    "dapo": "tests/trainer/test_learning.py::test_grpo_and_dapo_improve[dapo]",
+}
 
 
-def run_cell(size: str, seed: int, threads: int, isa: str, rl: bool = False) -> dict:
+def run_cell(size: str, seed: int, threads: int, isa: str, rl: tuple[str, ...] = ()) -> dict:
     env = {**os.environ, **ISA_ENV[isa], "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"}
     with tempfile.TemporaryDirectory() as home:
         proc = subprocess.run(
@@ -78,23 +95,24 @@ def run_cell(size: str, seed: int, threads: int, isa: str, rl: bool = False) -> 
         else:
             cell = json.loads(line[5:])
         if rl and cell["ok"]:
-            cell["rl"] = run_gspo(os.path.join(home, "models", size if seed == 0 else
-                                               f"{size}-seed{seed}"), env)
+            model = os.path.join(home, "models", size if seed == 0 else f"{size}-seed{seed}")
+            cell["rl"] = {algo: run_learning(algo, model, env) for algo in rl}
     return {"size": size, "seed": seed, "threads": threads, "isa": isa, **cell}
 
 
-def run_gspo(model_dir: str, env: dict) -> dict:
-    """The GSPO learning test on ``model_dir``: its validation before, after, and verdict."""
+def run_learning(algo: str, model_dir: str, env: dict) -> dict:
+    """One learning test on ``model_dir``: its validation before, after, and verdict."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", GSPO_TEST],
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+         LEARNING_TESTS[algo]],
         env={**env, "RLTUNE_TEST_NANO": model_dir}, cwd=root, capture_output=True, text=True,
     )
     out = {"passed": proc.returncode == 0, "seconds": round(time.perf_counter() - t0, 1)}
     for line in proc.stdout.splitlines():  # "gspo 0.47 [(10, 0.85), (20, 0.92)]"
-        if line.startswith("gspo "):
-            first, _, rest = line[5:].partition(" ")
+        if line.startswith(f"{algo} "):
+            first, _, rest = line[len(algo) + 1:].partition(" ")
             out["before"] = round(float(first), 3)
             out["after"] = round(float(rest.rsplit(",", 1)[-1].strip(" )]")), 3)
     return out
@@ -106,7 +124,7 @@ def table(cells: list[dict], cpu: str) -> str:
         f"(`--jobs` at a time).",
         "",
         "| size | seed | threads | ISA | stop | steps | held-out acc | tool rate "
-        "| tool acc (sampled) | s | GSPO 20 steps: validation |",
+        "| tool acc (sampled) | s | RL from it: validation before → after |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
@@ -115,11 +133,11 @@ def table(cells: list[dict], cpu: str) -> str:
         def f(k: str, m: dict = m) -> str:
             return "-" if k not in m else f"{m[k]:.2f}"
 
-        rl = c.get("rl")
-        gspo = "-" if not rl else (
-            f"{rl.get('before', '?')} → {rl.get('after', '?')} "
-            f"({'pass' if rl['passed'] else 'FAIL'})"
-        )
+        gspo = "; ".join(
+            f"{algo} {r.get('before', '?')} → {r.get('after', '?')} "
+            f"({'pass' if r['passed'] else 'FAIL'})"
+            for algo, r in (c.get("rl") or {}).items()
+        ) or "-"
         rows.append(
             f"| {c['size']} | {c['seed']} | {c['threads']} | {c['isa']} | {c['stop']} "
             f"| {c.get('steps', '-')} | {f('accuracy')} | {f('tool_rate')} "
@@ -127,10 +145,10 @@ def table(cells: list[dict], cpu: str) -> str:
         )
     ok = sum(c["ok"] for c in cells)
     rows += ["", f"{ok} of {len(cells)} cells reached the target."]
-    tried = [c for c in cells if c.get("rl")]
+    tried = [r for c in cells for r in (c.get("rl") or {}).values()]
     if tried:
-        good = sum(c["rl"]["passed"] for c in tried)
-        rows.append(f"The GSPO learning test passed from {good} of {len(tried)} of them.")
+        good = sum(r["passed"] for r in tried)
+        rows.append(f"{good} of {len(tried)} learning-test runs from them passed.")
     return "\n".join(rows) + "\n"
 
 
@@ -141,7 +159,8 @@ def main() -> int:
     p.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     p.add_argument("--isas", nargs="+", choices=sorted(ISA_ENV), default=["native", "avx2"])
     p.add_argument("--jobs", type=int, default=1, help="cells run at once (1 = quiet timing)")
-    p.add_argument("--rl", action="store_true", help="run the GSPO learning test per cell")
+    p.add_argument("--rl", nargs="*", choices=sorted(LEARNING_TESTS), default=None,
+                   help="run these learning tests from each cell (bare --rl: gspo)")
     p.add_argument("--out", help="also write the Markdown table here")
     args = p.parse_args()
     cpu = cpu_model()
@@ -150,7 +169,8 @@ def main() -> int:
     t0 = time.perf_counter()
     cells = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for cell in pool.map(lambda g: run_cell(*g, rl=args.rl), grid):
+        rl = () if args.rl is None else tuple(args.rl or ["gspo"])
+        for cell in pool.map(lambda g: run_cell(*g, rl=rl), grid):
             cells.append(cell)
             print(json.dumps(cell), flush=True)
     text = table(cells, cpu)
@@ -158,7 +178,7 @@ def main() -> int:
     if args.out:
         with open(args.out, "w") as fh:
             fh.write(text)
-    rl_ok = all(c["rl"]["passed"] for c in cells if c.get("rl"))
+    rl_ok = all(r["passed"] for c in cells for r in (c.get("rl") or {}).values())
     return 0 if all(c["ok"] for c in cells) and rl_ok else 1
 
 

@@ -8,7 +8,8 @@ Usage:
 Each cell is one fresh process that builds the model from scratch into a temporary
 RLTUNE_HOME with ``ensure_demo_model`` (so exactly what ``rltune models build-demo`` does):
 ``avx2`` runs it with ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2`` (an older ISA,
-emulated), ``native`` with the CPU's own. A cell reaches its target when the build succeeds
+emulated), ``native`` with the CPU's own; ``sse`` and ``mkl-compat`` (see ``ISA_ENV``) give a
+different summation order even on AVX2-only CPUs. A cell reaches its target when the build succeeds
 (held-out accuracy in the band, sampled tool path right >= 90 %); a miss is a ``BuildError``,
 recorded with its metrics. ``--rl`` then trains each built model with the learning tests
 (``tests/trainer/test_learning.py``: GSPO 20 steps by default, GRPO and DAPO 10 steps when
@@ -33,7 +34,7 @@ from itertools import product
 # "avx2" is an older ISA only on AVX-512 / AMX CPUs (on an AVX2-only CPU it is the native one,
 # bit for bit). "sse" drops to torch's non-vectorised kernels and SSE4 oneDNN / MKL code paths,
 # and "mkl-compat" asks MKL for its conditional-numerical-reproducibility code path: both give
-# different sums from "native" on every x86 CPU we have measured, AVX2-only ones included.
+# different sums from "native" on the AVX2-only AMD EPYC we checked (outputs hashed).
 ISA_ENV = {
     "native": {},
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
@@ -133,7 +134,7 @@ def table(cells: list[dict], cpu: str) -> str:
         def f(k: str, m: dict = m) -> str:
             return "-" if k not in m else f"{m[k]:.2f}"
 
-        gspo = "; ".join(
+        rl = "; ".join(
             f"{algo} {r.get('before', '?')} → {r.get('after', '?')} "
             f"({'pass' if r['passed'] else 'FAIL'})"
             for algo, r in (c.get("rl") or {}).items()
@@ -141,7 +142,7 @@ def table(cells: list[dict], cpu: str) -> str:
         rows.append(
             f"| {c['size']} | {c['seed']} | {c['threads']} | {c['isa']} | {c['stop']} "
             f"| {c.get('steps', '-')} | {f('accuracy')} | {f('tool_rate')} "
-            f"| {f('tool_accuracy')} | {c.get('seconds', '-')} | {gspo} |"
+            f"| {f('tool_accuracy')} | {c.get('seconds', '-')} | {rl} |"
         )
     ok = sum(c["ok"] for c in cells)
     rows += ["", f"{ok} of {len(cells)} cells reached the target."]

@@ -16,7 +16,7 @@ from rltune.trainer.device import (
     resolve_device,
     weight_dtype,
 )
-from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
+from rltune.trainer.logprobs import chunk_positions, pad_rows, token_logprobs_BT
 from rltune.trainer.policy import checkpointing_on, prepare_policy
 from rltune.trainer.testing import tiny_qwen2
 from rltune.trainer.update import PolicyUpdater, TrainingRow
@@ -66,6 +66,13 @@ def test_chunked_logprobs_equal_the_full_computation_in_fp32():
     with torch.no_grad():
         nograd, _ = token_logprobs_BT(model, ids, attn, temperature=0.7, chunk_tokens=3)
     assert torch.allclose(nograd, full.detach(), atol=1e-5, rtol=0)
+
+
+def test_the_memory_budget_sets_the_chunk_size():
+    big = tiny_qwen2(vocab_size=151936, hidden=8, layers=1)  # a Qwen2.5-sized vocabulary
+    assert chunk_positions(big, 256) == 256 * 2**20 // (4 * 151936) == 441
+    assert chunk_positions(tiny_qwen2(vocab_size=32), 1) == 8192
+    assert HyperParameters().logprob_chunk_mib == 256
 
 
 def _hp(**kw):

@@ -27,7 +27,7 @@ def _result(rid: str, group: int, score, *, sampled: int = 2, ok: bool = True,
 
 
 def test_the_table_is_keyed_by_the_estimator():
-    assert SIGNALS == {"grpo": GroupSignal, "opd": TeacherSignal}
+    assert {"grpo": GroupSignal, "opd": TeacherSignal} == SIGNALS
     for algorithm in ("grpo", "gspo", "dapo"):
         hp = HyperParameters(algorithm=algorithm)
         sig = build_signal(hp, resolve_algorithm(hp), updater=None, teacher=None,

@@ -125,10 +125,11 @@ class HyperParameters(StrictModel):
         description="keep the frozen KL reference and the OPD teacher in CPU memory and move "
         "them to the device only for their forward passes",
     )
-    logprob_chunk_tokens: int = Field(
-        1024, ge=1, le=1048576,
-        description="token positions per chunk of the output head when computing log-probs; "
-        "fp32 logits of at most this many positions exist at once (never B x T x V)",
+    logprob_chunk_mib: int = Field(
+        256, ge=1, le=65536,
+        description="memory for fp32 logits when computing log-probs: a micro-batch whose "
+        "B x T x V logits need more runs the output head in chunks of this size (the backward "
+        "pass recomputes each chunk), so large vocabularies fit",
     )
     max_failed_step_share: float = Field(
         0.5, ge=0, le=1,

@@ -1,10 +1,12 @@
 """Per-token log-probs (and entropy) of padded rows under a Hugging Face causal LM.
 
-The output head runs in chunks of ``chunk_tokens`` positions: the decoder's hidden states go
-through the head a chunk at a time and only that chunk's fp32 logits exist, never the whole
-``B x T x V`` tensor (a 150k vocabulary at 16k tokens would be ~10 GB). With gradients on,
-each chunk is checkpointed, so the backward pass recomputes its logits instead of keeping
-them. The result equals the full computation (``chunk_tokens=None``) to float rounding.
+When a batch has more than ``chunk_tokens`` positions, the output head runs in chunks: the
+decoder's hidden states go through the head a chunk at a time and only that chunk's fp32
+logits exist, never the whole ``B x T x V`` tensor (a 150k vocabulary at 16k tokens would be
+~10 GB). With gradients on, each chunk is checkpointed, so the backward pass recomputes its
+logits instead of keeping them. The result equals the full computation (``chunk_tokens=None``)
+to float rounding. ``chunk_positions`` turns a memory budget into ``chunk_tokens``; a small
+vocabulary fits in one chunk and runs the plain path (no recomputation).
 
 Example:
     >>> import torch
@@ -59,6 +61,15 @@ def _picked_entropy_N(hidden_NH: torch.Tensor, head: Any, targets_N: torch.Tenso
     return picked_N, _entropy(logp_NV) if with_entropy else picked_N.detach()
 
 
+def chunk_positions(model: Any, mib: int) -> int:
+    """Positions whose fp32 logits fit in ``mib`` MiB for ``model``'s vocabulary."""
+    causal = model.get_base_model() if hasattr(model, "get_base_model") else model
+    vocab = int(getattr(getattr(causal, "config", None), "vocab_size", 0) or 0)
+    if not vocab and hasattr(causal, "get_output_embeddings"):
+        vocab = causal.get_output_embeddings().weight.shape[0]
+    return max(1, (mib * 2**20) // (4 * max(vocab, 1)))
+
+
 def _split_head(model: Any) -> Optional[tuple[Any, Any]]:
     """(decoder, output head) of a plain causal LM, or None where the head does more."""
     causal = model.get_base_model() if hasattr(model, "get_base_model") else model
@@ -80,7 +91,7 @@ def token_logprobs_BT(
     temperature: float = 1.0,
     bf16: bool = False,
     with_entropy: bool = False,
-    chunk_tokens: Optional[int] = 1024,
+    chunk_tokens: Optional[int] = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``logp_BT[b, t] = log p(x_t | x_<t)`` (position 0 is 0), and optionally the entropy.
 
@@ -108,8 +119,9 @@ def token_logprobs_BT(
 def _logprobs(model: Any, ids: torch.Tensor, attn: torch.Tensor, temperature: float,
               with_entropy: bool, chunk_tokens: Optional[int]
               ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    parts = _split_head(model) if chunk_tokens else None
     batch, width = ids.shape
+    chunked = chunk_tokens is not None and batch * (width - 1) > chunk_tokens
+    parts = _split_head(model) if chunked else None
     targets_N = ids[:, 1:].reshape(-1)
     if parts is None:
         logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1]

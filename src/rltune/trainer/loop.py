@@ -104,9 +104,9 @@ class Trainer:
                 val = await self.steps.validate(self.val_rows)
                 self.sink.metrics(0, val)
                 self.initial_validation = val.get(VAL_REWARD)
-                log("validation before training: " + ", ".join(
-                    f"{k.removeprefix('validation/')} {_fmt(v)}" for k, v in val.items()
-                    if k == VAL_REWARD or k.endswith("teacher_kl")))
+                log(f"validation before training: reward {_fmt(self.initial_validation)}"
+                    + "".join(f", {label} {_fmt(val.get(metric.replace('actor/', 'validation/')))}"
+                              for metric, label in self.signal.progress_fields.values()))
             for step in range(start_step + 1, self.total_steps + 1):
                 result = await self.steps.train(step)
                 metrics = result.metrics

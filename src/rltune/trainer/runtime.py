@@ -168,7 +168,7 @@ class TrainingRuntime:
             micro_batch_size=hp.micro_batch_size,
             pad_token_id=self.tokenizer.pad_token_id or 0,
             bf16=hp.bf16,
-            chunk_tokens=hp.logprob_chunk_tokens,
+            chunk_mib=hp.logprob_chunk_mib,
         )
         self.log(f"teacher model {teacher_path} (frozen, on {home_device(hp, self.device)}) "
                  "for on-policy distillation")

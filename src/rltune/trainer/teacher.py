@@ -26,7 +26,7 @@ import torch
 
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.device import on_device
-from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
+from rltune.trainer.logprobs import chunk_positions, pad_rows, token_logprobs_BT
 
 
 def check_same_vocabulary(
@@ -67,7 +67,7 @@ class Teacher:
         pad_token_id: int = 0,
         bf16: bool = False,
         device: torch.device | str | None = None,
-        chunk_tokens: Optional[int] = 1024,
+        chunk_mib: Optional[int] = None,
     ):
         self.model = model.eval().requires_grad_(False)
         self.temperature = temperature
@@ -77,7 +77,7 @@ class Teacher:
         # where the forward passes run; the weights may wait elsewhere (reference_offload)
         self.device = torch.device(device) if device is not None \
             else next(model.parameters()).device
-        self.chunk_tokens = chunk_tokens
+        self.chunk_tokens = chunk_positions(model, chunk_mib) if chunk_mib else None
 
     @classmethod
     def load(
@@ -94,7 +94,7 @@ class Teacher:
         """Load the teacher from a model directory after checking its tokenizer.
 
         The weights are kept on ``home`` in ``dtype``; ``kwargs`` go to ``Teacher``
-        (temperature, micro_batch_size, pad_token_id, bf16, device, chunk_tokens).
+        (temperature, micro_batch_size, pad_token_id, bf16, device, chunk_mib).
         """
         from transformers import AutoModelForCausalLM
 

@@ -34,7 +34,7 @@ from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
 from rltune.trainer.advantages import rollout_weights_B
 from rltune.trainer.device import on_device
-from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
+from rltune.trainer.logprobs import chunk_positions, pad_rows, token_logprobs_BT
 from rltune.trainer.lora import adapters_disabled, is_lora
 from rltune.trainer.losses import (
     agg_normalizer,
@@ -168,7 +168,7 @@ class PolicyUpdater:
                 ids, attn = pad_rows([rows[i].input_ids for i in chunk], pad_id=self.pad_token_id)
                 logp, _ = token_logprobs_BT(model, ids, attn, temperature=self.hp.temperature,
                                             bf16=self.hp.bf16,
-                                            chunk_tokens=self.hp.logprob_chunk_tokens)
+                                            chunk_tokens=self._chunk(model))
                 for j, i in enumerate(chunk):
                     out.append(logp[j, : len(rows[i].input_ids)].tolist())
         finally:
@@ -185,6 +185,10 @@ class PolicyUpdater:
             raise ValueError("no reference model: the KL term is off for this updater")
         with on_device(self.reference, _device_of(self.model)):
             return self.compute_logprobs(rows, self.reference)
+
+    def _chunk(self, model: torch.nn.Module) -> int:
+        """Positions per output-head chunk within the ``logprob_chunk_mib`` budget."""
+        return chunk_positions(model, self.hp.logprob_chunk_mib)
 
     def _chunks(self, indices: list[int]) -> list[list[int]]:
         size = self.hp.micro_batch_size or len(indices) or 1
@@ -275,7 +279,7 @@ class PolicyUpdater:
             b = self._tensors(rows, [idx[i] for i in chunk], ref, index_of)
             logp, entropy = token_logprobs_BT(
                 self.model, b.ids, b.attn, temperature=self.hp.temperature, bf16=self.hp.bf16,
-                with_entropy=True, chunk_tokens=self.hp.logprob_chunk_tokens,
+                with_entropy=True, chunk_tokens=self._chunk(self.model),
             )
             mask = b.mask.to(logp.device)
             ratio = importance_ratio_BT(logp, b.old.to(logp.device), mask,

@@ -77,3 +77,40 @@ def test_train_bad_config_names_the_field(tmp_path):
     res = runner.invoke(app, ["train", "-c", str(bad)])
     assert res.exit_code == 2
     assert "batch_sise" in res.output and "batch_size" in res.output
+
+
+NAN_REWARD = '''
+from rltune.sdk import AbstractRewardProcessor, Reward, RewardInput, RewardOutput
+
+
+class AlwaysNaN(AbstractRewardProcessor):
+    def process(self, input_data: RewardInput) -> RewardOutput:
+        return RewardOutput(reward=Reward(reward_score=float("nan")))
+'''
+
+
+def test_a_job_whose_steps_have_no_successful_rollout_fails(tmp_path, tiny_model_dir):
+    ws = tmp_path / "agent"
+    assert runner.invoke(app, ["init", "workspace", str(ws), "--train-rows", "6",
+                               "--val-rows", "2"]).exit_code == 0
+    (ws / "functions" / "nan_reward.py").write_text(NAN_REWARD)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = str(tiny_model_dir)
+    job["datasets"] = [d for d in job["datasets"] if d["type"] == "training"]
+    reward = next(f for f in job["functions"] if f["type"] == "reward")
+    reward["fcmodel"]["classpath"] = "functions/nan_reward.py:AlwaysNaN"
+    job["training"]["hyper_parameters"].update(
+        batch_size=2, n_rollouts=2, ppo_mini_batch_size=4, max_length=120,
+        max_prompt_length=100, save_strategy="steps", save_steps=1, max_failed_step_share=0.4,
+    )
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["train", "-c", str(ws / "job.yaml"), "-O", str(out), "--quiet"])
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    # 3 steps planned; the second failed one is more than 0.4 x 3: the job stops there
+    assert "2 of 3 steps had no successful rollout" in text, text
+    assert "(4 of 4 rollouts)" not in text and "(8 of 8 rollouts): reward" in text
+    assert "reward exact: process() returned a non-finite number" in text
+    assert "max_failed_step_share" in text
+    assert not (out / "checkpoints" / "checkpoint-2").exists()  # no checkpoint of the failure

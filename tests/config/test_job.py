@@ -254,3 +254,33 @@ def test_single_rollout_groups_only_for_opd():
     job = load_job_config_text("model: m\nteacher_model: t\ntraining:\n  hyper_parameters:\n"
                                "    n_rollouts: 1\n")
     assert job.hyper_parameters.n_rollouts == 1
+
+
+@pytest.mark.parametrize(("key", "value", "supported"), [
+    ("n_gpus_training", 8, "0 or 1"),
+    ("nnodes_training", 2, "1"),
+    ("tensor_model_parallel_size", 2, "1"),
+    ("inference_tensor_parallel_size", 2, "1"),
+    ("n_gpus_rollout", 4, "0 or 1"),
+])
+def test_distributed_keys_this_build_cannot_honour_are_refused(key, value, supported):
+    err = _err(f"model: m\ntraining:\n  hyper_parameters:\n    {key}: {value}\n")
+    assert f"{key} = {value}" in err.message and "not supported by this build" in err.message
+    assert f"may be {supported} (or unset)" in err.message
+    assert err.where == "job.yaml:4" and "device: auto|cpu|cuda[:i]" in err.hint
+
+
+def test_single_device_values_of_distributed_keys_are_accepted():
+    hp = validate_hyper_parameters({"n_gpus_training": 1, "nnodes_training": 1,
+                                    "tensor_model_parallel_size": 1, "n_gpus_rollout": 0})
+    assert hp.n_gpus_training == 1
+    assert validate_hyper_parameters({}).n_gpus_training is None  # defaults stay accepted
+
+
+def test_device_keys_are_checked():
+    assert validate_hyper_parameters({}).device == "auto"
+    assert validate_hyper_parameters({"device": "cuda:1"}).device == "cuda:1"
+    with pytest.raises(ConfigError, match="device"):
+        validate_hyper_parameters({"device": "tpu"})
+    with pytest.raises(ConfigError, match="fp32_master_weights"):
+        validate_hyper_parameters({"fp32_master_weights": True})

@@ -123,26 +123,27 @@ async def test_nan_reward_drops_the_rollout_and_the_job_goes_on(tmp_path, tiny_m
     assert failed and all("finite" in t["error"] for t in failed)
 
 
-async def test_resume_continues_from_checkpoint(tmp_path, tiny_model_dir):
+async def test_resume_continues_from_checkpoint_and_replays_steps_once(tmp_path, tiny_model_dir):
     ws = make_workspace(tmp_path, tiny_model_dir, n_epochs=1)
     cfg = load_job_config(ws / "job.yaml")
     job_dir = tmp_path / "job"
     first = await Trainer(cfg, job_dir=job_dir, base_dir=ws).run()
     ckpt = Path(first["checkpoints"][0])
     assert ckpt.name == "checkpoint-4"
-    resumed_dir = tmp_path / "resumed"
-    resumed = await Trainer(cfg, job_dir=resumed_dir, base_dir=ws).run(resume_from=ckpt)
-    steps = [r["step"] for r in read_metrics(resumed_dir)]
-    assert steps == [5, 6]
+
+    def prompts(step):
+        path = job_dir / "trajectories" / f"step_{step:06d}.jsonl"
+        return sorted(json.loads(x)["row_index"] for x in path.open())
+
+    before = prompts(5)
+    # Resume in the same job directory, as the job server does: steps 5 and 6 ran after the
+    # checkpoint, so they are replayed and their outputs replaced, never appended.
+    resumed = await Trainer(cfg, job_dir=job_dir, base_dir=ws).run(resume_from=ckpt)
     assert resumed["steps"] == 2
-
-    # Same data order after resume: step 5 trained on the same prompts in both runs.
-    def prompts(d):
-        return sorted(
-            json.loads(x)["row_index"] for x in (d / "trajectories" / "step_000005.jsonl").open()
-        )
-
-    assert prompts(job_dir) == prompts(resumed_dir)
+    assert [r["step"] for r in read_metrics(job_dir)] == list(range(7))
+    assert len(prompts(5)) == len(before) == 4
+    assert prompts(5) == before  # same data order after resume: the same prompts
+    assert not list((job_dir / "trajectories").glob("*.tmp"))
 
 
 def test_bad_dataset_line_is_a_clear_error(tmp_path, tiny_model_dir):

@@ -61,7 +61,7 @@ class HyperParameters(StrictModel):
     save_strategy: Literal["steps", "epoch", "no"] = "epoch"
     save_total_limit: int = Field(1, ge=1, le=200)
 
-    # --- distributed layout (validated; used where a backend supports them) ---
+    # --- distributed layout (this build runs on one device: see DISTRIBUTED_SUPPORTED) ---
     expert_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
     inference_gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
     inference_tensor_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
@@ -98,7 +98,44 @@ class HyperParameters(StrictModel):
     micro_batch_size: Optional[int] = Field(
         None, ge=1, le=100000, description="rows per forward pass (memory); unset = all"
     )
-    bf16: bool = Field(False, description="bf16 autocast for training forward passes")
+    bf16: bool = Field(
+        False,
+        description="train in bf16: the policy's weights are bf16 (or fp32 with bf16 autocast "
+        "when fp32_master_weights is set); log-prob softmax stays fp32",
+    )
+    fp32_master_weights: bool = Field(
+        False,
+        description="with bf16: keep fp32 weights and optimizer state and run the forward "
+        "passes under bf16 autocast (twice the weight memory, no lost small updates)",
+    )
+
+    # --- device placement (rltune's own; trainer/device.py) ---
+    device: str = Field(
+        "auto",
+        pattern=r"^(auto|cpu|cuda(:[0-9]+)?)$",
+        description="where the policy, reference, optimizer state and built-in engine live: "
+        "auto (CUDA when present, else CPU), cpu, cuda or cuda:<index>",
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="recompute activations in the backward pass (less memory, ~30% "
+        "more compute)",
+    )
+    reference_offload: bool = Field(
+        False,
+        description="keep the frozen KL reference and the OPD teacher in CPU memory and move "
+        "them to the device only for their forward passes",
+    )
+    logprob_chunk_mib: int = Field(
+        256, ge=1, le=65536,
+        description="memory for fp32 logits when computing log-probs: a micro-batch whose "
+        "B x T x V logits need more runs the output head in chunks of this size (the backward "
+        "pass recomputes each chunk), so large vocabularies fit",
+    )
+    max_failed_step_share: float = Field(
+        0.5, ge=0, le=1,
+        description="a step fails when none of its rollouts succeeded; the job ends FAILED "
+        "once more than this share of its steps failed (1 = never)",
+    )
     max_rollout_retries: int = Field(2, ge=0, le=20)
     val_n_rollouts: int = Field(
         1, ge=1, le=64,
@@ -215,4 +252,40 @@ class HyperParameters(StrictModel):
                         "only applies with LoRA, and lora_rank is 0 (full fine-tuning)",
                         f"set lora_rank (e.g. 16) to train LoRA adapters, or remove {name}",
                     )
+        if self.fp32_master_weights and not self.bf16:
+            raise _coupling(
+                "fp32_master_weights", True, "only applies with bf16 (weights are fp32 already)",
+                "set bf16: true, or remove fp32_master_weights",
+            )
+        _refuse_distributed(self)
         return self
+
+
+#: The distributed-layout keys this build can honour, and the values it supports. Training and
+#: the built-in engine run on one device (``device``); anything else is refused, not ignored.
+DISTRIBUTED_SUPPORTED: dict[str, tuple[int, ...]] = {
+    "n_gpus_training": (0, 1),
+    "n_gpus_rollout": (0, 1),
+    "nnodes_training": (1,),
+    "nnodes_rollout": (1,),
+    "tensor_model_parallel_size": (1,),
+    "pipeline_model_parallel_size": (1,),
+    "sequence_parallel_size": (1,),
+    "expert_model_parallel_size": (1,),
+    "inference_tensor_parallel_size": (1,),
+}
+
+
+def _refuse_distributed(hp: HyperParameters) -> None:
+    for name, allowed in DISTRIBUTED_SUPPORTED.items():
+        value = getattr(hp, name)
+        if value is None or value in allowed:
+            continue
+        shown = " or ".join(str(a) for a in allowed)
+        raise _coupling(
+            name, value,
+            f"is not supported by this build: it trains on one device, so {name} may be "
+            f"{shown} (or unset)",
+            f"remove {name} (or set it to {allowed[-1]}) and pick the device with "
+            "device: auto|cpu|cuda[:i]",
+        )

@@ -99,6 +99,13 @@ class DependencyError(RltuneError):
     code = "unsupported_dependency"
 
 
+class TrainingFailedError(RltuneError):
+    """A job ran but could not train: too many of its steps had no successful rollout."""
+
+    http_status = 500
+    code = "training_failed"
+
+
 class BuildError(RltuneError):
     """A model build (the demo models' warm start) missed its target; ``metrics`` says how."""
 

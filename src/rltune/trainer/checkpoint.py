@@ -33,7 +33,7 @@ from typing import Any, Optional
 import torch
 
 from rltune.sdk.errors import ValidationError
-from rltune.trainer.lora import is_lora, save_lora
+from rltune.trainer.lora import is_lora, load_adapter, save_lora
 
 _NAME = re.compile(r"^checkpoint-(\d+)$")
 
@@ -140,7 +140,23 @@ def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool =
         if not ts.exists():
             raise ValidationError(f"{path} has no optimizer state", where=str(ts),
                                   hint="resume from a checkpoint saved with updater=")
-        updater.load_state_dict(torch.load(ts, weights_only=False))
+        # on the CPU first: load_state_dict moves the state to each parameter's device
+        updater.load_state_dict(torch.load(ts, weights_only=False, map_location="cpu"))
     if rng and (path / "rng_state.pt").exists():
-        _set_rng_state(torch.load(path / "rng_state.pt", weights_only=False))
+        _set_rng_state(torch.load(path / "rng_state.pt", weights_only=False, map_location="cpu"))
     return state
+
+
+def restore_policy(model: Any, path: str | Path) -> None:
+    """Load a checkpoint's weights into a running policy (any device and dtype).
+
+    A LoRA policy loads its adapters exactly as saved (not re-derived from the merged
+    weights); its base stays the job's original model, which is the KL reference.
+    """
+    from transformers import AutoModelForCausalLM
+
+    if is_lora(model):
+        load_adapter(model, Path(path))
+        return
+    loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict())

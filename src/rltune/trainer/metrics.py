@@ -1,8 +1,8 @@
 """Per-step metrics of the rollouts and rewards, named as DESIGN.md §8 (verl / Bailian).
 
 Example:
-    >>> from rltune.trainer.rollouts import RolloutResult
-    >>> a = RolloutResult("r1", "s", 0, 0, ok=True, reward=1.0, num_calls=2)
+    >>> from rltune.trainer.results import RolloutResult
+    >>> a = RolloutResult("r1", "s", 0, 0, ok=True, score=1.0, reward=1.0, num_calls=2)
     >>> b = RolloutResult("r2", "s", 0, 0, ok=False, error="boom")
     >>> m = rollout_metrics([a, b])
     >>> m["trace/success_rate/agent"], m["critic/rewards/mean"], m["trace/num_llm_calls/mean"]
@@ -15,7 +15,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from rltune.trainer.rollouts import RolloutResult
+from rltune.trainer.results import RolloutResult
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -30,21 +30,24 @@ def _stats(prefix: str, values: Sequence[float], out: dict[str, float]) -> None:
     out[f"{prefix}/min"] = float(min(values))
 
 
-def rollout_metrics(
-    results: Sequence[RolloutResult], raw_scores: dict[str, float] | None = None
-) -> dict[str, float]:
-    """Metrics over every rollout of a step (``raw_scores``: reward before shaping, by id)."""
+def _reward(r: RolloutResult) -> float:
+    return float(r.reward if r.reward is not None else r.score)  # type: ignore[arg-type]
+
+
+def rollout_metrics(results: Sequence[RolloutResult], *, scored: bool = True) -> dict[str, float]:
+    """Metrics over every rollout of a step: ``critic/rewards`` are the shaped rewards,
+    ``critic/score`` the raw scores of the reward functions. ``scored=False`` (nothing was
+    scored: OPD without reward functions) leaves out the rates that would read as failures."""
     out: dict[str, float] = {}
     ok = [r for r in results if r.ok]
-    scored = [r for r in ok if r.scored and r.reward_error is None]
+    usable = [r for r in ok if r.usable]
     out["trace/success_rate/agent"] = len(ok) / len(results) if results else 0.0
-    out["trace/success_rate/reward"] = len(scored) / len(ok) if ok else 0.0
-    out["train/dropped_rollouts"] = float(len(results) - len(scored))
+    out["trace/success_rate/reward"] = len(usable) / len(ok) if ok else 0.0
+    out["train/dropped_rollouts"] = float(len(results) - len(usable))
     out["trace/attempts/agent/mean"] = _mean([r.attempts for r in results])
-    _stats("critic/rewards", [r.reward for r in scored], out)
-    if scored:
-        raw = raw_scores or {}
-        out["critic/score/mean"] = _mean([raw.get(r.rollout_id, r.reward) for r in scored])
+    _stats("critic/rewards", [_reward(r) for r in usable], out)
+    if usable:
+        out["critic/score/mean"] = _mean([float(r.score) for r in usable])  # type: ignore[arg-type]
     lengths = [r.response_tokens for r in ok]
     _stats("trajectory/response_length", lengths, out)
     if ok:
@@ -57,7 +60,7 @@ def rollout_metrics(
     per_fn: dict[str, list[float]] = defaultdict(list)
     per_metric: dict[str, list[float]] = defaultdict(list)
     per_rollout_metric: dict[str, list[float]] = defaultdict(list)
-    for r in scored:
+    for r in usable:
         for fn, score in r.component_scores.items():
             per_fn[fn].append(score)
         for fn, metrics in r.component_metrics.items():
@@ -74,7 +77,9 @@ def rollout_metrics(
         out[f"trace/reward_metrics/{key}/mean"] = _mean(values)
     for key, values in per_rollout_metric.items():
         out[f"trace/rollout_metrics/{key}/mean"] = _mean(values)
-    out["train/frac_reward_zero_std"] = frac_zero_std(scored)
+    out["train/frac_reward_zero_std"] = frac_zero_std(usable)
+    if not scored:
+        del out["trace/success_rate/reward"], out["train/frac_reward_zero_std"]
     return out
 
 
@@ -87,7 +92,7 @@ def frac_zero_std(scored: Sequence[RolloutResult]) -> float:
     """Fraction of prompts whose scored rollouts all got the same reward (no RL signal)."""
     groups: dict[int, list[float]] = defaultdict(list)
     for r in scored:
-        groups[r.sample_index].append(float(r.reward))
+        groups[r.sample_index].append(_reward(r))
     if not groups:
         return 0.0
     flat = [len(v) < 2 or statistics.pstdev(v) < 1e-8 for v in groups.values()]

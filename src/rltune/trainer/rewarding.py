@@ -19,7 +19,7 @@ from rltune.sdk.data import (
     RewardOutput,
     TaskStatus,
 )
-from rltune.trainer.rollouts import RolloutResult
+from rltune.trainer.results import RolloutResult
 from rltune.trainer.scoring import InvalidReward, combine_scores, component_score, own_score
 
 
@@ -49,18 +49,18 @@ class Rewarder:
         return out
 
     async def score_group(self, results: list[RolloutResult], ground_truth: Any) -> None:
-        """Fill ``reward``, ``component_scores``/``metrics`` or ``reward_error`` in place."""
+        """Fill ``score``, ``component_scores``/``metrics`` or ``reward_error`` in place."""
         valid = [r for r in results if r.ok]
         if not valid:
             return
         if not self.components:
             for r in valid:
                 try:
-                    r.reward = own_score(r.agent_output)
+                    r.score = own_score(r.agent_output)
                 except InvalidReward as exc:
                     r.reward_error = str(exc)
                     continue
-                if r.reward is None:
+                if r.score is None:
                     r.reward_error = (
                         "no reward function is configured and the rollout set no "
                         "agent_output.reward_score"
@@ -74,7 +74,7 @@ class Rewarder:
             if r.reward_error is not None:
                 continue
             try:
-                r.reward = combine_scores(r.component_scores, weights)
+                r.score = combine_scores(r.component_scores, weights)
             except InvalidReward as exc:
                 r.reward_error = str(exc)
 

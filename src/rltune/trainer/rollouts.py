@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 import httpx
 
 from rltune.config.data import DataRow
-from rltune.gateway.rows import Row, build_rows
+from rltune.gateway.rows import build_rows
 from rltune.sdk.data import (
     AgentOutput,
     ModelResource,
@@ -26,44 +25,15 @@ from rltune.sdk.data import (
     RolloutOutput,
     TaskStatus,
 )
+from rltune.trainer.results import RolloutResult
+
+__all__ = ["BuiltinRollout", "RolloutCaller", "RolloutResult", "RolloutRunner"]
 
 
 class RolloutCaller(Protocol):
     """Something that runs a rollout: the function pool, or the built-in single-turn rollout."""
 
     async def call(self, input_data: Any) -> RolloutOutput: ...
-
-
-@dataclass
-class RolloutResult:
-    """Everything the step loop needs to know about one rollout (after its retries)."""
-
-    rollout_id: str
-    sample_id: str
-    sample_index: int  # index of the prompt in the step (the GRPO group)
-    row_index: int  # index of the prompt in the dataset
-    ok: bool
-    agent_output: Optional[AgentOutput] = None
-    rows: list[Row] = field(default_factory=list)
-    num_calls: int = 0
-    template_rewrites: int = 0
-    attempts: int = 1
-    error: Optional[str] = None
-    latency_s: float = 0.0
-    # filled by the reward stage
-    reward: Optional[float] = None
-    component_scores: dict[str, float] = field(default_factory=dict)
-    component_metrics: dict[str, dict[str, float]] = field(default_factory=dict)
-    reward_error: Optional[str] = None
-    advantage: float = 0.0
-
-    @property
-    def response_tokens(self) -> int:
-        return sum(r.num_sampled for r in self.rows)
-
-    @property
-    def scored(self) -> bool:
-        return self.ok and self.reward is not None
 
 
 class BuiltinRollout:

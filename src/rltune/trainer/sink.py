@@ -1,13 +1,17 @@
 """Where a training run writes what it observes: metrics, trajectories, logs and progress.
 
-The trainer writes through the small :class:`Sink` interface; :class:`FileSink` keeps
-everything under one job directory in append-only JSON lines that the job server and the
-console read while the job runs:
+The trainer writes through the small :class:`Sink` interface (built by ``build_sink``);
+:class:`FileSink` keeps everything under one job directory in JSON lines that the job server
+and the console read while the job runs:
 
     <job_dir>/metrics.jsonl            {"step", "time", "metrics": {name: value}}
     <job_dir>/trajectories/step_000001.jsonl   one trajectory per line
     <job_dir>/train.log                text log
     <job_dir>/progress.json            latest progress (atomically replaced)
+
+A step's outputs are idempotent: writing metrics or trajectories for a step that already has
+them (a resumed job replaying a step that ran after its checkpoint) replaces them, so a step
+appears once. Both files are replaced atomically; readers never see a half-written step.
 
 Example:
     >>> import tempfile, json, pathlib
@@ -53,7 +57,9 @@ class FileSink:
         self.dir = Path(job_dir)
         (self.dir / "trajectories").mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._metrics = open(self.dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self._metrics_path = self.dir / "metrics.jsonl"
+        self._steps = {line["step"] for line in read_metrics(self.dir)}  # steps on disk
+        self._metrics = open(self._metrics_path, "a", encoding="utf-8")  # noqa: SIM115
         self._log = open(self.dir / "train.log", "a", encoding="utf-8")  # noqa: SIM115
         self.echo = echo
 
@@ -64,14 +70,30 @@ class FileSink:
             "metrics": {k: _clean(float(v)) for k, v in values.items()},
         }
         with self._lock:
+            if step in self._steps:
+                self._drop_metrics(step)
             self._metrics.write(json.dumps(line) + "\n")
             self._metrics.flush()
+            self._steps.add(step)
+
+    def _drop_metrics(self, step: int) -> None:
+        """Rewrite metrics.jsonl without the lines of ``step`` (a replayed step)."""
+        self._metrics.close()
+        kept = [line for line in self._metrics_path.read_text(encoding="utf-8").splitlines(True)
+                if _step_of(line) != step]
+        tmp = self._metrics_path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(kept), encoding="utf-8")
+        os.replace(tmp, self._metrics_path)
+        self._metrics = open(self._metrics_path, "a", encoding="utf-8")  # noqa: SIM115
 
     def trajectories(self, step: int, records: Iterable[dict[str, Any]]) -> None:
         path = self.dir / "trajectories" / f"step_{step:06d}.jsonl"
-        with self._lock, open(path, "a", encoding="utf-8") as fh:
-            for record in records:
-                fh.write(json.dumps(record, default=str) + "\n")
+        tmp = path.with_suffix(".jsonl.tmp")
+        with self._lock:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                for record in records:
+                    fh.write(json.dumps(record, default=str) + "\n")
+            os.replace(tmp, path)
 
     def log(self, message: str, level: str = "INFO") -> None:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -91,6 +113,18 @@ class FileSink:
         with self._lock:
             self._metrics.close()
             self._log.close()
+
+
+def build_sink(job_dir: str | Path) -> Sink:
+    """The sink a job writes to when its caller gives none (the one place sinks are built)."""
+    return FileSink(job_dir)
+
+
+def _step_of(line: str) -> Any:
+    try:
+        return json.loads(line).get("step")
+    except (json.JSONDecodeError, AttributeError):
+        return None  # a torn line: kept as it is (readers skip it)
 
 
 def read_metrics(job_dir: str | Path) -> list[dict[str, Any]]:

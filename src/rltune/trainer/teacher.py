@@ -1,7 +1,7 @@
 """The teacher of on-policy distillation (``training.type: pg_opd``): a frozen model that scores
 the student's sampled tokens.
 
-``Teacher.load`` reads a model directory into the trainer process (fp32, eval, no gradients)
+``Teacher.load`` reads a model directory into the trainer process (eval, no gradients)
 and refuses a teacher whose tokenizer differs from the student's: OPD compares the two models
 token by token (DESIGN.md §6, advantage ``-(log pi - log pi_teacher)``), which only means
 something when a token id is the same token for both. ``Teacher.logprobs(rows)`` returns
@@ -25,7 +25,8 @@ from typing import Any, Optional
 import torch
 
 from rltune.sdk.errors import ConfigError
-from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
+from rltune.trainer.device import on_device
+from rltune.trainer.logprobs import chunk_positions, pad_rows, token_logprobs_BT
 
 
 def check_same_vocabulary(
@@ -65,12 +66,18 @@ class Teacher:
         micro_batch_size: Optional[int] = None,
         pad_token_id: int = 0,
         bf16: bool = False,
+        device: torch.device | str | None = None,
+        chunk_mib: Optional[int] = None,
     ):
         self.model = model.eval().requires_grad_(False)
         self.temperature = temperature
         self.micro_batch_size = micro_batch_size
         self.pad_token_id = pad_token_id
         self.bf16 = bf16
+        # where the forward passes run; the weights may wait elsewhere (reference_offload)
+        self.device = torch.device(device) if device is not None \
+            else next(model.parameters()).device
+        self.chunk_tokens = chunk_positions(model, chunk_mib) if chunk_mib else None
 
     @classmethod
     def load(
@@ -80,12 +87,14 @@ class Teacher:
         student_tokenizer: Any,
         student_name: str,
         teacher_name: Optional[str] = None,
-        device: torch.device | str = "cpu",
+        home: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
         **kwargs: Any,
     ) -> Teacher:
         """Load the teacher from a model directory after checking its tokenizer.
 
-        ``kwargs`` go to ``Teacher`` (temperature, micro_batch_size, pad_token_id, bf16).
+        The weights are kept on ``home`` in ``dtype``; ``kwargs`` go to ``Teacher``
+        (temperature, micro_batch_size, pad_token_id, bf16, device, chunk_mib).
         """
         from transformers import AutoModelForCausalLM
 
@@ -99,7 +108,7 @@ class Teacher:
             student=student_name,
             teacher=name,
         )
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(device)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(home)
         return cls(model, **kwargs)
 
     @torch.no_grad()
@@ -107,11 +116,13 @@ class Teacher:
         """``log pi_teacher(x_t | x_<t)`` for every token of every row (position 0 is 0)."""
         out: list[list[float]] = []
         size = self.micro_batch_size or len(rows) or 1
-        for start in range(0, len(rows), size):
-            chunk = rows[start : start + size]
-            ids, attn = pad_rows(chunk, pad_id=self.pad_token_id)
-            logp, _ = token_logprobs_BT(
-                self.model, ids, attn, temperature=self.temperature, bf16=self.bf16
-            )
-            out.extend(logp[j, : len(row)].tolist() for j, row in enumerate(chunk))
+        with on_device(self.model, self.device):
+            for start in range(0, len(rows), size):
+                chunk = rows[start : start + size]
+                ids, attn = pad_rows(chunk, pad_id=self.pad_token_id)
+                logp, _ = token_logprobs_BT(
+                    self.model, ids, attn, temperature=self.temperature, bf16=self.bf16,
+                    chunk_tokens=self.chunk_tokens,
+                )
+                out.extend(logp[j, : len(row)].tolist() for j, row in enumerate(chunk))
         return out

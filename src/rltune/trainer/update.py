@@ -26,14 +26,15 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import torch
 
 from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
 from rltune.trainer.advantages import rollout_weights_B
-from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
+from rltune.trainer.device import on_device
+from rltune.trainer.logprobs import chunk_positions, pad_rows, token_logprobs_BT
 from rltune.trainer.lora import adapters_disabled, is_lora
 from rltune.trainer.losses import (
     agg_normalizer,
@@ -48,12 +49,12 @@ from rltune.trainer.optim import build_optimizer, build_scheduler
 @dataclass
 class TrainingRow:
     """One training sequence. Per-token lists are aligned with ``input_ids`` (entry ``t`` is
-    about token ``t``); ``loss_mask`` is 1 on sampled tokens. ``advantage`` is one number
-    (GRPO/GSPO/DAPO) or one per token (OPD)."""
+    about token ``t``); ``loss_mask`` is 1 on sampled tokens. ``advantage`` holds one value
+    per token; a single number (a GRPO rollout's advantage) is spread over every token."""
 
     input_ids: list[int]
     loss_mask: list[int]
-    advantage: Union[float, list[float]]
+    advantage: list[float]
     rollout_id: str
     old_logprobs: Optional[list[float]] = None
     rollout_logprobs: Optional[list[float]] = None  # the engine's sampling log-probs
@@ -61,6 +62,8 @@ class TrainingRow:
 
     def __post_init__(self) -> None:
         n = len(self.input_ids)
+        if not isinstance(self.advantage, list):
+            self.advantage = [float(self.advantage)] * n
         if n < 2 or len(self.loss_mask) != n:
             raise ValueError(
                 f"row of rollout {self.rollout_id}: input_ids ({n}) and loss_mask "
@@ -69,7 +72,7 @@ class TrainingRow:
         if self.loss_mask[0]:
             raise ValueError(f"row of rollout {self.rollout_id}: loss_mask[0] must be 0 "
                              "(the first token has no context to be sampled from)")
-        for name in ("old_logprobs", "rollout_logprobs"):
+        for name in ("advantage", "old_logprobs", "rollout_logprobs"):
             values = getattr(self, name)
             if values is not None and len(values) != n:
                 raise ValueError(f"row of rollout {self.rollout_id}: {name} has {len(values)} "
@@ -85,6 +88,10 @@ class _Batch:
     old: torch.Tensor
     ref: Optional[torch.Tensor]
     weight: torch.Tensor
+
+
+def _device_of(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
 
 
 def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
@@ -145,8 +152,7 @@ class PolicyUpdater:
         k = self.knobs
         if not self.skip_inert_rows or self.use_kl or k.entropy_coeff:
             return [True] * len(rows)
-        return [any(a != 0 for a in (r.advantage if isinstance(r.advantage, list)
-                                     else [r.advantage])) for r in rows]
+        return [any(a != 0 for a in r.advantage) for r in rows]
 
     @torch.no_grad()
     def compute_logprobs(
@@ -161,7 +167,8 @@ class PolicyUpdater:
             for chunk in self._chunks(list(range(len(rows)))):
                 ids, attn = pad_rows([rows[i].input_ids for i in chunk], pad_id=self.pad_token_id)
                 logp, _ = token_logprobs_BT(model, ids, attn, temperature=self.hp.temperature,
-                                            bf16=self.hp.bf16)
+                                            bf16=self.hp.bf16,
+                                            chunk_tokens=self._chunk(model))
                 for j, i in enumerate(chunk):
                     out.append(logp[j, : len(rows[i].input_ids)].tolist())
         finally:
@@ -176,7 +183,12 @@ class PolicyUpdater:
                 return self.compute_logprobs(rows)
         if self.reference is None:
             raise ValueError("no reference model: the KL term is off for this updater")
-        return self.compute_logprobs(rows, self.reference)
+        with on_device(self.reference, _device_of(self.model)):
+            return self.compute_logprobs(rows, self.reference)
+
+    def _chunk(self, model: torch.nn.Module) -> int:
+        """Positions per output-head chunk within the ``logprob_chunk_mib`` budget."""
+        return chunk_positions(model, self.hp.logprob_chunk_mib)
 
     def _chunks(self, indices: list[int]) -> list[list[int]]:
         size = self.hp.micro_batch_size or len(indices) or 1
@@ -221,8 +233,8 @@ class PolicyUpdater:
         out["actor/grad_norm"] = float(sum(norms) / len(norms)) if norms else float("nan")
         out["actor/lr"] = lr
         out["actor/num_mini_batches"] = float(len(groups) * self.knobs.ppo_epochs)
-        adv = [a for r in rows for a in (r.advantage if isinstance(r.advantage, list)
-                                         else [r.advantage])]
+        adv = [a for r in rows for a, m in zip(r.advantage, r.loss_mask, strict=True) if m]
+        adv = adv or [0.0]
         out["critic/advantages/mean"] = sum(adv) / len(adv)
         out["critic/advantages/max"] = max(adv)
         out["critic/advantages/min"] = min(adv)
@@ -241,9 +253,7 @@ class PolicyUpdater:
         sub = [rows[i] for i in idx]
         ids, attn = pad_rows([r.input_ids for r in sub], pad_id=self.pad_token_id)
         mask = self._collate(sub, "loss_mask")
-        adv_rows = [r.advantage if isinstance(r.advantage, list)
-                    else [float(r.advantage)] * len(r.input_ids) for r in sub]
-        adv = pad_rows(adv_rows, dtype=torch.float32)[0]
+        adv = pad_rows([r.advantage for r in sub], dtype=torch.float32)[0]
         old = self._collate(sub, "old_logprobs")
         ref_t = pad_rows([ref[i] for i in idx], dtype=torch.float32)[0] if ref else None
         weight = rollout_weights_B(torch.tensor([index_of[r.rollout_id] for r in sub]))
@@ -269,7 +279,7 @@ class PolicyUpdater:
             b = self._tensors(rows, [idx[i] for i in chunk], ref, index_of)
             logp, entropy = token_logprobs_BT(
                 self.model, b.ids, b.attn, temperature=self.hp.temperature, bf16=self.hp.bf16,
-                with_entropy=True,
+                with_entropy=True, chunk_tokens=self._chunk(self.model),
             )
             mask = b.mask.to(logp.device)
             ratio = importance_ratio_BT(logp, b.old.to(logp.device), mask,

@@ -1,0 +1,153 @@
+"""The data path of one training step, top to bottom (DESIGN.md §3):
+
+collect groups → score → training rows → update → sync.
+
+1. **collect**: ``batch_size`` prompts × ``n_rollouts`` rollouts through the rollout caller;
+   DAPO's dynamic sampling refills groups whose rewards are all equal.
+2. **score**: each group is scored by the reward functions (when the signal uses them).
+3. **training rows**: the job's signal (``trainer/signals.py``, chosen by the advantage
+   estimator) turns rollouts into rows with one advantage per token.
+4. **update**: ``PolicyUpdater`` runs the mini-batch updates.
+5. **sync**: the new weights go to the engine (``TrainingRuntime.sync_weights``).
+
+``validate`` runs the validation prompts through the same path without steps 3-5.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from rltune.config.data import DataRow, EpochSampler
+from rltune.trainer.device import MemoryMeter
+from rltune.trainer.metrics import rollout_metrics
+from rltune.trainer.results import RolloutResult, has_signal
+
+
+@dataclass
+class StepResult:
+    """What a step produced: its metrics, its rollouts, and why rollouts could not train."""
+
+    metrics: dict[str, float]
+    results: list[RolloutResult]
+    failures: Counter = field(default_factory=Counter)  # failure message -> rollouts
+
+    @property
+    def failed(self) -> bool:
+        """No rollout of the step could be learned from (nothing ran or scored)."""
+        return bool(self.results) and sum(self.failures.values()) == len(self.results)
+
+
+class StepRunner:
+    """Runs training steps and validation passes against a started ``TrainingRuntime``."""
+
+    def __init__(self, rt: Any, signal: Any, *, job_id: str, train_rows: list[DataRow],
+                 sampler: EpochSampler):
+        self.rt, self.signal = rt, signal
+        self.hp, self.knobs = rt.hp, rt.knobs
+        self.job_id, self.train_rows, self.sampler = job_id, train_rows, sampler
+        self.memory = MemoryMeter(rt.device)
+
+    async def train(self, step: int) -> StepResult:
+        t_step = time.perf_counter()
+        self.memory.start()
+        results, rounds = await self.collect(step)
+        t_rollout = time.perf_counter() - t_step
+        rows, signal_metrics = await self.signal.rows(results)
+        metrics = rollout_metrics(results, scored=self.signal.scores_rollouts)
+        metrics.update(signal_metrics)
+        metrics["timing/s/rollout"] = t_rollout
+        metrics["train/sampling_rounds"] = float(rounds)
+        if rows:
+            metrics.update(await self.rt.updater.aupdate(rows))
+            t_sync = time.perf_counter()
+            await self.rt.sync_weights()
+            metrics["timing/s/sync"] = time.perf_counter() - t_sync
+        else:
+            self.rt.log(f"step {step}: no rollout carried a learning signal; no update",
+                        level="WARNING")
+        metrics["timing/s/step"] = time.perf_counter() - t_step
+        tokens = sum(r.response_tokens for r in results if r.ok)
+        metrics["perf/throughput"] = tokens / max(metrics["timing/s/step"], 1e-9)
+        metrics["train/trainable_rows"] = float(len(rows))
+        metrics.update(self.memory.metrics())
+        return StepResult(metrics, results, self._failures(step, results))
+
+    def _failures(self, step: int, results: list[RolloutResult]) -> Counter:
+        """Log each rollout that cannot train (or trains without its reward); count why."""
+        failures: Counter = Counter()
+        for r in results:
+            why = r.error or r.reward_error
+            if not self.signal.trains(r):
+                failures[why or "the rollout has no score"] += 1
+                self.rt.log(f"step {step}: rollout {r.rollout_id} dropped: {why}",
+                            level="WARNING")
+            elif r.reward_error:
+                self.rt.log(f"step {step}: rollout {r.rollout_id} reward failed (it trains "
+                            f"anyway): {r.reward_error}", level="WARNING")
+        return failures
+
+    async def collect(self, step: int) -> tuple[list[RolloutResult], int]:
+        """Run the step's groups; DAPO dynamic sampling refills groups without signal."""
+        hp = self.hp
+        batch = self.sampler.next_batch()
+        kept: list[list[RolloutResult]] = []
+        rounds = sample_index = 0
+        while True:
+            rounds += 1
+            groups = await asyncio.gather(*(
+                self.run_group(self.train_rows[idx], idx, step, sample_index + i, hp.n_rollouts)
+                for i, idx in enumerate(batch)
+            ))
+            sample_index += len(batch)
+            if not self.knobs.dynamic_sampling:
+                kept.extend(groups)
+                break
+            kept.extend(g for g in groups if has_signal(g))
+            missing = hp.batch_size - len(kept)
+            if missing <= 0 or rounds >= self.knobs.max_sampling_rounds:
+                if missing > 0:  # out of rounds: keep what there is (possibly flat groups)
+                    kept.extend(g for g in groups if not has_signal(g))
+                kept = kept[: hp.batch_size]
+                break
+            batch = self.sampler.sample_extra(missing)
+        return [r for g in kept for r in g], rounds
+
+    async def run_group(self, row: DataRow, row_index: int, step: int, sample_index: int,
+                        n: int) -> list[RolloutResult]:
+        """``n`` rollouts of one prompt, scored together (a group reward sees all of them)."""
+        sample_id = f"{self.job_id}-s{step}-p{sample_index}"
+        results = list(await asyncio.gather(*(
+            self.rt.runner.run(row, rollout_id=f"{sample_id}.r{k}", sample_id=sample_id,
+                               sample_index=sample_index, row_index=row_index)
+            for k in range(n)
+        )))
+        if self.signal.scores_rollouts:
+            await self.rt.rewarder.score_group(results, row.ground_truth)
+        return results
+
+    async def validate(self, rows: list[DataRow]) -> dict[str, float]:
+        """Expected reward of one sampled rollout per validation prompt (``mean@1``).
+
+        With ``val_n_rollouts > 1`` each prompt is sampled that many times and the rewards are
+        averaged: the same quantity, estimated with less noise. The signal adds its own
+        validation metrics (OPD: the reverse KL to the teacher).
+        """
+        t0 = time.perf_counter()
+        n = self.hp.val_n_rollouts
+        groups = await asyncio.gather(*(self.run_group(row, i, 0, i, n)
+                                        for i, row in enumerate(rows)))
+        results = [r for g in groups for r in g]
+        out: dict[str, float] = {"validation/data/samples": float(len(results))}
+        if self.signal.scores_rollouts:
+            scores = [float(r.score) if r.usable else 0.0 for r in results]  # type: ignore[arg-type]
+            out["validation/data/reward/mean@1"] = sum(scores) / len(scores) if scores else 0.0
+            out["validation/data/failed"] = float(sum(not r.usable for r in results))
+        else:  # nothing is scored: only a rollout that failed is a failure
+            out["validation/data/failed"] = float(sum(not r.ok for r in results))
+        out.update(await self.signal.validation(results))
+        out["timing/s/validation"] = time.perf_counter() - t0
+        return out

@@ -12,7 +12,7 @@ import time
 import openai
 import pytest
 
-from rltune.cli.serve_cmd import resolve_model_path
+from rltune.paths import resolve_model as resolve_model_path
 from rltune.sdk.errors import NotFoundError
 
 

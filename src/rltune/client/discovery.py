@@ -14,13 +14,15 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from rltune.paths import rltune_home
 from rltune.sdk.errors import AuthError, RltuneError
 
 DEFAULT_URL = "http://127.0.0.1:8600"
 
 
 def home() -> Path:
-    return Path(os.environ.get("RLTUNE_HOME") or Path.home() / ".rltune").expanduser()
+    """The home directory (``rltune.paths.rltune_home``)."""
+    return rltune_home()
 
 
 def local_server_info() -> Optional[dict]:

@@ -82,6 +82,7 @@ class ParsedOutput:
     content: Optional[str]
     tool_calls: list[ParsedToolCall] = field(default_factory=list)
     error: Optional[str] = None  # why tool-call markup could not be parsed (content kept whole)
+    reasoning: Optional[str] = None  # the <think> block of a reasoning model (chat.py)
 
 
 class ToolParser:

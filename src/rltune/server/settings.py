@@ -8,12 +8,9 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
+from rltune.paths import rltune_home
+
 DEFAULT_PORT = 8600
-
-
-def rltune_home() -> Path:
-    """``$RLTUNE_HOME`` or ``~/.rltune``."""
-    return Path(os.environ.get("RLTUNE_HOME") or Path.home() / ".rltune").expanduser()
 
 
 class ServerSettings(BaseModel):

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import openai
 import pytest
-from hf_standin import build_standin, fill_hf_cache
 
 from rltune.engine.types import Completion, GenerationResult
 from rltune.paths import check_model, hf_cache_dir, resolve_model
@@ -25,21 +24,9 @@ WEATHER = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
 
 
-@pytest.fixture(scope="module")
-def standin(tmp_path_factory) -> Path:
-    return build_standin(tmp_path_factory.mktemp("hf") / "qwen-standin")
-
-
 @pytest.fixture
-def hf_home(tmp_path, monkeypatch, standin) -> Path:
-    """An offline HF_HOME whose cache holds the stand-in as ``acme/qwen-standin``."""
-    home = tmp_path / "hf"
-    fill_hf_cache(home, REPO, standin)
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path / "rltune"))
-    return home
+def standin(hf_standin_dir) -> Path:
+    return hf_standin_dir
 
 
 def test_resolves_by_path_and_by_hub_id_from_the_cache(hf_home, standin):

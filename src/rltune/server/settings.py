@@ -8,7 +8,7 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from rltune.paths import rltune_home
+from rltune.paths import rltune_home, server_home
 
 DEFAULT_PORT = 8600
 
@@ -35,7 +35,7 @@ class ServerSettings(BaseModel):
 
     @property
     def server_dir(self) -> Path:
-        return Path(self.home) / "server"
+        return server_home(self.home)
 
     @property
     def db_url(self) -> str:

@@ -23,9 +23,10 @@ this order, to:
 the CLI and the job server can refuse a job before it starts.
 
 Example:
-    >>> import os; os.environ["RLTUNE_HOME"] = "/tmp/h"
-    >>> str(models_home()), str(checkpoint_dir("/tmp/run", 3))
+    >>> str(models_home("/tmp/h")), str(checkpoint_dir("/tmp/run", 3))
     ('/tmp/h/models', '/tmp/run/checkpoints/checkpoint-3')
+    >>> checkpoint_step("/tmp/run/checkpoints/checkpoint-3"), checkpoint_step("/tmp/x")
+    (3, None)
     >>> is_hub_id("Qwen/Qwen2.5-0.5B-Instruct"), is_hub_id("./runs/x"), is_hub_id("nano")
     (True, False, False)
 """

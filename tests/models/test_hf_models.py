@@ -215,3 +215,19 @@ def test_without_a_closing_think_tag_everything_is_content():
     assert split_reasoning("<think>\nstill thinking", partial=True) == (None, "")
     assert split_reasoning("<thi", partial=True) == (None, "")
     assert split_reasoning("\n\nok</think>\n\nfine") == ("ok", "fine")
+
+
+def test_online_download_failure_is_clear_and_early(hf_home, tmp_path):
+    """Downloads on (no HF_HUB_OFFLINE) but the hub unreachable: the same early refusal."""
+    job = _job_yaml(tmp_path, "acme/absent")
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE",
+                                                           "TRANSFORMERS_OFFLINE")}
+    env.update(HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_ETAG_TIMEOUT="2", OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "rltune.cli.main", "train", "-c", str(job),
+                           "-O", str(out), "-q"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "downloading acme/absent from the Hugging Face hub" in proc.stderr
+    assert "could not download 'acme/absent'" in proc.stderr
+    assert not out.exists()

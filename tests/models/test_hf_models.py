@@ -231,3 +231,13 @@ def test_online_download_failure_is_clear_and_early(hf_home, tmp_path):
     assert "downloading acme/absent from the Hugging Face hub" in proc.stderr
     assert "could not download 'acme/absent'" in proc.stderr
     assert not out.exists()
+
+
+def test_a_template_that_opens_the_think_block_itself():
+    """Templates that end the prompt with <think> (Qwen3 thinking-2507 style): the completion
+    has only the closing tag; cut off before it, all of it is reasoning."""
+    from rltune.gateway.chat import split_reasoning
+
+    assert split_reasoning("\nweigh it\n</think>\n\nok", opened=True) == ("weigh it", "ok")
+    assert split_reasoning("\nweigh it", opened=True, partial=True) == (None, "")
+    assert split_reasoning("\nweigh it", opened=True) == ("weigh it", "")

@@ -50,6 +50,8 @@ class Prepared:
     sampling: SamplingParams
     parse_tools: bool
     started: float = field(default_factory=time.perf_counter)
+    #: the rendered prompt ends inside an open ``<think>`` (templates that open it themselves)
+    thinking: bool = False
 
 
 class ChatService:
@@ -121,7 +123,9 @@ class ChatService:
             ignore_eos=req.ignore_eos, seed=req.seed, n=req.n,
             top_logprobs=(req.top_logprobs or 0) if req.logprobs else 0)
         return Prepared(req, messages, tools, prefix, prompt_ids, sampling,
-                        parse_tools=bool(tools) and choice != "none")
+                        parse_tools=bool(tools) and choice != "none",
+                        thinking=self.reasoning and not prefix
+                        and (text.rstrip().endswith(THINK_START)))
 
     def _tokenize(self, text: str, history: Sequence[CapturedCall]) -> list[int]:
         """Tokenize a rendered prompt, reusing the exact ids of an earlier call it continues.
@@ -166,13 +170,16 @@ class ChatService:
     def text_of(self, p: Prepared, c: Completion) -> str:
         return _cut_at_stop(self.decode(c.completion_ids), p.sampling.stop)
 
-    def split(self, text: str, *, partial: bool = False) -> tuple[Optional[str], str]:
+    def split(self, p: Prepared, text: str, *, partial: bool = False
+              ) -> tuple[Optional[str], str]:
         """(reasoning, the rest) of a completion's text; see :func:`split_reasoning`."""
-        return split_reasoning(text, partial=partial) if self.reasoning else (None, text)
+        if not self.reasoning:
+            return None, text
+        return split_reasoning(text, partial=partial, opened=p.thinking)
 
     def parse(self, p: Prepared, c: Completion) -> tuple[ParsedOutput, str]:
         """Parse one completion; returns the parsed output and the OpenAI finish reason."""
-        reasoning, text = self.split(p.prefix + self.text_of(p, c))
+        reasoning, text = self.split(p, p.prefix + self.text_of(p, c))
         if not p.parse_tools:
             return ParsedOutput(content=text, reasoning=reasoning), c.finish_reason
         out = self.parser.parse(text)
@@ -245,7 +252,8 @@ class ChatService:
             ids[i].extend(d.token_ids)
             if d.finished is None:
                 reasoning, text = self.split(
-                    p.prefix + _cut_at_stop(self.decode(ids[i]), p.sampling.stop), partial=True)
+                    p, p.prefix + _cut_at_stop(self.decode(ids[i]), p.sampling.stop),
+                    partial=True)
                 if reasoning is not None and not thought[i]:
                     thought[i] = True
                     yield {**base, "choices": [{"index": i, "finish_reason": None,
@@ -270,7 +278,7 @@ class ChatService:
             if out.reasoning is not None and not thought[i]:
                 delta["reasoning_content"] = out.reasoning
             rest = (out.content or "")[sent[i]:] if out.tool_calls else (
-                self.split(p.prefix + self.text_of(p, c))[1])[sent[i]:]
+                self.split(p, p.prefix + self.text_of(p, c))[1])[sent[i]:]
             if rest:
                 delta["content"] = rest
             if out.tool_calls:
@@ -319,20 +327,25 @@ def _response_message(out: ParsedOutput) -> ResponseMessage:
 THINK_START, THINK_END = "<think>", "</think>"
 
 
-def split_reasoning(text: str, *, partial: bool = False) -> tuple[Optional[str], str]:
+def split_reasoning(text: str, *, partial: bool = False, opened: bool = False
+                    ) -> tuple[Optional[str], str]:
     """``(reasoning, rest)`` of a reasoning model's output, as Qwen3's template reads it back.
 
     With a ``</think>``, the reasoning is what precedes it (an opening ``<think>`` dropped,
     newlines trimmed) and the rest is what follows (leading newlines trimmed), so that
     ``<think>\\n{reasoning}\\n</think>\\n\\n{rest}`` is the text sampled. Without one,
     the whole text is content (Qwen3 with ``enable_thinking: false``); ``partial`` (a stream
-    still running) instead holds back everything after an opening ``<think>``.
+    still running) instead holds back everything after an opening ``<think>``. ``opened``: the
+    prompt itself ended with ``<think>`` (so did the model), and a text without ``</think>`` is
+    all reasoning (cut off while thinking).
 
     Example:
         >>> split_reasoning("<think>\\nadd them\\n</think>\\n\\n5")
         ('add them', '5')
         >>> split_reasoning("5"), split_reasoning("<think>\\nadd", partial=True)
         ((None, '5'), (None, ''))
+        >>> split_reasoning("\\nadd them", opened=True)
+        ('add them', '')
     """
     end = text.find(THINK_END)
     if end >= 0:
@@ -341,8 +354,11 @@ def split_reasoning(text: str, *, partial: bool = False) -> tuple[Optional[str],
             head = head[len(THINK_START):]
         return head.strip("\n"), text[end + len(THINK_END):].lstrip("\n")
     head = text.lstrip()
-    if partial and head and (head.startswith(THINK_START) or THINK_START.startswith(head)):
+    if partial and (opened or (head and (head.startswith(THINK_START)
+                                         or THINK_START.startswith(head)))):
         return None, ""
+    if opened:
+        return text.strip("\n"), ""
     return None, text
 
 

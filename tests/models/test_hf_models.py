@@ -83,6 +83,19 @@ def test_train_refuses_a_missing_hub_model_before_anything_starts(hf_home, tmp_p
     assert "'acme/absent' is not in the Hugging Face cache" in proc.stderr
     assert "job ft-" not in proc.stdout + proc.stderr  # no banner
     assert not out.exists() and not (tmp_path / "runs").exists()  # no run directory
+    # a model of a family without a known tool-call parser: refused as early
+    import shutil
+
+    odd = tmp_path / "odd-family"
+    shutil.copytree(resolve_model(REPO), odd)
+    cfg = json.loads((odd / "config.json").read_text())
+    (odd / "config.json").unlink()  # a link into the cache's blobs: replace, do not write
+    (odd / "config.json").write_text(json.dumps({**cfg, "model_type": "gemma3",
+                                                 "architectures": ["Gemma3ForCausalLM"]}))
+    proc = _rltune("train", "-c", str(_job_yaml(tmp_path, str(odd))), "-O", str(out), "-q",
+                   cwd=tmp_path)
+    assert proc.returncode == 2 and "no tool-call parser is known" in proc.stderr, proc.stderr
+    assert not out.exists()
 
 
 def test_chat_template_kwargs_key_validates():

@@ -254,3 +254,19 @@ def test_a_template_that_opens_the_think_block_itself():
     assert split_reasoning("\nweigh it\n</think>\n\nok", opened=True) == ("weigh it", "ok")
     assert split_reasoning("\nweigh it", opened=True, partial=True) == (None, "")
     assert split_reasoning("\nweigh it", opened=True) == ("weigh it", "")
+
+
+async def test_the_job_key_reaches_the_training_gateway(hf_home, tmp_path):
+    """model.chat_template_kwargs of a job: the runtime's policy gateway renders with them."""
+    from rltune.config import JobConfig
+    from rltune.gateway.protocol import ChatCompletionRequest
+    from rltune.trainer.runtime import TrainingRuntime
+
+    job = JobConfig.load_from_dict({"model": {"name": REPO, "chat_template_kwargs": {
+        "enable_thinking": False}}})
+    async with TrainingRuntime(job, job_dir=tmp_path / "job", base_dir=tmp_path, job_id="ft-t",
+                               total_steps=1, log=lambda *a, **k: None) as rt:
+        p = rt.gateway.chat.prepare(ChatCompletionRequest(
+            messages=[{"role": "user", "content": "hi"}]))
+        assert rt.tokenizer.decode(p.prompt_ids).endswith(
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n")

@@ -1,6 +1,8 @@
 # Every target creates .venv on first use. torch is installed first and pinned exactly
-# (torch==2.13.0, the CPU wheel) so that no other package can pull a CUDA build.
+# (TORCH_CPU, the CPU wheel) so that no other package can pull a CUDA build: pyproject.toml only
+# has a floor (torch>=2.6), which the installed wheel satisfies, so pip keeps it.
 PY ?= python3
+TORCH_CPU := torch==2.13.0
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -10,7 +12,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet $(TORCH_CPU)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
@@ -49,7 +51,7 @@ MIN_TESTS := tests/engine tests/trainer/test_update.py tests/trainer/test_update
 $(MIN_STAMP): pyproject.toml .ci/min_pins.py
 	test -x $(MIN_BIN)/python || $(PY) -m venv $(MIN_VENV)
 	$(MIN_BIN)/python -m pip install --quiet --upgrade pip
-	$(MIN_BIN)/python -c "import torch" 2>/dev/null || $(MIN_BIN)/pip install --quiet torch==2.13.0
+	$(MIN_BIN)/python -c "import torch" 2>/dev/null || $(MIN_BIN)/pip install --quiet $(TORCH_CPU)
 	pins="$$($(MIN_BIN)/python .ci/min_pins.py transformers tokenizers peft)" && echo "min pins: $$pins" \
 	  && eval "$(MIN_BIN)/pip install --quiet -e '.[train]' $$pins"
 	$(MIN_BIN)/pip check

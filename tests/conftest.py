@@ -3,6 +3,8 @@
 * ``tiny_model_dir`` — untrained ~0.1M-parameter Qwen2 + tokenizer + chat template, saved once
   per session (about 2 s). Load it with ``AutoModelForCausalLM.from_pretrained(dir)`` and
   ``rltune.models.load_tokenizer(dir)``.
+* ``hf_standin_dir`` / ``hf_home`` — a Qwen-style model rltune did not build, as a directory
+  and as the hub id ``acme/qwen-standin`` in an offline, pre-filled HF cache.
 * ``nano_model_dir`` — the warm-started ~0.8M ``nano`` calculator agent, built once per session
   into a session-temporary RLTUNE_HOME (1-2 min on 2 cores), shared by every test that asks.
 """
@@ -33,6 +35,29 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tmp_path_factory.mktemp("models") / "tiny",
         meta={"size": "tiny", "seed": 0, "trained": False},
     )
+
+
+@pytest.fixture(scope="session")
+def hf_standin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A foreign (not rltune-built) Qwen-style model directory: see tests/hf_standin.py."""
+    from hf_standin import build_standin
+
+    return build_standin(tmp_path_factory.mktemp("hf") / "qwen-standin")
+
+
+@pytest.fixture
+def hf_home(tmp_path, monkeypatch, hf_standin_dir) -> Path:
+    """An offline HF_HOME whose hub cache holds the stand-in as ``acme/qwen-standin`` (and an
+    empty RLTUNE_HOME)."""
+    from hf_standin import fill_hf_cache
+
+    home = tmp_path / "hf"
+    fill_hf_cache(home, "acme/qwen-standin", hf_standin_dir)
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path / "rltune"))
+    return home
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import time
 import openai
 import pytest
 
-from rltune.cli.serve_cmd import resolve_model_path
+from rltune.paths import resolve_model as resolve_model_path
 from rltune.sdk.errors import NotFoundError
 
 
@@ -52,3 +52,14 @@ def test_serve_process_answers_with_key(tmp_path, tiny_model_dir):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_serve_refuses_bad_chat_template_kwargs_before_loading(tiny_model_dir):
+    from typer.testing import CliRunner
+
+    from rltune.cli.main import app
+
+    result = CliRunner().invoke(app, ["serve", str(tiny_model_dir),
+                                      "--chat-template-kwargs", "[1]"])
+    assert result.exit_code == 2
+    assert "--chat-template-kwargs is not a JSON object: [1]" in result.output

@@ -81,6 +81,21 @@ def test_llama3_python_tag_and_arguments_key():
     assert calls(LLAMA.parse('{"name": "now", "parameters": {}}')) == [("now", {})]
 
 
+def test_llama3_2_type_function_key_first():
+    # Llama 3.2 1B/3B frequently put "type": "function" before the name (as in the tool
+    # schema they were shown); vLLM's llama3_json parser accepts it too.
+    text = '{"type": "function", "name": "get_weather", "parameters": {"city": "Paris"}}'
+    for variant in (text, text.replace('": ', '":').replace(", ", ","),
+                    "<|python_tag|>" + text, "Checking.\n" + text):
+        out = LLAMA.parse(variant)
+        assert out.error is None and calls(out) == [("get_weather", {"city": "Paris"})], variant
+    assert LLAMA.parse("Checking.\n" + text).content == "Checking."
+    for plain in ('{"type": "object"}', '{"type": "function"} is a schema'):
+        assert LLAMA.parse(plain).content == plain and LLAMA.parse(plain).error is None
+        assert_streams_cleanly(LLAMA, plain)
+    assert_streams_cleanly(LLAMA, "Checking.\n" + text)
+
+
 def test_llama3_several_calls_separated_by_semicolons_or_newlines():
     a = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
     b = '{"name": "get_weather", "parameters": {"city": "Tokyo"}}'

@@ -38,6 +38,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Open the web console (jobs, metrics, trajectories, logs, checkpoints)."""
         from rltune.client import discovery
+        from rltune.paths import server_home
 
         base = discovery.base_url(url)
         if not discovery.is_up(base):
@@ -56,7 +57,7 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(1) from None
         page = console_url(base)
         typer.echo(f"rltune console: {page}")
-        key_file = discovery.home() / "server" / "admin.key"
+        key_file = server_home() / "admin.key"
         if show_key:
             key = discovery.api_key(required=False)
             typer.echo(f"API key: {key}" if key else "no local API key found")

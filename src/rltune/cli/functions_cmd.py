@@ -77,11 +77,11 @@ def serve(
             "--host", host, "--port", str(port), "--concurrency", str(concurrency),
             "--queue-size", str(queue_size)] + (["--timeout", str(timeout)] if timeout else [])
     if build_venv:
-        from rltune.functions.registry import rltune_home
         from rltune.functions.requirements import ensure_venv
+        from rltune.paths import functions_home
 
         try:
-            python = ensure_venv(workspace, rltune_home() / "functions" / "venvs")
+            python = ensure_venv(workspace, functions_home() / "venvs")
         except RltuneError as exc:
             _fail(exc)
         os.execv(str(python), [str(python), "-m", "rltune.functions.worker", *args])

@@ -7,8 +7,9 @@ import os
 
 import typer
 
-# No model hub is ever contacted implicitly: models are local paths or built by rltune.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The Hugging Face hub is contacted only to download a hub id (org/name) that a job or command
+# names and the HF cache lacks (rltune.paths.resolve_model); every load after that is from a
+# local directory. HF_HUB_OFFLINE=1 turns downloads off: a missing model is then an error.
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 app = typer.Typer(
@@ -21,7 +22,7 @@ app = typer.Typer(
 # (module, attribute): each module defines ``register(app)`` that adds its commands. Importing
 # lazily keeps `rltune --help` fast and lets each group pull heavy imports only when it runs.
 _GROUPS = ("models_cmd", "functions_cmd", "serve_cmd", "train_cmd", "init_cmd", "server_cmd",
-           "rl_cmd", "console_cmd")
+           "rl_cmd", "console_cmd", "doctor_cmd")
 
 
 def _register_groups() -> None:

@@ -9,37 +9,18 @@ Example::
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 
-def resolve_model_path(spec: str) -> Path:
-    """A model directory from a path or a name under ``$RLTUNE_HOME/models``."""
-    path = Path(spec).expanduser()
-    if (path / "config.json").is_file():
-        return path
-    home = Path(os.environ.get("RLTUNE_HOME", "~/.rltune")).expanduser()
-    named = home / "models" / spec
-    if (named / "config.json").is_file():
-        return named
-    known = sorted(p.name for p in (home / "models").glob("*") if (p / "config.json").is_file())
-    from rltune.sdk.errors import NotFoundError
-
-    raise NotFoundError(
-        f"no model at {spec!r}: not a model directory, and not a name under {home / 'models'}",
-        where="MODEL", hint=("known names: " + ", ".join(known)) if known else
-        "pass a directory saved with save_pretrained, or build the demo model with "
-        "`rltune models build-demo`")
-
-
 def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve(
-        model: str = typer.Argument(..., help="model directory, or a name under "
-                                    "$RLTUNE_HOME/models"),
+        model: str = typer.Argument(..., help="model directory, a name under "
+                                    "$RLTUNE_HOME/models, a demo size or a hub id "
+                                    "(org/name)"),
         host: str = typer.Option("127.0.0.1", help="interface to bind"),
         port: int = typer.Option(8000, help="port (0 picks a free one)"),
         api_key: Optional[str] = typer.Option(
@@ -53,27 +34,48 @@ def register(app: typer.Typer) -> None:
         tool_parser: Optional[str] = typer.Option(
             None, help="tool-call parser: hermes, llama3_json, mistral or qwen3_coder "
             "(default: from the model's config.json model_type)"),
+        chat_template_kwargs: Optional[str] = typer.Option(
+            None, help='JSON object for the chat template, e.g. \'{"enable_thinking": false}\''),
     ) -> None:
         """Serve a saved model through rltune's gateway (OpenAI chat completions, tools)."""
         import asyncio
 
         from rltune.gateway.toolcalls import parser_name_for_model_dir
+        from rltune.paths import resolve_model
         from rltune.sdk.errors import RltuneError
 
         try:
-            path = resolve_model_path(model)
+            path = resolve_model(model, what="MODEL")
             # an unknown parser or model family fails here, before the weights load
             parser = parser_name_for_model_dir(path, tool_parser)
+            template_kwargs = _json_object(chat_template_kwargs)
         except RltuneError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         asyncio.run(_serve(path, host, port, api_key, threads, max_batch_size, device, dtype,
-                           served_name, parser))
+                           served_name, parser, template_kwargs))
+
+
+def _json_object(text: Optional[str]) -> dict:
+    import json
+
+    from rltune.sdk.errors import ValidationError
+
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        value = exc
+    if not isinstance(value, dict):
+        raise ValidationError(f"--chat-template-kwargs is not a JSON object: {text}",
+                              where="--chat-template-kwargs",
+                              hint='e.g. --chat-template-kwargs \'{"enable_thinking": false}\'')
+    return value
 
 
 async def _serve(path: Path, host: str, port: int, api_key: Optional[str], threads: int,
                  max_batch_size: int, device: str, dtype: str,
-                 served_name: Optional[str], tool_parser: Optional[str] = None) -> None:
+                 served_name: Optional[str], tool_parser: Optional[str] = None,
+                 chat_template_kwargs: Optional[dict] = None) -> None:
     from rltune.engine.transformers_engine import TransformersEngine
     from rltune.gateway.server import Gateway
 
@@ -82,7 +84,8 @@ async def _serve(path: Path, host: str, port: int, api_key: Optional[str], threa
         model_name=served_name or path.name)
     gw = await Gateway.start(engine, host=host, port=port,
                              static_keys=(api_key,) if api_key else (),
-                             open_access=not api_key, tool_parser=tool_parser)
+                             open_access=not api_key, tool_parser=tool_parser,
+                             chat_template_kwargs=chat_template_kwargs)
     auth = "bearer key required" if api_key else "open: no api key required"
     typer.echo(f"serving {gw.model_name} at {gw.base_url} ({auth})", err=False)
     try:

@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from rltune.paths import server_home
+
 server_app = typer.Typer(help="Run the job server (REST API, scheduler, store).",
                          no_args_is_help=True)
 
@@ -45,7 +47,7 @@ def start(
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(1) from None
     typer.echo(f"rltune server running at {url}")
-    typer.echo(f"admin key: {discovery.home() / 'server' / 'admin.key'}")
+    typer.echo(f"admin key: {server_home() / 'admin.key'}")
 
 
 @server_app.command("stop")
@@ -60,7 +62,7 @@ def stop(timeout: float = typer.Option(20.0, help="seconds to wait")) -> None:
     try:
         os.kill(int(info["pid"]), signal.SIGTERM)
     except ProcessLookupError:
-        (discovery.home() / "server" / "server.json").unlink(missing_ok=True)
+        (server_home() / "server.json").unlink(missing_ok=True)
         typer.echo("no local server is running (removed a stale server.json)")
         return
     deadline = time.monotonic() + timeout

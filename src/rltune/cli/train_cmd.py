@@ -46,6 +46,11 @@ def train(
         typer.secho(f"error: {err}", fg="red", err=True)
         raise typer.Exit(2) from err
     base_dir = config.resolve().parent
+    try:  # before anything starts: no banner, no run directory for a model that is not there
+        _prepare_models(job)
+    except RltuneError as err:
+        typer.secho(f"error: {err}", fg="red", err=True)
+        raise typer.Exit(2) from err
     job_id = f"ft-{secrets.token_hex(6)}"
     job_dir = (output_dir or base_dir / "runs" / job_id).resolve()
     started = time.monotonic()
@@ -60,6 +65,23 @@ def train(
     typer.echo(json.dumps(summary, indent=2, default=str))
     typer.echo(f"outputs: {job_dir}")
     typer.secho(summary_line(summary, time.monotonic() - started), bold=True)
+
+
+def _prepare_models(job) -> None:
+    """Resolve the job's models, download a hub id that is not cached (a demo size still
+    builds inside the run, where its progress is logged), and check that the policy's
+    tool-call parser is known."""
+    from rltune.gateway.toolcalls import parser_name_for_model_dir
+    from rltune.paths import check_model, download_snapshot
+
+    for what, spec in job.model_specs().items():
+        source = check_model(spec, what=what)
+        path = source.path
+        if source.kind == "hub" and path is None:
+            typer.echo(f"downloading {spec} from the Hugging Face hub …", err=True)
+            path = download_snapshot(spec)
+        if what == "model.name" and path is not None:
+            parser_name_for_model_dir(path, job.model.tool_call_parser)
 
 
 def summary_line(summary: dict, seconds: float) -> str:

@@ -11,21 +11,17 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Optional
 
+from rltune.paths import server_home
 from rltune.sdk.errors import AuthError, RltuneError
 
 DEFAULT_URL = "http://127.0.0.1:8600"
 
 
-def home() -> Path:
-    return Path(os.environ.get("RLTUNE_HOME") or Path.home() / ".rltune").expanduser()
-
-
 def local_server_info() -> Optional[dict]:
     try:
-        return json.loads((home() / "server" / "server.json").read_text())
+        return json.loads((server_home() / "server.json").read_text())
     except (OSError, json.JSONDecodeError):
         return None
 
@@ -44,7 +40,7 @@ def api_key(explicit: Optional[str] = None, *, required: bool = True) -> Optiona
         return explicit
     if os.environ.get("RLTUNE_API_KEY"):
         return os.environ["RLTUNE_API_KEY"]
-    path = home() / "server" / "admin.key"
+    path = server_home() / "admin.key"
     if path.is_file():
         return path.read_text().strip()
     if required:
@@ -66,7 +62,7 @@ def is_up(url: str, timeout: float = 1.0) -> bool:
 def start_local_server(port: int = 8600, host: str = "127.0.0.1", wait: float = 60.0,
                        extra_args: Optional[list[str]] = None) -> str:
     """Start ``python -m rltune.server`` detached; return its URL once /health answers."""
-    server_dir = home() / "server"
+    server_dir = server_home()
     server_dir.mkdir(parents=True, exist_ok=True)
     info_path = server_dir / "server.json"
     info_path.unlink(missing_ok=True)

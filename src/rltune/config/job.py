@@ -48,20 +48,42 @@ from rltune.config.hyperparams import HyperParameters
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
 from rltune.sdk.errors import ConfigError, DatasetError
 
+#: Arguments of ``apply_chat_template`` the gateway sets itself.
+RESERVED_TEMPLATE_KWARGS = frozenset({"messages", "conversation", "tools", "documents",
+                                      "tokenize", "add_generation_prompt", "chat_template",
+                                      "continue_final_message", "return_dict"})
+
 #: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls.BUILTIN_PARSERS``).
 ToolCallParserName = Literal["hermes", "llama3_json", "mistral", "qwen3_coder"]
 
 
 class FoundationModel(StrictModel):
-    """The base model: a name from ``rltune models``, a local path, or a hub id.
+    """The base model: a name from ``rltune models``, a local path, or a hub id
+    (``Qwen/Qwen2.5-0.5B-Instruct``; resolved by ``rltune.paths.resolve_model``).
 
     ``tool_call_parser`` says how the gateway reads the model's tool calls; unset, it follows
     the model's ``config.model_type`` (Qwen → hermes, Llama → llama3_json, Mistral → mistral).
     Qwen3-Coder needs ``qwen3_coder``.
+
+    ``chat_template_kwargs`` are passed to the tokenizer's chat template on every policy call
+    (e.g. ``{enable_thinking: false}`` for Qwen3); a request's own ``chat_template_kwargs``
+    (``extra_body``) override them key by key.
     """
 
     name: Optional[str] = None
     tool_call_parser: Optional[ToolCallParserName] = None
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("chat_template_kwargs")
+    @classmethod
+    def _template_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # these are apply_chat_template's own arguments, set by the gateway per request
+        taken = sorted(set(value) & RESERVED_TEMPLATE_KWARGS)
+        if taken:
+            raise PydanticCustomError(
+                "reserved", "{keys} are set by the gateway, not by chat_template_kwargs",
+                {"keys": ", ".join(taken)})
+        return value
 
 
 class Observability(StrictModel):
@@ -178,6 +200,14 @@ class JobConfig(StrictModel):
         return self
 
     # ---- views the trainer reads ----
+    def model_specs(self) -> dict[str, str]:
+        """The models this job loads, by config field: ``model.name`` and, for on-policy
+        distillation, ``teacher_model``."""
+        specs = {"model.name": self.model.name or ""}
+        if self.training.type is TrainingType.PG_OPD and self.teacher_model:
+            specs["teacher_model"] = self.teacher_model
+        return specs
+
     @property
     def hyper_parameters(self) -> HyperParameters:
         return self.training.hyper_parameters

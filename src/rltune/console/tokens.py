@@ -20,17 +20,18 @@ from typing import Any, Optional
 
 
 def tokenizer_dir(model: Optional[str], home: Optional[str | Path] = None) -> Optional[Path]:
-    """The folder holding ``tokenizer.json`` for a job's ``model.name`` (a path or a name
-    under ``$RLTUNE_HOME/models``); None when there is none (never builds a model)."""
+    """The folder holding ``tokenizer.json`` for a job's ``model.name`` (see
+    ``rltune.paths.check_model``); None when there is none (never builds or downloads)."""
     if not model:
         return None
-    path = Path(model).expanduser()
-    if (path / "tokenizer.json").is_file():
-        return path
-    from rltune.models.registry import models_home
+    from rltune.paths import check_model
+    from rltune.sdk.errors import RltuneError
 
-    named = models_home(home) / str(model)
-    return named if (named / "tokenizer.json").is_file() else None
+    try:
+        path = check_model(str(model), home).path
+    except RltuneError:
+        return None
+    return path if path is not None and (path / "tokenizer.json").is_file() else None
 
 
 @lru_cache(maxsize=8)

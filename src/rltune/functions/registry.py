@@ -38,17 +38,13 @@ from pydantic import BaseModel
 from rltune._process import pid_alive
 from rltune.functions.archive import extract_archive, zip_workspace
 from rltune.functions.spec import FunctionComponentRuntime, FunctionComponentSpec
+from rltune.paths import functions_home
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import NotFoundError
 from rltune.sdk.loader import parse_classpath
 
 PREFIX = {FunctionType.ROLLOUT: "ro", FunctionType.REWARD: "rw",
           FunctionType.GROUP_REWARD: "grw"}
-
-
-def rltune_home() -> Path:
-    """``$RLTUNE_HOME`` or ``~/.rltune``."""
-    return Path(os.environ.get("RLTUNE_HOME") or Path.home() / ".rltune").expanduser()
 
 
 class FunctionEntity(BaseModel):
@@ -99,7 +95,7 @@ class FunctionRegistry:
     """Register workspaces as function entities and load them as instances."""
 
     def __init__(self, home: str | Path | None = None):
-        self.root = Path(home or rltune_home()) / "functions"
+        self.root = functions_home(home)
 
     def _dir(self, name: str) -> Path:
         path = self.root / name

@@ -4,6 +4,12 @@ Prompts are rendered with the model's own chat template (tools included) and tok
 those ids go to the engine and into the capture, so the trainer sees exactly what the model saw.
 ``tool_choice="required"`` (or a named function) appends the parser's forced prefix (e.g.
 ``<tool_call>\\n``) to the prompt: those tokens are part of the prompt, not sampled.
+
+``chat_template_kwargs`` (the job's ``model.chat_template_kwargs``, then the request's own,
+vLLM-style, key by key) go to the template, e.g. ``enable_thinking`` for Qwen3. For a template
+that knows ``<think>`` blocks, the text before ``</think>`` becomes ``reasoning_content``; the
+completion's token ids (which the trainer sees) keep all of it, and a client that sends the
+message back with its ``reasoning_content`` gets it rendered by the template again.
 """
 
 from __future__ import annotations
@@ -44,15 +50,20 @@ class Prepared:
     sampling: SamplingParams
     parse_tools: bool
     started: float = field(default_factory=time.perf_counter)
+    #: the rendered prompt ends inside an open ``<think>`` (templates that open it themselves)
+    thinking: bool = False
 
 
 class ChatService:
     """Turns OpenAI chat requests into engine calls and engine output into OpenAI responses."""
 
-    def __init__(self, engine: Engine, parser: ToolParser, *, model_name: Optional[str] = None):
+    def __init__(self, engine: Engine, parser: ToolParser, *, model_name: Optional[str] = None,
+                 chat_template_kwargs: Optional[dict[str, Any]] = None):
         self.engine = engine
         self.tok = engine.tokenizer
         self.parser = parser
+        self.template_kwargs = dict(chat_template_kwargs or {})
+        self.reasoning = _template_thinks(self.tok)
         parser.bind(self.tok)
         # special tokens of the parser's markup (Mistral's [TOOL_CALLS]) survive decoding
         self.marker_ids = special_token_ids(self.tok, parser.markers)
@@ -86,9 +97,10 @@ class ChatService:
         elif choice == "required":
             raise ValidationError('tool_choice "required" needs a non-empty tools list',
                                   where="tool_choice", hint="pass tools or use auto")
+        kwargs = {**self.template_kwargs, **_request_template_kwargs(req)}
         try:
             text = self.tok.apply_chat_template(messages, tools=tools, tokenize=False,
-                                                add_generation_prompt=True)
+                                                add_generation_prompt=True, **kwargs)
         except Exception as exc:  # jinja errors carry the template's own message
             raise ValidationError(f"the chat template rejected the messages: {exc}",
                                   where="messages", hint="check roles and message order") from exc
@@ -111,7 +123,9 @@ class ChatService:
             ignore_eos=req.ignore_eos, seed=req.seed, n=req.n,
             top_logprobs=(req.top_logprobs or 0) if req.logprobs else 0)
         return Prepared(req, messages, tools, prefix, prompt_ids, sampling,
-                        parse_tools=bool(tools) and choice != "none")
+                        parse_tools=bool(tools) and choice != "none",
+                        thinking=self.reasoning and not prefix
+                        and (text.rstrip().endswith(THINK_START)))
 
     def _tokenize(self, text: str, history: Sequence[CapturedCall]) -> list[int]:
         """Tokenize a rendered prompt, reusing the exact ids of an earlier call it continues.
@@ -156,12 +170,20 @@ class ChatService:
     def text_of(self, p: Prepared, c: Completion) -> str:
         return _cut_at_stop(self.decode(c.completion_ids), p.sampling.stop)
 
+    def split(self, p: Prepared, text: str, *, partial: bool = False
+              ) -> tuple[Optional[str], str]:
+        """(reasoning, the rest) of a completion's text; see :func:`split_reasoning`."""
+        if not self.reasoning:
+            return None, text
+        return split_reasoning(text, partial=partial, opened=p.thinking)
+
     def parse(self, p: Prepared, c: Completion) -> tuple[ParsedOutput, str]:
         """Parse one completion; returns the parsed output and the OpenAI finish reason."""
-        text = p.prefix + self.text_of(p, c)
+        reasoning, text = self.split(p, p.prefix + self.text_of(p, c))
         if not p.parse_tools:
-            return ParsedOutput(content=text), c.finish_reason
+            return ParsedOutput(content=text, reasoning=reasoning), c.finish_reason
         out = self.parser.parse(text)
+        out.reasoning = reasoning
         if out.error is not None:
             self.stats["malformed_tool_calls"] += 1
         if out.tool_calls:
@@ -219,6 +241,7 @@ class ChatService:
         n = p.sampling.n
         ids: list[list[int]] = [[] for _ in range(n)]
         sent = [0] * n
+        thought = [False] * n  # reasoning_content sent
         done: dict[int, Completion] = {}
         for i in range(n):
             yield {**base, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""},
@@ -228,7 +251,13 @@ class ChatService:
             i = d.index
             ids[i].extend(d.token_ids)
             if d.finished is None:
-                text = p.prefix + _cut_at_stop(self.decode(ids[i]), p.sampling.stop)
+                reasoning, text = self.split(
+                    p, p.prefix + _cut_at_stop(self.decode(ids[i]), p.sampling.stop),
+                    partial=True)
+                if reasoning is not None and not thought[i]:
+                    thought[i] = True
+                    yield {**base, "choices": [{"index": i, "finish_reason": None,
+                                                "delta": {"reasoning_content": reasoning}}]}
                 safe = len(text) - max(longest_stop - 1, 0)
                 if text.endswith("\ufffd"):  # an incomplete UTF-8 character: wait for the rest
                     safe = min(safe, len(text) - 1)
@@ -246,8 +275,10 @@ class ChatService:
             c = done[i] = d.finished
             out, reason = self.parse(p, c)
             delta: dict[str, Any] = {}
+            if out.reasoning is not None and not thought[i]:
+                delta["reasoning_content"] = out.reasoning
             rest = (out.content or "")[sent[i]:] if out.tool_calls else (
-                p.prefix + self.text_of(p, c))[sent[i]:]
+                self.split(p, p.prefix + self.text_of(p, c))[1])[sent[i]:]
             if rest:
                 delta["content"] = rest
             if out.tool_calls:
@@ -290,7 +321,69 @@ def _response_message(out: ParsedOutput) -> ResponseMessage:
               "function": {"name": tc.name, "arguments": tc.arguments}}
              for tc in out.tool_calls] or None
     return ResponseMessage(content=out.content if (out.content or not calls) else None,
-                           tool_calls=calls)
+                           tool_calls=calls, reasoning_content=out.reasoning)
+
+
+THINK_START, THINK_END = "<think>", "</think>"
+
+
+def split_reasoning(text: str, *, partial: bool = False, opened: bool = False
+                    ) -> tuple[Optional[str], str]:
+    """``(reasoning, rest)`` of a reasoning model's output, as Qwen3's template reads it back.
+
+    With a ``</think>``, the reasoning is what precedes it (an opening ``<think>`` dropped,
+    newlines trimmed) and the rest is what follows (leading newlines trimmed), so that
+    ``<think>\\n{reasoning}\\n</think>\\n\\n{rest}`` is the text sampled. Without one,
+    the whole text is content (Qwen3 with ``enable_thinking: false``); ``partial`` (a stream
+    still running) instead holds back everything after an opening ``<think>``. ``opened``: the
+    prompt itself ended with ``<think>`` (so did the model), and a text without ``</think>`` is
+    all reasoning (cut off while thinking).
+
+    Example:
+        >>> split_reasoning("<think>\\nadd them\\n</think>\\n\\n5")
+        ('add them', '5')
+        >>> split_reasoning("5"), split_reasoning("<think>\\nadd", partial=True)
+        ((None, '5'), (None, ''))
+        >>> split_reasoning("\\nadd them", opened=True)
+        ('add them', '')
+    """
+    end = text.find(THINK_END)
+    if end >= 0:
+        head = text[:end].lstrip()
+        if head.startswith(THINK_START):
+            head = head[len(THINK_START):]
+        return head.strip("\n"), text[end + len(THINK_END):].lstrip("\n")
+    head = text.lstrip()
+    if partial and (opened or (head and (head.startswith(THINK_START)
+                                         or THINK_START.startswith(head)))):
+        return None, ""
+    if opened:
+        return text.strip("\n"), ""
+    return None, text
+
+
+def _template_thinks(tok: Any) -> bool:
+    """Whether the chat template knows ``<think>`` blocks (Qwen3, DeepSeek-R1 style)."""
+    template = getattr(tok, "chat_template", None)
+    if isinstance(template, dict):
+        template = " ".join(str(t) for t in template.values())
+    return isinstance(template, str) and THINK_END in template
+
+
+def _request_template_kwargs(req: ChatCompletionRequest) -> dict[str, Any]:
+    """A request's own ``chat_template_kwargs`` (vLLM's ``extra_body`` field), checked."""
+    kwargs = (req.model_extra or {}).get("chat_template_kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise ValidationError("chat_template_kwargs must be an object", where="body",
+                              hint='e.g. {"enable_thinking": false}')
+    from rltune.config.job import RESERVED_TEMPLATE_KWARGS
+
+    taken = sorted(set(kwargs) & RESERVED_TEMPLATE_KWARGS)
+    if taken:
+        raise ValidationError(f"chat_template_kwargs may not set {', '.join(taken)}",
+                              where="chat_template_kwargs",
+                              hint="those are set by the request itself")
+    return kwargs
 
 
 def _template_takes_string_arguments(tok: Any) -> bool:

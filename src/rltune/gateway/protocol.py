@@ -124,6 +124,8 @@ class Usage(BaseModel):
 class ResponseMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     content: Optional[str] = None
+    #: the thinking of a reasoning model (Qwen3's ``<think>`` block), as vLLM returns it
+    reasoning_content: Optional[str] = None
     tool_calls: Optional[list[dict[str, Any]]] = None
 
 

@@ -15,6 +15,7 @@ playground) and registers nothing.
 Tool calls are parsed by the parser of the model's family (``config.model_type``, see
 ``toolcalls.parser_for_model_type``); ``tool_parser="llama3_json"`` (or a ``parser`` instance)
 chooses one explicitly. A family rltune does not know is a ``ConfigError``, not a guess.
+``chat_template_kwargs`` are the template arguments of every call (``chat.py``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Gateway:
     def __init__(self, engine: Engine, *, static_keys: tuple[str, ...] = (),
                  open_access: bool = False, parser: Optional[ToolParser] = None,
                  tool_parser: Optional[str] = None, model_name: Optional[str] = None,
+                 chat_template_kwargs: Optional[dict[str, Any]] = None,
                  max_body_bytes: int = 4 * 1024 * 1024):
         self.engine = engine
         self.model_name = model_name or engine.model_name
@@ -45,7 +47,8 @@ class Gateway:
             parser = parser_for_model_type(getattr(config, "model_type", None),
                                            getattr(config, "architectures", None) or (),
                                            override=tool_parser)
-        self.chat = ChatService(engine, parser, model_name=self.model_name)
+        self.chat = ChatService(engine, parser, model_name=self.model_name,
+                                chat_template_kwargs=chat_template_kwargs)
         self.store = CaptureStore()
         self.static_keys = set(static_keys)
         self.open_access = open_access

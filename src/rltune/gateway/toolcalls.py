@@ -82,6 +82,7 @@ class ParsedOutput:
     content: Optional[str]
     tool_calls: list[ParsedToolCall] = field(default_factory=list)
     error: Optional[str] = None  # why tool-call markup could not be parsed (content kept whole)
+    reasoning: Optional[str] = None  # the <think> block of a reasoning model (chat.py)
 
 
 class ToolParser:
@@ -220,14 +221,17 @@ def _raw_args(body: str, obj: dict, args: dict) -> str:
 class Llama3JsonToolParser(ToolParser):
     """Llama 3.1/3.2/3.3 JSON tool calls: ``{"name": ..., "parameters": {...}}``.
 
-    A call starts at ``<|python_tag|>`` or at a line that opens with ``{"name"``; from there
-    on the text must be calls only, separated by ``;``, spaces or newlines. ``parameters`` and
+    A call starts at ``<|python_tag|>`` or at a line that opens with ``{"name"`` (or with
+    ``{"type": "function", "name"``, as Llama 3.2 1B/3B often write it); from there on the
+    text must be calls only, separated by ``;``, spaces or newlines. ``parameters`` and
     ``arguments`` are both accepted.
     """
 
     name = "llama3_json"
     start = "<|python_tag|>"
-    _open = re.compile(r'\{\s*"name"\s*:')
+    _open = re.compile(r'\{\s*(?:"type"\s*:\s*"function"\s*,\s*)?"name"\s*:')
+    #: how a call's first key can begin (``rest`` of a line after ``{``, spaces squeezed)
+    _heads = ('"name"', '"type": "function", "name"')
     _decoder = json.JSONDecoder()
 
     def _line_starts(self, text: str) -> Iterable[int]:
@@ -254,10 +258,12 @@ class Llama3JsonToolParser(ToolParser):
                 continue
             if self._open.match(text, q):
                 return p
-            if partial:  # '{', '{ "na', '{"name" ': not decided yet
-                rest, key = text[q + 1:].lstrip(), '"name"'
-                if key.startswith(rest) or (rest.startswith(key) and not rest[len(key):].strip()):
-                    return p
+            if partial:  # '{', '{ "na', '{"name" ', '{"type": "fun': not decided yet
+                rest = re.sub(r"\s*([:,])\s*", r"\1 ", text[q + 1:].lstrip())
+                for key in self._heads:
+                    if key.startswith(rest) or (rest.startswith(key)
+                                                and not rest[len(key):].strip()):
+                        return p
         return tag
 
     def holdback(self, text: str) -> int:

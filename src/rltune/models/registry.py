@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -22,18 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from rltune.models.factory import META_FILE, count_parameters, read_meta
-from rltune.models.recipes import RECIPES, recipe_for
+from rltune.models.recipes import recipe_for
 from rltune.models.warmstart import Progress
-from rltune.sdk.errors import BuildError, NotFoundError
+from rltune.paths import models_home, resolve_model, rltune_home
+from rltune.sdk.errors import BuildError
 
-
-def rltune_home(home: str | Path | None = None) -> Path:
-    """``home``, else ``$RLTUNE_HOME``, else ``~/.rltune``."""
-    return Path(home or os.environ.get("RLTUNE_HOME") or Path.home() / ".rltune").expanduser()
-
-
-def models_home(home: str | Path | None = None) -> Path:
-    return rltune_home(home) / "models"
+__all__ = ["ensure_demo_model", "list_models", "model_name", "models_home", "resolve_model",
+           "rltune_home"]
 
 
 def model_name(size: str, seed: int = 0) -> str:
@@ -113,24 +107,6 @@ def ensure_demo_model(
 def _describe(metrics: dict[str, float]) -> str:
     names = ("accuracy", "tool_rate", "tool_accuracy", "direct_accuracy", "format_rate")
     return ", ".join(f"{k} {metrics[k]:.2f}" for k in names if k in metrics) or "no evaluation"
-
-
-def resolve_model(name_or_path: str | Path, home: str | Path | None = None) -> Path:
-    """A model directory from a path, a name under ``models_home()``, or a size to build."""
-    path = Path(name_or_path).expanduser()
-    if (path / "config.json").is_file():
-        return path
-    cached = models_home(home) / str(name_or_path)
-    if (cached / "config.json").is_file():
-        return cached
-    if str(name_or_path) in RECIPES:
-        return ensure_demo_model(str(name_or_path), home=home)
-    raise NotFoundError(
-        f"no model {str(name_or_path)!r}",
-        where=str(name_or_path),
-        hint=f"pass a model directory, a name under {models_home(home)}, "
-        f"or a size to build ({', '.join(RECIPES)})",
-    )
 
 
 def list_models(home: str | Path | None = None) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.paths import CHECKPOINT_NAME, checkpoints_root
+
 _STEP_FILE = re.compile(r"^step_(\d+)\.jsonl$")
-_CKPT = re.compile(r"^checkpoint-(\d+)$")
 LOG_SOURCES = {"train": "train.log", "process": "process.log"}
 
 
@@ -119,11 +120,11 @@ def filter_trajectories(records: list[dict[str, Any]], *, min_reward: Optional[f
 
 def list_checkpoints(job_dir: Path) -> list[dict[str, Any]]:
     """Complete checkpoints (those with ``trainer_state.json``), oldest first."""
-    root = job_dir / "checkpoints"
+    root = checkpoints_root(job_dir)
     found = []
     if root.is_dir():
         for p in root.iterdir():
-            m = _CKPT.match(p.name)
+            m = CHECKPOINT_NAME.match(p.name)
             state_file = p / "trainer_state.json"
             if not (m and p.is_dir() and state_file.is_file()):
                 continue

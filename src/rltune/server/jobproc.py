@@ -68,7 +68,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--resume", default=None, help="checkpoint folder to continue from")
     args = parser.parse_args(argv)
     job_dir = args.job_dir.resolve()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         summary = asyncio.run(_run(job_dir, args.resume))
     except (asyncio.CancelledError, KeyboardInterrupt):

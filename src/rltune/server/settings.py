@@ -8,12 +8,9 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
+from rltune.paths import rltune_home, server_home
+
 DEFAULT_PORT = 8600
-
-
-def rltune_home() -> Path:
-    """``$RLTUNE_HOME`` or ``~/.rltune``."""
-    return Path(os.environ.get("RLTUNE_HOME") or Path.home() / ".rltune").expanduser()
 
 
 class ServerSettings(BaseModel):
@@ -38,7 +35,7 @@ class ServerSettings(BaseModel):
 
     @property
     def server_dir(self) -> Path:
-        return Path(self.home) / "server"
+        return server_home(self.home)
 
     @property
     def db_url(self) -> str:

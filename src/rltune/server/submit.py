@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from rltune.config import JobConfig, load_job_config_text
 from rltune.config.datasets import DataSourceType
+from rltune.paths import check_model
 from rltune.sdk.errors import ConfigError, NotFoundError
 from rltune.server.context import ServerContext
 
@@ -83,6 +84,8 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
         for k in ("instance_id", "instance_url", "instance_token", "instance_status"):
             fixed.pop(k, None)
         functions.append(fixed)
+    for what, spec in job.model_specs().items():
+        check_model(spec, what=what)  # unknown, or a hub id not cached while offline
     data.update(datasets=datasets, functions=functions)
     data.pop("workspace_dir", None)
     return JobConfig.load_from_dict(data), facts

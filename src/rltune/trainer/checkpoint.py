@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import shutil
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
 
+from rltune.paths import CHECKPOINT_NAME
 from rltune.sdk.errors import ValidationError
 from rltune.trainer.lora import is_lora, load_adapter, save_lora
-
-_NAME = re.compile(r"^checkpoint-(\d+)$")
 
 
 def list_checkpoints(root: str | Path) -> list[Path]:
@@ -43,8 +41,8 @@ def list_checkpoints(root: str | Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in root.iterdir()
-             if p.is_dir() and (m := _NAME.match(p.name)) and (p / "trainer_state.json").exists()]
+    found = [(int(m.group(1)), p) for p in root.iterdir() if p.is_dir()
+             and (m := CHECKPOINT_NAME.match(p.name)) and (p / "trainer_state.json").exists()]
     return [p for _, p in sorted(found)]
 
 

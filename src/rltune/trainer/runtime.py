@@ -43,12 +43,10 @@ from rltune.trainer.update import PolicyUpdater
 
 
 def resolve_model_path(name: str) -> Path:
-    """A model directory from a path, a name under ``$RLTUNE_HOME/models``, or a demo size."""
-    if name and (Path(name).expanduser() / "config.json").is_file():
-        return Path(name).expanduser().resolve()
-    from rltune.models import resolve_model
+    """The model directory for a job's model spec (``rltune.paths.resolve_model``)."""
+    from rltune.paths import resolve_model
 
-    return Path(resolve_model(name))
+    return resolve_model(name)
 
 
 def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
@@ -135,7 +133,9 @@ class TrainingRuntime:
         self.tokenizer = self.engine.tokenizer
         self.teacher = self._load_teacher() if self.config.training.type is \
             TrainingType.PG_OPD else None
-        self.gateway = await Gateway.start(self.engine, tool_parser=parser)
+        self.gateway = await Gateway.start(
+            self.engine, tool_parser=parser,
+            chat_template_kwargs=self.config.model.chat_template_kwargs)
         self._closers.append(self.gateway.stop)
         self.log(f"policy gateway at {self.gateway.base_url}, model {self.model_path}, "
                  f"tool-call parser {parser}")

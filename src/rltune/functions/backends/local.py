@@ -138,10 +138,10 @@ class LocalProcessBackend(WorkerBackend):
         log_path = self.log_dir / f"{worker_id}.log"
         python = spec.python or sys.executable
         if spec.build_venv and not spec.python:
-            from rltune.functions.registry import rltune_home
             from rltune.functions.requirements import ensure_venv
+            from rltune.paths import functions_home
 
-            venvs = rltune_home() / "functions" / "venvs"
+            venvs = functions_home() / "venvs"
             python = str(await asyncio.to_thread(ensure_venv, spec.workspace, venvs))
         cmd = [
             python, "-m", "rltune.functions.worker",

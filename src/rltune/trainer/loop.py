@@ -146,10 +146,12 @@ class Trainer:
         metrics["timing/s/rollout"] = t_rollout
         metrics["train/sampling_rounds"] = float(rounds)
         if trainable:
+            await self.rt.engine.sleep()  # vLLM on a shared GPU frees its memory; else no-op
             update = await self.rt.updater.aupdate(trainable)
             metrics.update(update)
             t_sync = time.perf_counter()
             await self.rt.sync_weights()
+            await self.rt.engine.wake_up()
             metrics["timing/s/sync"] = time.perf_counter() - t_sync
         else:
             self.sink.log(

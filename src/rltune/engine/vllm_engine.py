@@ -261,10 +261,7 @@ class VLLMEngine(Engine):
         if not self.sleep_mode:
             return False
         await self.pause()
-        with self._lock:
-            self._llm.reset_prefix_cache()
-            self._llm.sleep(level=1)
-            self._asleep = True
+        await asyncio.to_thread(self._sleep)
         return True
 
     async def wake_up(self) -> None:
@@ -428,6 +425,12 @@ class VLLMEngine(Engine):
             self._llm.collective_rpc(load)
             self._llm.reset_prefix_cache()
             self._version += 1
+
+    def _sleep(self) -> None:
+        with self._lock:
+            self._llm.reset_prefix_cache()  # stale cached blocks after wake-up garble outputs
+            self._llm.sleep(level=1)
+            self._asleep = True
 
     def _wake(self) -> None:
         with self._lock:

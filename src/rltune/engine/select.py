@@ -7,7 +7,8 @@ chosen engine cannot honour is refused here, naming the key:
   built-in engine has no memory pool to size, and vLLM's CPU backend sizes its KV cache from
   ``VLLM_CPU_KVCACHE_SPACE`` (GiB), so both refuse it.
 * Sleep mode (free the KV cache and offload weights while the trainer updates) is on when the
-  vLLM engine shares a CUDA device with the trainer, and unavailable elsewhere.
+  vLLM engine shares a CUDA device with the trainer, and unavailable elsewhere; vLLM then takes
+  ``COLOCATED_GPU_MEMORY_UTILIZATION`` of the GPU unless the job sets the key.
 
 Example:
     >>> from rltune.engine.select import ENGINE_NAMES
@@ -23,6 +24,11 @@ from typing import Any, Optional
 from rltune.sdk.errors import ConfigError
 
 ENGINE_NAMES = ("builtin", "vllm")
+
+#: vLLM's share of a GPU it shares with the trainer when the job does not set
+#: ``inference_gpu_memory_utilization`` (vLLM's own default, 0.9, leaves the trainer nothing;
+#: TRL's colocate mode defaults to 0.3 as well).
+COLOCATED_GPU_MEMORY_UTILIZATION = 0.3
 
 
 def check_engine_options(name: str, *, device: Optional[str] = "cpu",
@@ -68,10 +74,13 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
     if name == "vllm":
         from rltune.engine.vllm_engine import VLLMEngine
 
+        shared_gpu = colocated and device.startswith("cuda")
+        if shared_gpu and gpu_memory_utilization is None:
+            gpu_memory_utilization = COLOCATED_GPU_MEMORY_UTILIZATION
         return VLLMEngine.from_pretrained(
             path, device=device, dtype=dtype, model_name=model_name,
             max_batch_size=max_batch_size, gpu_memory_utilization=gpu_memory_utilization,
-            sleep_mode=colocated and device.startswith("cuda"), seed=seed)
+            sleep_mode=shared_gpu, seed=seed)
     from rltune.engine.transformers_engine import TransformersEngine
 
     return TransformersEngine.from_pretrained(path, device=device, dtype=dtype, threads=threads,

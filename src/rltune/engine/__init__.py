@@ -1,6 +1,7 @@
 """Inference engines: token ids in, sampled token ids and log-probs out.
 
-``TransformersEngine`` is the built-in continuous-batching engine; every engine implements
+``TransformersEngine`` is the built-in continuous-batching engine, ``VLLMEngine`` runs vLLM
+in-process (``engine: vllm``); every engine implements
 ``Engine`` so the gateway and trainer do not care which one runs. Importing this package does
 not import torch (engines import it when built).
 """
@@ -25,6 +26,8 @@ __all__ = [
     "TokenDelta",
     "TopLogprob",
     "TransformersEngine",
+    "VLLMEngine",
 ]
 # The engine module pulls torch only when asked for.
-__getattr__ = lazy_getattr(__name__, {"TransformersEngine": "rltune.engine.transformers_engine"})
+__getattr__ = lazy_getattr(__name__, {"TransformersEngine": "rltune.engine.transformers_engine",
+                                      "VLLMEngine": "rltune.engine.vllm_engine"})

@@ -1,4 +1,4 @@
-"""The one interface every inference engine implements (built-in transformers engine, vLLM later).
+"""The one interface every inference engine implements (built-in transformers engine, vLLM).
 
 An engine turns prompt token ids into sampled token ids with log-probs, batches concurrent
 requests itself, and can be paused to swap in new weights between training steps.
@@ -62,6 +62,16 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     async def update_weights(self, weights: Any) -> int:
         """Load a state dict (or copy from a model) into the engine; returns the new version."""
+
+    async def sleep(self) -> bool:
+        """Free accelerator memory for a trainer update; returns whether anything was freed.
+
+        Engines without a sleep mode (the built-in one, vLLM on CPU) do nothing.
+        """
+        return False
+
+    async def wake_up(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Undo :meth:`sleep` (a no-op when the engine does not sleep)."""
 
     @abc.abstractmethod
     async def close(self) -> None:

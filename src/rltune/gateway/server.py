@@ -43,7 +43,9 @@ class Gateway:
         self.engine = engine
         self.model_name = model_name or engine.model_name
         if parser is None:
-            config = getattr(getattr(engine, "model", None), "config", None)
+            # An HF model's config (built-in engine) or the engine's own (vLLM: no HF model)
+            config = getattr(engine, "model_config", None) or getattr(
+                getattr(engine, "model", None), "config", None)
             parser = parser_for_model_type(getattr(config, "model_type", None),
                                            getattr(config, "architectures", None) or (),
                                            override=tool_parser)

@@ -71,18 +71,21 @@ def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
 
 
 def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> Any:
-    """Start the engine that samples for the job (the built-in one, on the job's device, in
-    the policy's precision)."""
-    from rltune.engine.transformers_engine import TransformersEngine
+    """Start the engine that samples for the job (``engine``: built-in or vLLM), on the job's
+    device, in the policy's precision."""
+    from rltune.engine.select import build_engine as start_engine
 
     hp = config.hyper_parameters
-    return TransformersEngine.from_pretrained(
+    return start_engine(
+        config.engine or "builtin",
         model_path,
         device=str(device),
         dtype=str(weight_dtype(hp)).removeprefix("torch."),
         threads=int(os.environ.get("RLTUNE_TORCH_THREADS", "2")),
         model_name=config.model.name or "policy",
         max_batch_size=max(8, hp.batch_size * hp.n_rollouts),
+        gpu_memory_utilization=hp.inference_gpu_memory_utilization,
+        seed=hp.seed,
     )
 
 

@@ -62,9 +62,11 @@ class StepRunner:
         metrics["timing/s/rollout"] = t_rollout
         metrics["train/sampling_rounds"] = float(rounds)
         if rows:
+            await self.rt.engine.sleep()  # vLLM on a shared GPU frees its memory; else no-op
             metrics.update(await self.rt.updater.aupdate(rows))
             t_sync = time.perf_counter()
             await self.rt.sync_weights()
+            await self.rt.engine.wake_up()
             metrics["timing/s/sync"] = time.perf_counter() - t_sync
         else:
             self.rt.log(f"step {step}: no rollout carried a learning signal; no update",

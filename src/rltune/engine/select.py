@@ -1,0 +1,88 @@
+"""Build the engine a job or ``rltune serve`` asks for: ``builtin`` or ``vllm``.
+
+The one place that maps an engine name and the job's inference keys onto an engine. A key the
+chosen engine cannot honour is refused here, naming the key:
+
+* ``inference_gpu_memory_utilization`` is vLLM's ``gpu_memory_utilization`` on CUDA. The
+  built-in engine has no memory pool to size, and vLLM's CPU backend sizes its KV cache from
+  ``VLLM_CPU_KVCACHE_SPACE`` (GiB), so both refuse it.
+* Sleep mode (free the KV cache and offload weights while the trainer updates) is on when the
+  vLLM engine shares a CUDA device with the trainer, and unavailable elsewhere; vLLM then takes
+  ``COLOCATED_GPU_MEMORY_UTILIZATION`` of the GPU unless the job sets the key.
+
+Example:
+    >>> from rltune.engine.select import ENGINE_NAMES
+    >>> ENGINE_NAMES
+    ('builtin', 'vllm')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from rltune.sdk.errors import ConfigError
+
+ENGINE_NAMES = ("builtin", "vllm")
+
+#: vLLM's share of a GPU it shares with the trainer when the job does not set
+#: ``inference_gpu_memory_utilization`` (vLLM's own default, 0.9, leaves the trainer nothing;
+#: TRL's colocate mode defaults to 0.3 as well).
+COLOCATED_GPU_MEMORY_UTILIZATION = 0.3
+
+
+def check_engine_options(name: str, *, device: Optional[str] = "cpu",
+                         gpu_memory_utilization: Optional[float] = None) -> None:
+    """Refuse an engine name or an inference key the engine cannot honour (before any load).
+
+    ``device=None`` (not known yet, e.g. before the trainer picks one) skips the checks that
+    depend on it.
+    """
+    if name not in ENGINE_NAMES:
+        raise ConfigError(f"unknown engine {name!r}", where="engine",
+                          hint="use one of: " + ", ".join(ENGINE_NAMES))
+    if gpu_memory_utilization is None:
+        pass
+    elif name == "builtin":
+        raise ConfigError(
+            "inference_gpu_memory_utilization is a vLLM setting; the built-in engine has no "
+            "memory pool to size", where="training.hyper_parameters."
+            "inference_gpu_memory_utilization", hint="unset it, or set engine: vllm on a GPU")
+    elif device is not None and not device.startswith("cuda"):
+        raise ConfigError(
+            f"inference_gpu_memory_utilization needs a CUDA device; the vllm engine runs on "
+            f"{device}, where vLLM sizes its KV cache from VLLM_CPU_KVCACHE_SPACE (GiB)",
+            where="training.hyper_parameters.inference_gpu_memory_utilization",
+            hint="unset it and set VLLM_CPU_KVCACHE_SPACE, or run on a GPU")
+    if name == "vllm":
+        from rltune.engine.vllm_support import require_vllm
+
+        require_vllm()
+
+
+def build_engine(name: str, path: str | Path, *, model_name: str, device: str = "cpu",
+                 dtype: str = "float32", threads: int = 2, max_batch_size: int = 64,
+                 gpu_memory_utilization: Optional[float] = None,
+                 colocated: bool = True, seed: int = 0) -> Any:
+    """Start engine ``name`` on the model directory ``path``.
+
+    ``colocated``: the engine shares its device with a trainer (turns vLLM's sleep mode on
+    where the device supports it). ``threads`` is the built-in engine's torch thread count;
+    vLLM's CPU backend takes ``OMP_NUM_THREADS`` instead.
+    """
+    check_engine_options(name, device=device, gpu_memory_utilization=gpu_memory_utilization)
+    if name == "vllm":
+        from rltune.engine.vllm_engine import VLLMEngine
+
+        shared_gpu = colocated and device.startswith("cuda")
+        if shared_gpu and gpu_memory_utilization is None:
+            gpu_memory_utilization = COLOCATED_GPU_MEMORY_UTILIZATION
+        return VLLMEngine.from_pretrained(
+            path, device=device, dtype=dtype, model_name=model_name,
+            max_batch_size=max_batch_size, gpu_memory_utilization=gpu_memory_utilization,
+            sleep_mode=shared_gpu, seed=seed)
+    from rltune.engine.transformers_engine import TransformersEngine
+
+    return TransformersEngine.from_pretrained(path, device=device, dtype=dtype, threads=threads,
+                                              model_name=model_name,
+                                              max_batch_size=max_batch_size)

@@ -3,15 +3,19 @@
 Datasets must name uploaded files (``file_id``) and functions registered entities
 (``entity_id``, or a loaded ``instance_id``) of the caller's workspace; they are rewritten to
 absolute paths (the file's JSONL, the entity's extracted workspace). Everything else is the
-user's ``JobConfig``, validated the same way as YAML.
+user's ``JobConfig``, validated the same way as YAML. The model must exist on this server and
+fit ``max_length``; both are checked here, at submit, not when the job runs.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Optional
 
 from rltune.config import JobConfig, load_job_config_text
 from rltune.config.datasets import DataSourceType
+from rltune.config.yaml_io import check_depth
 from rltune.sdk.errors import ConfigError, NotFoundError
 from rltune.server.context import ServerContext
 
@@ -24,7 +28,39 @@ def parse_config(config: Optional[dict[str, Any]], config_yaml: Optional[str],
     overrides = {"name": job_name} if job_name else {}
     if config_yaml is not None:
         return load_job_config_text(config_yaml, source="config_yaml", **overrides)
+    check_depth(config, "config")
     return JobConfig.load_from_dict(dict(config or {}), **overrides)
+
+
+def check_model(job: JobConfig, home: Path) -> None:
+    """The model is a model directory (or a demo size to build) and holds ``max_length``."""
+    from rltune.models.recipes import RECIPES
+    from rltune.models.registry import models_home
+
+    name = str(job.model.name or "")
+    found = [p for p in (Path(name).expanduser(), models_home(home) / name)
+             if name and (p / "config.json").is_file()]
+    if not found:
+        if name in RECIPES:
+            return  # a demo size, built by the job on first use
+        raise ConfigError(
+            f"no model {name!r} on this server: it is not a model directory (no config.json) "
+            f"nor a name under {models_home(home)}", where="model",
+            hint=f"use a model directory, a built model's name, or a demo size "
+                 f"({', '.join(RECIPES)})")
+    try:
+        cfg = json.loads((found[0] / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"the model's config.json cannot be read: {exc}", where="model",
+                          hint="point model at a Hugging Face model directory") from None
+    limit = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
+    wanted = job.hyper_parameters.max_length
+    if isinstance(limit, int) and wanted > limit:
+        raise ConfigError(
+            f"max_length {wanted} is longer than the model's context of {limit} tokens "
+            f"(max_position_embeddings of {name})",
+            where="training.hyper_parameters.max_length",
+            hint=f"set max_length to at most {limit}")
 
 
 def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConfig, dict]:
@@ -83,6 +119,7 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
         for k in ("instance_id", "instance_url", "instance_token", "instance_status"):
             fixed.pop(k, None)
         functions.append(fixed)
+    check_model(job, ctx.settings.home)
     data.update(datasets=datasets, functions=functions)
     data.pop("workspace_dir", None)
     return JobConfig.load_from_dict(data), facts

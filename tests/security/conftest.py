@@ -30,8 +30,11 @@ def server_home(tmp_path, monkeypatch):
     return home
 
 
-@pytest.fixture
-def server(server_home):
-    srv = start_server(server_home)
+@pytest.fixture(scope="package")
+def server(tmp_path_factory):
+    """One server for the package's tests (each test uses its own keys and resources)."""
+    home = tmp_path_factory.mktemp("security") / "home"
+    home.mkdir()
+    srv = start_server(home)
     yield srv
     srv.kill(signal.SIGTERM)

@@ -20,9 +20,10 @@ from fastapi import FastAPI, Request
 from rltune.functions.registry import FunctionRegistry
 from rltune.functions.sandbox import active_isolation, bwrap_problem
 from rltune.server import states as S
-from rltune.server.auth import bootstrap_admin_key
+from rltune.sdk.errors import AuthError
+from rltune.server.auth import authenticate, bootstrap_admin_key
 from rltune.server.context import ServerContext
-from rltune.server.errors import install_error_handlers
+from rltune.server.errors import error_response, install_error_handlers
 from rltune.server.executor import JobExecutor
 from rltune.server.instances import InstanceManager
 from rltune.server.settings import ServerSettings
@@ -69,6 +70,17 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                   description="Files, functions and RL fine-tuning jobs. Every /v1 route needs "
                               "'Authorization: Bearer <key>'. See docs/rest-api.md.")
     install_error_handlers(app)
+
+    @app.middleware("http")
+    async def authenticate_first(request: Request, call_next):
+        """Every ``/v1`` route: the key is checked before the body is parsed."""
+        if request.url.path.startswith("/v1/") or request.url.path == "/v1":
+            try:
+                authenticate(request)
+            except AuthError as exc:
+                return error_response(exc.http_status, exc.code, exc.message, exc.where,
+                                      exc.hint)
+        return await call_next(request)
 
     @app.get("/health", tags=["server"])
     def health(request: Request) -> dict:

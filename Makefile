@@ -64,8 +64,9 @@ test-slow: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
+# The throughput benchmarks that need no model build (the rest: see benchmarks/RESULTS.md).
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/pool_throughput.py
 
 clean:
 	rm -rf $(VENV) $(MIN_VENV) .pytest_cache .ruff_cache $(DEMO) .demo-start

@@ -52,3 +52,29 @@ def test_serve_process_answers_with_key(tmp_path, tiny_model_dir):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--dtype", "bf17"], ["unknown dtype 'bf17'", "--dtype"]),
+    (["--device", "cuda"], ["--device cuda", "CUDA"]),
+    (["--device", "tpu"], ["unknown device 'tpu'"]),
+])
+def test_serve_refuses_bad_device_or_dtype_without_a_traceback(args, words, tiny_model_dir):
+    import torch
+
+    if "cuda" in args and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    res = subprocess.run([sys.executable, "-m", "rltune.cli.main", "serve",
+                          str(tiny_model_dir), "--port", "0", *args],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    for w in words:
+        assert w in res.stderr, res.stderr
+
+
+def test_bf16_is_a_dtype_alias():
+    from rltune.cli.serve_cmd import check_device_dtype
+
+    assert check_device_dtype("cpu", "bf16") == "bfloat16"
+    assert check_device_dtype("cpu", "float32") == "float32"

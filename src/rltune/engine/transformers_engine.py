@@ -230,9 +230,9 @@ class TransformersEngine(Engine):
         job = self._submit(request, stream=False)
         try:
             return await job.future
-        finally:
-            if not job.future.done():
-                self._abort(job)
+        except asyncio.CancelledError:
+            self._abort(job)
+            raise
 
     async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
         """Tokens as they come; closing or cancelling the iteration frees the request's rows."""

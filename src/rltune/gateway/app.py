@@ -51,14 +51,7 @@ def create_app(gw: Gateway) -> FastAPI:
         message, param = _describe(exc.errors())
         return _error(400, message, param=param)
 
-    @app.middleware("http")
-    async def _limits(request: Request, call_next: Any) -> Any:
-        size = request.headers.get("content-length")
-        if size is not None and size.isdigit() and int(size) > gw.max_body_bytes:
-            return _error(413, f"request body is {size} bytes; the limit is "
-                          f"{gw.max_body_bytes} bytes (fix: send fewer or shorter messages)",
-                          code="request_too_large")
-        return await call_next(request)
+    app.add_middleware(_BodyLimit, gw=gw)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -123,6 +116,25 @@ def create_app(gw: Gateway) -> FastAPI:
 
     app.state.started = time.time()
     return app
+
+
+class _BodyLimit:
+    """413 for a declared body over ``gw.max_body_bytes``. Plain ASGI (not ``@app.middleware``),
+    so the route still sees the client's disconnect (``Request.is_disconnected``)."""
+
+    def __init__(self, app: Any, gw: Gateway):
+        self.app, self.gw = app, gw
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            size = dict(scope["headers"]).get(b"content-length", b"").decode()
+            if size.isdigit() and int(size) > self.gw.max_body_bytes:
+                resp = _error(413, f"request body is {size} bytes; the limit is "
+                              f"{self.gw.max_body_bytes} bytes (fix: send fewer or shorter "
+                              "messages)", code="request_too_large")
+                await resp(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 async def _unless_disconnected(request: Request, work: Any, poll_s: float = 0.25) -> Any:

@@ -54,27 +54,26 @@ def test_serve_process_answers_with_key(tmp_path, tiny_model_dir):
         proc.wait(timeout=30)
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--dtype", "bf17"], ["unknown dtype 'bf17'", "--dtype"]),
-    (["--device", "cuda"], ["--device cuda", "CUDA"]),
-    (["--device", "tpu"], ["unknown device 'tpu'"]),
-])
-def test_serve_refuses_bad_device_or_dtype_without_a_traceback(args, words, tiny_model_dir):
+def test_serve_on_a_cpu_torch_refuses_cuda_without_a_traceback(tiny_model_dir):
     import torch
 
-    if "cuda" in args and torch.cuda.is_available():
+    if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     res = subprocess.run([sys.executable, "-m", "rltune.cli.main", "serve",
-                          str(tiny_model_dir), "--port", "0", *args],
+                          str(tiny_model_dir), "--port", "0", "--device", "cuda"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr + res.stdout
-    for w in words:
-        assert w in res.stderr, res.stderr
+    assert "--device cuda" in res.stderr and "CUDA" in res.stderr, res.stderr
 
 
-def test_bf16_is_a_dtype_alias():
+def test_serve_dtype_and_device_names():
     from rltune.cli.serve_cmd import check_device_dtype
+    from rltune.sdk.errors import ValidationError
 
     assert check_device_dtype("cpu", "bf16") == "bfloat16"
     assert check_device_dtype("cpu", "float32") == "float32"
+    with pytest.raises(ValidationError, match="unknown dtype 'bf17'"):
+        check_device_dtype("cpu", "bf17")
+    with pytest.raises(ValidationError, match="unknown device 'tpu'"):
+        check_device_dtype("tpu", "float32")

@@ -7,6 +7,7 @@ import signal
 import zipfile
 
 import pytest
+
 from server.conftest import Server, start_server  # tests/server/conftest.py
 
 __all__ = ["Server", "start_server", "zip_bytes"]

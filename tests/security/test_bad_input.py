@@ -13,7 +13,8 @@ from .conftest import zip_bytes
 DEEP = 100_000
 BOMB = "\n".join(
     ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
-    + [f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]" for p, c in zip("abcdefg", "bcdefgh")]
+    + [f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]"
+       for p, c in zip("abcdefg", "bcdefgh", strict=True)]
     + ["training: {resources: *h}"])
 CODE = ("from rltune.sdk import AbstractRewardProcessor\n"
         "class R(AbstractRewardProcessor):\n    async def process(self, data):\n        return 1\n")

@@ -14,7 +14,8 @@ from .conftest import start_server, zip_bytes
 
 ROW = b'{"messages": [{"role": "user", "content": "1+1"}], "rollout_extra": {"answer": "2"}}\n'
 CODE = ("from rltune.sdk import AbstractRewardProcessor\n"
-        "class R(AbstractRewardProcessor):\n    async def process(self, data):\n        return None\n")
+        "class R(AbstractRewardProcessor):\n"
+        "    async def process(self, data):\n        return None\n")
 
 
 def _ids(c: httpx.Client) -> dict:

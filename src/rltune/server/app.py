@@ -19,8 +19,8 @@ from fastapi import FastAPI, Request
 
 from rltune.functions.registry import FunctionRegistry
 from rltune.functions.sandbox import active_isolation, bwrap_problem
-from rltune.server import states as S
 from rltune.sdk.errors import AuthError
+from rltune.server import states as S
 from rltune.server.auth import authenticate, bootstrap_admin_key
 from rltune.server.context import ServerContext
 from rltune.server.errors import error_response, install_error_handlers

@@ -14,8 +14,8 @@ DEEP = 100_000
 BOMB = "\n".join(
     ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
     + [f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]"
-       for p, c in zip("abcdefg", "bcdefgh", strict=True)]
-    + ["training: {resources: *h}"])
+       for p, c in zip("abcde", "bcdef", strict=True)]
+    + ["training: {resources: {x: *f}}"])  # 10^6 values; `resources` takes any mapping
 CODE = ("from rltune.sdk import AbstractRewardProcessor\n"
         "class R(AbstractRewardProcessor):\n    async def process(self, data):\n        return 1\n")
 
@@ -62,6 +62,12 @@ CORPUS = {  # name: (request, expected status, expected start of error.where)
     "zip-not-a-zip": (("POST", "/v1/functions", {"params": {"classpath": "r.py:R"},
                                                   "content": b"PK\x03\x04garbage"}), 400, ""),
 }
+#: Words the message must hold (the refusal names the real problem, not a later symptom).
+WORDS = {"yaml-alias-bomb": "expands to more than", "yaml-deep-flow": "nested",
+         "yaml-deep-block": "nested", "yaml-duplicate-key": "given twice",
+         "json-config-deep": "nested", "jsonl-row-100k-deep": "nested",
+         "jsonl-row-deep": "nested", "jsonl-oversized-line": "the limit",
+         "zip-file-and-folder": "folder", "zip-name-twice": "twice"}
 _node = d
 for _ in range(100):  # a config object nested 100 levels (JSON parses it; the config refuses)
     _node["x"] = {}
@@ -98,6 +104,7 @@ def test_bad_input_is_a_4xx_naming_where(name, server, health_watch):
     err = r.json()["error"]
     assert err["message"] and err["where"] is not None, err
     assert err["where"].startswith(where), (name, err)
+    assert WORDS.get(name, "") in err["message"], (name, err)
 
 
 def test_health_answered_within_a_second_during_the_corpus(health_watch):

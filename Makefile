@@ -85,8 +85,9 @@ test-vllm: $(VLLM_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
+# The throughput benchmarks that need no model build (the rest: see benchmarks/RESULTS.md).
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/pool_throughput.py
 
 clean:
 	rm -rf $(VENV) $(MIN_VENV) $(VLLM_VENV) .pytest_cache .ruff_cache $(DEMO) .demo-start

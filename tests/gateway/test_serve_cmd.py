@@ -63,3 +63,28 @@ def test_serve_refuses_bad_chat_template_kwargs_before_loading(tiny_model_dir):
                                       "--chat-template-kwargs", "[1]"])
     assert result.exit_code == 2
     assert "--chat-template-kwargs is not a JSON object: [1]" in result.output
+
+
+def test_serve_on_a_cpu_torch_refuses_cuda_without_a_traceback(tiny_model_dir):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    res = subprocess.run([sys.executable, "-m", "rltune.cli.main", "serve",
+                          str(tiny_model_dir), "--port", "0", "--device", "cuda"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    assert "--device cuda" in res.stderr and "CUDA" in res.stderr, res.stderr
+
+
+def test_serve_dtype_and_device_names():
+    from rltune.cli.serve_cmd import check_device_dtype
+    from rltune.sdk.errors import ValidationError
+
+    assert check_device_dtype("cpu", "bf16") == "bfloat16"
+    assert check_device_dtype("cpu", "float32") == "float32"
+    with pytest.raises(ValidationError, match="unknown dtype 'bf17'"):
+        check_device_dtype("cpu", "bf17")
+    with pytest.raises(ValidationError, match="unknown device 'tpu'"):
+        check_device_dtype("tpu", "float32")

@@ -64,3 +64,33 @@ def test_cli_list_and_bad_size(tmp_path, tiny_model_dir):
     missing = _rltune("models", "chat", "nope", "hi", home=tmp_path)
     assert missing.returncode == 2 and "no model 'nope'" in missing.stdout
     assert json.loads((tiny_model_dir / "rltune_model.json").read_text())["size"] == "tiny"
+
+
+@pytest.mark.slow  # ~15-40 s: a real build started and killed at its first progress line
+def test_build_prints_progress_lines_without_a_terminal(tmp_path):
+    """Piped (CI logs), the build prints plain lines from its first step on."""
+    import os
+    import re
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "RLTUNE_HOME": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "rltune.cli.main", "models", "build-demo",
+                             "--size", "nano", "--home", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if re.match(r"nano: step \d+/\d+ .*loss \d", line):
+                break
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert any(re.match(r"nano: step \d+/\d+ .*loss \d", s) for s in seen), seen
+    assert not any("\x1b[" in s for s in seen), seen  # no terminal control codes

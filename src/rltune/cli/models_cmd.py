@@ -5,6 +5,7 @@ Heavy imports (torch, transformers) happen inside the commands, so ``rltune --he
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -68,31 +69,72 @@ def build_demo(
         f"steps; target: acc in {list(recipe.config.band)}, tool right >= "
         f"{recipe.config.min_tool_accuracy:.0%}"
     )
-    with Progress(*columns, console=console) as bar:
-        task = bar.add_task(
-            size, total=recipe.config.max_steps, loss="-", acc="-", tool="-",
-            tool_acc="-", phase="",
-        )
+    if not console.is_terminal:  # CI logs, pipes: a line per evaluation, at least every 10 s
+        path = _build_with_lines(size, seed, home, force, recipe.config.max_steps)
+    else:
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task(
+                size, total=recipe.config.max_steps, loss="-", acc="-", tool="-",
+                tool_acc="-", phase="",
+            )
 
-        def on_event(event: dict[str, Any]) -> None:
-            fields = {"loss": f"{event['loss']:.3f}", "phase": event.get("curriculum", "")}
-            if event["phase"] == "eval":
-                last_eval.update(event)
-                fields.update(
-                    acc=f"{event['accuracy']:.2f}",
-                    tool=f"{event['tool_rate']:.2f}",
-                    tool_acc=f"{event['tool_accuracy']:.2f}",
-                )
-            bar.update(task, completed=event["step"], **fields)
+            def on_event(event: dict[str, Any]) -> None:
+                fields = {"loss": f"{event['loss']:.3f}", "phase": event.get("curriculum", "")}
+                if event["phase"] == "eval":
+                    last_eval.update(event)
+                    fields.update(
+                        acc=f"{event['accuracy']:.2f}",
+                        tool=f"{event['tool_rate']:.2f}",
+                        tool_acc=f"{event['tool_accuracy']:.2f}",
+                    )
+                bar.update(task, completed=event["step"], **fields)
 
-        try:
-            path = ensure_demo_model(size, seed=seed, home=home, progress=on_event, force=force)
-        except BuildError as exc:
-            bar.stop()
-            console.print(f"[red]build failed:[/red] {exc}")
-            raise typer.Exit(1) from None
+            try:
+                path = ensure_demo_model(size, seed=seed, home=home, progress=on_event,
+                                         force=force)
+            except BuildError as exc:
+                bar.stop()
+                console.print(f"[red]build failed:[/red] {exc}")
+                raise typer.Exit(1) from None
     console.print(f"[green]built[/green] {path}")
     _print_meta(console, read_meta(path) or {})
+
+
+#: Most seconds between two progress lines when the output is not a terminal.
+LINE_EVERY_S = 10.0
+
+
+def _build_with_lines(size: str, seed: int, home: Path | None, force: bool,
+                      max_steps: int) -> Path:
+    """The build with plain progress lines (no live display): the first step, every
+    evaluation, and at least one line per ``LINE_EVERY_S`` seconds."""
+    import time
+
+    from rltune.models.registry import ensure_demo_model
+    from rltune.sdk.errors import BuildError
+
+    started = time.monotonic()
+    last = [-LINE_EVERY_S]
+    acc = {"accuracy": "-", "tool_rate": "-", "tool_accuracy": "-"}
+
+    def on_event(event: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if event["phase"] == "eval":
+            acc.update({k: f"{event[k]:.2f}" for k in acc})
+        elif now - last[0] < LINE_EVERY_S:
+            return
+        last[0] = now
+        phase = event.get("curriculum") or ""
+        typer.echo(f"{size}: step {event['step']}/{max_steps} {phase} loss {event['loss']:.3f} "
+                   f"acc {acc['accuracy']} tool {acc['tool_rate']}/{acc['tool_accuracy']} "
+                   f"({now - started:.0f} s)".replace("  ", " "))
+        sys.stdout.flush()
+
+    try:
+        return ensure_demo_model(size, seed=seed, home=home, progress=on_event, force=force)
+    except BuildError as exc:
+        typer.echo(f"build failed: {exc}", err=True)
+        raise typer.Exit(1) from None
 
 
 def _print_meta(console: Any, meta: dict[str, Any]) -> None:

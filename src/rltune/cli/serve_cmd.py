@@ -15,6 +15,33 @@ from typing import Optional
 
 import typer
 
+DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+          "float16": "float16", "fp16": "float16", "half": "float16"}
+
+
+def check_device_dtype(device: str, dtype: str) -> str:
+    """The torch dtype name for ``dtype``; a ``ValidationError`` for a dtype that does not exist
+    or a device this torch build cannot use."""
+    from rltune.sdk.errors import ValidationError
+
+    name = DTYPES.get(dtype.lower())
+    if name is None:
+        raise ValidationError(f"unknown dtype {dtype!r}", where="--dtype",
+                              hint="use float32, bfloat16 (bf16) or float16 (fp16)")
+    import torch
+
+    kind = device.split(":")[0].lower()
+    if kind == "cuda" and not torch.cuda.is_available():
+        why = ("this torch build has no CUDA" if torch.version.cuda is None
+               else "no CUDA device is visible")
+        raise ValidationError(f"--device {device}: {why} (torch {torch.__version__})",
+                              where="--device", hint="use --device cpu, or install a CUDA "
+                              "build of torch on a machine with a GPU")
+    if kind not in ("cpu", "cuda", "mps", "xpu"):
+        raise ValidationError(f"unknown device {device!r}", where="--device",
+                              hint="use cpu or cuda (cuda:N)")
+    return name
+
 
 def register(app: typer.Typer) -> None:
     @app.command("serve")
@@ -30,7 +57,8 @@ def register(app: typer.Typer) -> None:
         threads: int = typer.Option(2, help="torch threads"),
         max_batch_size: int = typer.Option(64, help="most sequences decoded together"),
         device: str = typer.Option("cpu", help="cpu or cuda"),
-        dtype: str = typer.Option("float32", help="float32 or bfloat16"),
+        dtype: str = typer.Option("float32", help="float32, bfloat16 (bf16) or float16 "
+                                  "(fp16)"),
         served_name: Optional[str] = typer.Option(None, help="name shown in /v1/models"),
         tool_parser: Optional[str] = typer.Option(
             None, help="tool-call parser: hermes, llama3_json, mistral or qwen3_coder "
@@ -54,11 +82,16 @@ def register(app: typer.Typer) -> None:
             parser = parser_name_for_model_dir(path, tool_parser)
             template_kwargs = _json_object(chat_template_kwargs)
             check_engine_options(engine, device=device)  # vllm missing: refused here
+            dtype = check_device_dtype(device, dtype)
         except RltuneError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
-        asyncio.run(_serve(path, host, port, api_key, threads, max_batch_size, device, dtype,
-                           served_name, parser, template_kwargs, engine))
+        try:
+            asyncio.run(_serve(path, host, port, api_key, threads, max_batch_size, device,
+                               dtype, served_name, parser, template_kwargs, engine))
+        except RltuneError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
 
 
 def _json_object(text: Optional[str]) -> dict:

@@ -26,6 +26,9 @@ def start(
     max_concurrent_jobs: int = typer.Option(1, "--max-concurrent-jobs", "-j"),
     max_upload_bytes: Optional[int] = typer.Option(None, "--max-upload-bytes"),
     foreground: bool = typer.Option(False, "--foreground", "-f", help="do not detach"),
+    allow_unisolated: bool = typer.Option(
+        False, "--allow-unisolated", help="serve several workspaces even when function code "
+        "cannot be sandboxed (no bubblewrap): tenants could read each other's data"),
 ) -> None:
     """Start the server (detached unless --foreground); prints its URL."""
     from rltune.client import discovery
@@ -37,6 +40,7 @@ def start(
     args = ["--max-concurrent-jobs", str(max_concurrent_jobs)]
     args += ["--db", db] if db else []
     args += ["--max-upload-bytes", str(max_upload_bytes)] if max_upload_bytes else []
+    args += ["--allow-unisolated"] if allow_unisolated else []
     if foreground:
         from rltune.server.__main__ import main
 

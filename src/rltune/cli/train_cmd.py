@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import shutil
 import time
+import traceback
 from pathlib import Path
 from typing import Optional
 
@@ -58,15 +60,23 @@ def train(
         raise typer.Exit(2) from err
     job_id = f"ft-{secrets.token_hex(6)}"
     job_dir = (output_dir or base_dir / "runs" / job_id).resolve()
+    existed = job_dir.exists()
     started = time.monotonic()
     try:
         summary = asyncio.run(_run(job, job_dir, job_id, base_dir, resume, quiet))
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
+        _after_failure(job_dir, existed)
         raise typer.Exit(2) from err
     except KeyboardInterrupt:
-        typer.secho(f"\ninterrupted; what was saved is in {job_dir}", fg="yellow", err=True)
+        if not _after_failure(job_dir, existed):
+            typer.secho(f"\ninterrupted; what was saved is in {job_dir}", fg="yellow", err=True)
         raise typer.Exit(130) from None
+    except Exception as err:
+        typer.secho(f"error: {type(err).__name__}: {err}", fg="red", err=True)
+        if _after_failure(job_dir, existed):
+            typer.echo(traceback.format_exc(), err=True)
+        raise typer.Exit(1) from err
     typer.echo(json.dumps(summary, indent=2, default=str))
     typer.echo(f"outputs: {job_dir}")
     typer.secho(summary_line(summary, time.monotonic() - started), bold=True)
@@ -87,6 +97,22 @@ def _prepare_models(job) -> None:
             path = download_snapshot(spec)
         if what == "model.name" and path is not None:
             parser_name_for_model_dir(path, job.model.tool_call_parser)
+
+
+def _after_failure(job_dir: Path, existed: bool) -> bool:
+    """Remove a run folder this run created when it failed before its first step (nothing in
+    it but an empty metrics file and the log); say where the log is otherwise. True if
+    removed."""
+    metrics = job_dir / "metrics.jsonl"
+    trained = (metrics.is_file() and metrics.stat().st_size > 0) or any(
+        (job_dir / "checkpoints").glob("checkpoint-*"))
+    if not existed and job_dir.is_dir() and not trained:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        typer.secho("nothing was trained; the run folder was removed", fg="yellow", err=True)
+        return True
+    if (job_dir / "train.log").is_file():
+        typer.secho(f"the log is in {job_dir / 'train.log'}", fg="yellow", err=True)
+    return False
 
 
 def summary_line(summary: dict, seconds: float) -> str:
@@ -149,13 +175,16 @@ async def _run(
                 else f"teacher KL {_fmt(state['teacher_kl'])}",
             )
 
-        trainer = Trainer(
-            job, job_dir=job_dir, job_id=job_id, base_dir=base_dir, sink=sink, progress=on_progress
-        )
-        bar.update(task, total=trainer.total_steps)
-        bar.console.print(f"job {job_id}: {trainer.total_steps} steps → {job_dir}")
         try:
+            trainer = Trainer(job, job_dir=job_dir, job_id=job_id, base_dir=base_dir, sink=sink,
+                              progress=on_progress)
+            bar.update(task, total=trainer.total_steps)
+            bar.console.print(f"job {job_id}: {trainer.total_steps} steps → {job_dir}")
             return await trainer.run(resume_from=resume)
+        except Exception as exc:  # the fatal error goes to train.log too, with its traceback
+            sink.log(f"job failed: {type(exc).__name__}: {exc}", level="ERROR")
+            sink.log(traceback.format_exc(), level="ERROR")
+            raise
         finally:
             sink.close()
 

@@ -25,6 +25,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rltune.config.errors import format_path
+from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
 from rltune.sdk.errors import DatasetError
 
 #: Keys of ``rollout_extra`` that hold the reference answer, in priority order (DESIGN.md §5).
@@ -91,6 +92,11 @@ def fill_ground_truth(row: DataRow) -> DataRow:
     return row
 
 
+#: Longest accepted JSONL line, characters.
+MAX_ROW_CHARS = 2_000_000
+_TOO_DEEP = object()
+
+
 def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
     """Validate JSONL lines; raise one ``DatasetError`` naming every bad line and field."""
     rows: list[DataRow] = []
@@ -98,10 +104,20 @@ def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue  # blank lines (e.g. a trailing newline) are not rows
+        if len(text) > MAX_ROW_CHARS:
+            errors.append(f"{source}:{number}: the line is {len(text)} characters; the limit "
+                          f"is {MAX_ROW_CHARS}")
+            continue
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             errors.append(f"{source}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except RecursionError:
+            obj = _TOO_DEEP
+        if obj is _TOO_DEEP or nesting_depth(obj) > MAX_DEPTH:
+            errors.append(f"{source}:{number}: the row is nested more than {MAX_DEPTH} levels "
+                          "deep")
             continue
         if not isinstance(obj, dict):
             errors.append(f"{source}:{number}: a row must be a JSON object, got "

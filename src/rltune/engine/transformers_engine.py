@@ -55,6 +55,7 @@ class _Job:
         self.started = time.perf_counter()
         self.done: dict[int, Completion] = {}
         self.weight_version = 0
+        self.cancelled = False  # the caller went away: its rows are dropped at the next step
 
     def emit(self, delta: TokenDelta) -> None:
         if self.queue is not None:
@@ -225,19 +226,37 @@ class TransformersEngine(Engine):
         return self._version
 
     async def generate_one(self, request: GenerationRequest) -> GenerationResult:
+        """Generate every choice; cancelling the awaiting task frees the request's rows."""
         job = self._submit(request, stream=False)
-        return await job.future
+        try:
+            return await job.future
+        except asyncio.CancelledError:
+            self._abort(job)
+            raise
 
     async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
+        """Tokens as they come; closing or cancelling the iteration frees the request's rows."""
         job = self._submit(request, stream=True)
         remaining = request.sampling.n
-        while remaining:
-            item = await job.queue.get()
-            if isinstance(item, BaseException):
-                raise item
-            if item.finished is not None:
-                remaining -= 1
-            yield item
+        try:
+            while remaining:
+                item = await job.queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                if item.finished is not None:
+                    remaining -= 1
+                yield item
+        finally:
+            if remaining:
+                self._abort(job)
+
+    def _abort(self, job: _Job) -> None:
+        """Forget a request whose caller is gone: waiting rows now, running rows next step."""
+        job.cancelled = True
+        with self._cond:
+            self._waiting = collections.deque(s for s in self._waiting if s.job is not job)
+            self._cond.notify_all()
+        self.stats["aborted"] = self.stats.get("aborted", 0) + 1
 
     async def pause(self) -> None:
         with self._cond:
@@ -333,7 +352,9 @@ class TransformersEngine(Engine):
                         if not self._paused:
                             room = self.max_batch_size - len(self._active)
                             while self._waiting and len(admit) < room:
-                                admit.append(self._waiting.popleft())
+                                seq = self._waiting.popleft()
+                                if not seq.job.cancelled:
+                                    admit.append(seq)
                         self._idle.clear()
                     with self._step_lock:
                         if admit:
@@ -455,6 +476,7 @@ class TransformersEngine(Engine):
         logits = self._forward(ids, batch.mask, batch.cache)
         self.stats["steps"] += 1
         keep = self._sample_and_record(self._active, logits)
+        keep = [i for i in keep if not self._active[i].job.cancelled]
         if len(keep) < len(self._active):
             self._active = [self._active[i] for i in keep]
             if self._active:

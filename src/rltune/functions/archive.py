@@ -196,6 +196,27 @@ def _check_member(info: zipfile.ZipInfo, where: str, max_member_bytes: int) -> P
     return PurePosixPath(*parts)
 
 
+def _check_collisions(members: list) -> None:
+    """Refuse members that cannot all exist: a file ``a`` and ``a/b.py``, or a name twice."""
+    files: dict[PurePosixPath, str] = {}
+    dirs: dict[PurePosixPath, str] = {}
+    for info, rel in members:
+        rel = PurePosixPath(*rel.parts)
+        for parent in list(rel.parents)[:-1]:
+            dirs.setdefault(parent, info.filename)
+        if info.is_dir():
+            dirs.setdefault(rel, info.filename)
+        elif rel in files:
+            raise ArchiveError(f"the archive holds {info.filename!r} twice", where=info.filename,
+                               hint="re-create the archive from a plain folder")
+        else:
+            files[rel] = info.filename
+    for rel, name in files.items():
+        if rel in dirs:
+            raise ArchiveError(f"{name!r} is a file but {dirs[rel]!r} needs it to be a folder",
+                               where=name, hint="rename one of them and re-create the archive")
+
+
 def extract_archive(archive: str | Path, dest: str | Path, *,
                     max_member_bytes: int = MAX_MEMBER_BYTES,
                     max_total_bytes: int = MAX_TOTAL_BYTES) -> Path:
@@ -209,6 +230,7 @@ def extract_archive(archive: str | Path, dest: str | Path, *,
                            hint="upload a .zip made by `rltune functions package`") from exc
     with zf:
         members = [(info, _check_member(info, where, max_member_bytes)) for info in zf.infolist()]
+        _check_collisions(members)
         declared = sum(info.file_size for info, _ in members)
         if declared > max_total_bytes:
             raise ArchiveError(f"archive unpacks to {declared / 2**20:.1f} MB, over the "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import time
 from collections import deque
 from typing import Any, Optional
@@ -49,6 +50,34 @@ def exit_reason(handle: WorkerHandle) -> str:
     """How a worker ended plus the end of its output (the user's traceback, usually)."""
     tail = handle.log_tail(800).strip()
     return handle.exit_description() + (f"; its last output:\n{tail}" if tail else "")
+
+
+#: Workers a pool may run per CPU core (a worker serves ``concurrency`` calls at once; more
+#: processes than this only compete for the cores while they import and start).
+WORKERS_PER_CORE = 2
+
+
+def machine_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def fit_to_machine(runtime: Any, name: str) -> Any:
+    """``runtime`` with ``capacity``/``min_capacity``/``max_capacity`` capped at what this machine
+    can start (``WORKERS_PER_CORE`` × cores); the cap is logged with the numbers."""
+    cores = machine_cores()
+    limit = max(1, WORKERS_PER_CORE * cores)
+    if runtime.max_capacity <= limit:
+        return runtime
+    capped = {k: min(getattr(runtime, k), limit)
+              for k in ("capacity", "min_capacity", "max_capacity")}
+    log.warning("%s: runtime asks for capacity %s (min %s, max %s) but this machine has %d CPU "
+                "core(s); capped at %d workers (%d per core), each serving up to %d calls at "
+                "once", name, runtime.capacity, runtime.min_capacity, runtime.max_capacity,
+                cores, limit, WORKERS_PER_CORE, runtime.concurrency)
+    return runtime.model_copy(update=capped)
 
 
 class _Worker:
@@ -79,7 +108,7 @@ class FunctionPool:
         from rltune.functions.backends.local import LocalProcessBackend
 
         self.spec = spec
-        self.runtime = spec.resolved_runtime()
+        self.runtime = fit_to_machine(spec.resolved_runtime(), spec.display_name)
         self.backend = backend or LocalProcessBackend()
         self.scale_interval = scale_interval
         self.workers: list[_Worker] = []

@@ -8,21 +8,25 @@ with ``open_access=True``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Any, Optional
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError as PydanticValidationError
 
+from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
 from rltune.gateway.protocol import ChatCompletionRequest, error_body
 from rltune.sdk.errors import AuthError, RltuneError
 
 if TYPE_CHECKING:
     from rltune.gateway.server import Gateway
 
+_TOO_DEEP = object()
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
           413: "invalid_request_error", 503: "server_error"}
 
@@ -47,14 +51,7 @@ def create_app(gw: Gateway) -> FastAPI:
         message, param = _describe(exc.errors())
         return _error(400, message, param=param)
 
-    @app.middleware("http")
-    async def _limits(request: Request, call_next: Any) -> Any:
-        size = request.headers.get("content-length")
-        if size is not None and size.isdigit() and int(size) > gw.max_body_bytes:
-            return _error(413, f"request body is {size} bytes; the limit is "
-                          f"{gw.max_body_bytes} bytes (fix: send fewer or shorter messages)",
-                          code="request_too_large")
-        return await call_next(request)
+    app.add_middleware(_BodyLimit, gw=gw)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -79,6 +76,11 @@ def create_app(gw: Gateway) -> FastAPI:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return _error(400, f"request body is not valid JSON: {exc}",
                           code="invalid_json")
+        except RecursionError:
+            body = _TOO_DEEP
+        if body is _TOO_DEEP or nesting_depth(body) > MAX_DEPTH:
+            return _error(400, f"request body is nested more than {MAX_DEPTH} levels deep",
+                          code="too_deep")
         try:
             req = ChatCompletionRequest.model_validate(body)
         except PydanticValidationError as exc:
@@ -96,7 +98,11 @@ def create_app(gw: Gateway) -> FastAPI:
                                                   latency))
             return StreamingResponse(_sse(svc.stream_chunks(p, record)),
                                      media_type="text/event-stream")
-        result = await gw.engine.generate_one(svc.engine_request(p))
+        result = await _unless_disconnected(request,
+                                            gw.engine.generate_one(svc.engine_request(p)))
+        if result is None:  # the client is gone; its rows were freed
+            svc.stats["disconnected"] = svc.stats.get("disconnected", 0) + 1
+            return Response(status_code=499)
         resp, parsed = svc.response(p, result.completions)
         if rollout_id:
             for c, out in zip(result.completions, parsed, strict=True):
@@ -110,6 +116,44 @@ def create_app(gw: Gateway) -> FastAPI:
 
     app.state.started = time.time()
     return app
+
+
+class _BodyLimit:
+    """413 for a declared body over ``gw.max_body_bytes``. Plain ASGI (not ``@app.middleware``),
+    so the route still sees the client's disconnect (``Request.is_disconnected``)."""
+
+    def __init__(self, app: Any, gw: Gateway):
+        self.app, self.gw = app, gw
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            size = dict(scope["headers"]).get(b"content-length", b"").decode()
+            if size.isdigit() and int(size) > self.gw.max_body_bytes:
+                resp = _error(413, f"request body is {size} bytes; the limit is "
+                              f"{self.gw.max_body_bytes} bytes (fix: send fewer or shorter "
+                              "messages)", code="request_too_large")
+                await resp(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _unless_disconnected(request: Request, work: Any, poll_s: float = 0.25) -> Any:
+    """``await work``, or cancel it (the engine frees its rows) and return None when the
+    client disconnects first. (A stream is cancelled by Starlette itself on disconnect.)"""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=poll_s)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                return None
+    finally:
+        if not task.done():  # this handler itself was cancelled
+            task.cancel()
 
 
 async def _sse(chunks: Any) -> Any:

@@ -38,14 +38,18 @@ class ChatMessage(BaseModel):
 
 
 class FunctionDef(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    """A tool's function schema. Other keys (the Agents SDK's ``strict``, …) are dropped before
+    the chat template renders the tools, as serving engines do: they are not part of the
+    schema and would only change the prompt."""
+
+    model_config = ConfigDict(extra="ignore")
     name: str
     description: Optional[str] = None
     parameters: Optional[dict[str, Any]] = None
 
 
 class ToolDef(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="ignore")
     type: Literal["function"] = "function"
     function: FunctionDef
 

@@ -21,10 +21,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", default=None, help="SQLAlchemy URL (default: SQLite file)")
     parser.add_argument("--max-concurrent-jobs", type=int, default=None)
     parser.add_argument("--max-upload-bytes", type=int, default=None)
+    parser.add_argument("--allow-unisolated", action="store_true", default=None,
+                        help="serve several workspaces without a function sandbox (warns)")
     args = parser.parse_args(argv)
     settings = ServerSettings.from_env(host=args.host, port=args.port, db=args.db,
                                        max_concurrent_jobs=args.max_concurrent_jobs,
-                                       max_upload_bytes=args.max_upload_bytes)
+                                       max_upload_bytes=args.max_upload_bytes,
+                                       allow_unisolated=args.allow_unisolated)
     import uvicorn
 
     from rltune.server.app import create_app, write_server_info

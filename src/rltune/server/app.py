@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 
 from fastapi import FastAPI, Request
 
 from rltune.functions.registry import FunctionRegistry
+from rltune.functions.sandbox import active_isolation, bwrap_problem
+from rltune.sdk.errors import AuthError
 from rltune.server import states as S
-from rltune.server.auth import bootstrap_admin_key
+from rltune.server.auth import authenticate, bootstrap_admin_key
 from rltune.server.context import ServerContext
-from rltune.server.errors import install_error_handlers
+from rltune.server.errors import error_response, install_error_handlers
 from rltune.server.executor import JobExecutor
 from rltune.server.instances import InstanceManager
 from rltune.server.settings import ServerSettings
@@ -37,12 +40,22 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         settings.server_dir.mkdir(parents=True, exist_ok=True)
         settings.jobs_dir.mkdir(parents=True, exist_ok=True)
+        private_state(settings)
         store = open_store(settings.db_url)
+        private_state(settings)  # the SQLite files just created
         bootstrap_admin_key(store, settings.admin_key_path)
         registry = FunctionRegistry(settings.home)
         executor = JobExecutor(store, settings.jobs_dir, settings.max_concurrent_jobs,
                                settings.poll_interval)
-        ctx = ServerContext(settings, store, registry, executor, InstanceManager(store, registry))
+        isolation = active_isolation()
+        if isolation == "none":
+            log.warning("function code runs WITHOUT a sandbox (%s); %s", bwrap_problem() or
+                        "RLTUNE_FUNCTION_ISOLATION=none",
+                        "several workspaces are served because of --allow-unisolated: tenants "
+                        "can read each other's data" if settings.allow_unisolated else
+                        "only the 'default' workspace can get keys")
+        ctx = ServerContext(settings, store, registry, executor,
+                            InstanceManager(store, registry), isolation)
         app.state.ctx = ctx
         await executor.start()
         try:
@@ -58,6 +71,17 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                               "'Authorization: Bearer <key>'. See docs/rest-api.md.")
     install_error_handlers(app)
 
+    @app.middleware("http")
+    async def authenticate_first(request: Request, call_next):
+        """Every ``/v1`` route: the key is checked before the body is parsed."""
+        if request.url.path.startswith("/v1/") or request.url.path == "/v1":
+            try:
+                authenticate(request)
+            except AuthError as exc:
+                return error_response(exc.http_status, exc.code, exc.message, exc.where,
+                                      exc.hint)
+        return await call_next(request)
+
     @app.get("/health", tags=["server"])
     def health(request: Request) -> dict:
         """Liveness and queue sizes (no key needed)."""
@@ -65,6 +89,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         _, running = store.list("jobs", statuses=[S.RUNNING], limit=0)
         _, pending = store.list("jobs", statuses=[S.PENDING], limit=0)
         return {"status": "ok", "version": __version__, "pid": os.getpid(),
+                "function_isolation": request.app.state.ctx.isolation,
                 "jobs_running": running, "jobs_pending": pending, "time": time.time()}
 
     from rltune.server import (
@@ -81,6 +106,19 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     mount_console(app)  # the web console: GET / and its assets under /console (no key needed)
     return app
+
+
+log = logging.getLogger("rltune.server")
+
+
+def private_state(settings: ServerSettings) -> None:
+    """The server's folder 0700; the database (and its WAL files) and key files 0600."""
+    with contextlib.suppress(OSError):
+        os.chmod(settings.server_dir, 0o700)
+    for path in settings.server_dir.iterdir():
+        if path.is_file() and (path.name.startswith("rltune.db") or path.suffix == ".key"):
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o600)
 
 
 def _forget_server_info(settings: ServerSettings) -> None:

@@ -87,7 +87,14 @@ def bootstrap_admin_key(store: Store, path: Path) -> str:
 
 
 def authenticate(request: Request) -> Caller:
-    """FastAPI dependency: the caller of a ``/v1`` route, or 401."""
+    """FastAPI dependency: the caller of a ``/v1`` route, or 401.
+
+    The app's middleware calls it first, before a body is read or validated (a request
+    without a valid key gets 401, never 422); the route reuses that answer.
+    """
+    known = getattr(request.state, "caller", None)
+    if known is not None:
+        return known
     header = request.headers.get("authorization", "")
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
@@ -98,4 +105,5 @@ def authenticate(request: Request) -> Caller:
     if caller is None:
         raise AuthError("invalid or revoked API key", where="Authorization header",
                         hint="create a key with POST /v1/keys or use the admin key")
+    request.state.caller = caller
     return caller

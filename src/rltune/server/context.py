@@ -8,7 +8,7 @@ from typing import Any, Optional
 from fastapi import Request
 
 from rltune.functions.registry import FunctionRegistry
-from rltune.sdk.errors import NotFoundError
+from rltune.sdk.errors import ConflictError, NotFoundError
 from rltune.server.errors import TooLargeError
 from rltune.server.executor import JobExecutor
 from rltune.server.instances import InstanceManager
@@ -23,6 +23,22 @@ class ServerContext:
     registry: FunctionRegistry
     executor: JobExecutor
     instances: InstanceManager
+    #: ``"bwrap"`` or ``"none"``: how function workers of this server are isolated.
+    isolation: str = "none"
+
+    def check_isolated(self, what: str) -> None:
+        """Refuse a second workspace when function code is not sandboxed (unless opted in)."""
+        if self.isolation != "none" or self.settings.allow_unisolated:
+            return
+        from rltune.functions.sandbox import bwrap_problem
+
+        raise ConflictError(
+            f"{what} would serve a second workspace, but this server cannot isolate function "
+            f"code ({bwrap_problem() or 'RLTUNE_FUNCTION_ISOLATION=none'}): one tenant's "
+            "functions could read the others' data and the admin key",
+            where="workspace", hint="install bubblewrap (apt-get install bubblewrap) and restart "
+            "the server, or start it with --allow-unisolated (RLTUNE_ALLOW_UNISOLATED=1) if "
+            "every tenant trusts every other")
 
     def owned(self, table: str, rid: str, workspace: str, what: str, hint: str) -> dict[str, Any]:
         """The record if it exists in ``workspace``; otherwise 404 (other workspaces too)."""

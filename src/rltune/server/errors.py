@@ -56,6 +56,11 @@ def install_error_handlers(app: FastAPI) -> None:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
         return error_response(exc.status_code, code, str(exc.detail), request.url.path)
 
+    @app.exception_handler(RecursionError)
+    async def _deep(request: Request, exc: RecursionError) -> JSONResponse:
+        return error_response(400, "too_deep", "the input is nested too deeply",
+                              "request body", "flatten the structure (at most 64 levels)")
+
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)

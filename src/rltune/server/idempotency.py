@@ -1,7 +1,9 @@
 """Idempotent creates: a client-supplied ``Idempotency-Key`` replays the first answer.
 
 The key is reserved before the work starts (a second request with the same key while the first
-runs gets 409), the answer is stored after; a failed create frees the key again.
+runs gets 409), the answer is stored after; a failed create frees the key again. ``redact``
+shapes what is stored for a replay, so a secret shown once (a new API key) never reaches the
+store.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def fingerprint(*parts: Any) -> str:
 
 
 async def idempotent(store: Store, workspace: str, key: Optional[str], print_: str,
-                     create: Create) -> JSONResponse:
+                     create: Create,
+                     redact: Optional[Callable[[Any], Any]] = None) -> JSONResponse:
     """Run ``create`` once per (workspace, key); replay its (status, body) afterwards."""
     if not key:
         status, body = await create()
@@ -56,5 +59,6 @@ async def idempotent(store: Store, workspace: str, key: Optional[str], print_: s
     except BaseException:
         store.delete("idempotency", rid)
         raise
-    store.update("idempotency", rid, status="done", status_code=status, body=body)
+    store.update("idempotency", rid, status="done", status_code=status,
+                 body=redact(body) if redact else body)
     return JSONResponse(body, status_code=status)

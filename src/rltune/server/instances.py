@@ -12,6 +12,7 @@ import time
 from typing import Any, Optional
 
 from rltune.functions.registry import FunctionRegistry
+from rltune.server.redact import masked
 from rltune.server.store import Store
 
 
@@ -48,7 +49,7 @@ class InstanceManager:
         status = "active" if rec["id"] in self.live else "stopped"
         return {"instance_id": rec["id"], "entity_id": rec["entity_id"], "type": rec["type"],
                 "status": status, "trigger_url": rec["trigger_url"] if status == "active" else None,
-                "runtime": rec.get("runtime") or {}, "created_at": rec["created_at"]}
+                "runtime": masked(rec.get("runtime") or {}), "created_at": rec["created_at"]}
 
     async def stop(self, instance_id: str) -> None:
         live = self.live.pop(instance_id, None)

@@ -3,6 +3,7 @@ resume, delete."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import shutil
@@ -19,6 +20,7 @@ from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ServerContext, ctx_of, page, paging
 from rltune.server.idempotency import fingerprint, idempotent
 from rltune.server.jobdata import latest_metric, list_checkpoints, read_progress
+from rltune.server.redact import masked
 from rltune.server.submit import parse_config, resolve
 
 router = APIRouter(prefix="/v1", tags=["jobs"])
@@ -42,9 +44,19 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
     if detail:
         from rltune.config.yaml_io import dump_yaml
 
-        out.update(config=rec["config"], config_yaml=dump_yaml(rec["config"]),
+        config = masked(job_config(job_dir, rec))
+        out.update(config=config, config_yaml=dump_yaml(config),
                    checkpoints=len(list_checkpoints(job_dir)), exit_code=rec.get("exit_code"))
     return out
+
+
+def job_config(job_dir: Path, rec: dict) -> dict[str, Any]:
+    """The config as submitted: ``config.json`` in the job's folder (kept out of the store, so
+    list pages never load it)."""
+    try:
+        return json.loads((job_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return rec.get("config") or {}
 
 
 class JobCreate(BaseModel):
@@ -56,20 +68,22 @@ class JobCreate(BaseModel):
 async def _create(body: JobCreate, request: Request, caller: Caller,
                   idempotency_key: Optional[str]):
     ctx = ctx_of(request)
-    job = parse_config(body.config, body.config_yaml, body.job_name)
+    # Parsing and validating a config is CPU work: off the event loop, /health stays quick.
+    job = await asyncio.to_thread(parse_config, body.config, body.config_yaml, body.job_name)
 
     async def create():
-        runnable, facts = resolve(ctx, caller.workspace, job)
+        runnable, facts = await asyncio.to_thread(resolve, ctx, caller.workspace, job)
         job_id = f"ft-{secrets.token_hex(8)}"
         job_dir = ctx.executor.job_dir(job_id)
         job_dir.mkdir(parents=True)
         (job_dir / "job.yaml").write_text(runnable.to_yaml_text())
         (job_dir / "job.json").write_text(json.dumps({"job_id": job_id,
                                                       "workspace": caller.workspace}))
+        (job_dir / "config.json").write_text(json.dumps(job.to_dict(), default=str))
         rec = {"id": job_id, "workspace": caller.workspace, "status": S.PENDING,
                "created_at": time.time(), "job_name": job.name, "model": job.model.name,
                "algorithm": job.hyper_parameters.algorithm,
-               "training_type": job.training.type.value, "config": job.to_dict(), **facts}
+               "training_type": job.training.type.value, **facts}
         ctx.store.put("jobs", rec)
         ctx.executor.wake()
         return 201, job_view(ctx, rec)

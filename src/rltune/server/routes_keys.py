@@ -1,4 +1,9 @@
-"""``/v1/keys`` and ``/v1/whoami``: API keys of a workspace."""
+"""``/v1/keys`` and ``/v1/whoami``: API keys of a workspace.
+
+A non-admin key sees and revokes only itself; an admin key lists a workspace's keys and revokes
+any key. A key's secret is shown once, in the answer that creates it: the store keeps its
+sha256, and an ``Idempotency-Key`` replay answers without it.
+"""
 
 from __future__ import annotations
 
@@ -37,29 +42,35 @@ async def new_key(body: KeyCreate, request: Request, caller: Caller = Depends(au
     if workspace != caller.workspace and not caller.admin:
         raise AuthError("only an admin key can create keys for another workspace",
                         where="workspace", hint="omit 'workspace' or use the admin key")
+    if workspace != "default":
+        ctx.check_isolated(f"a key for workspace {workspace!r}")
 
     async def create():
         return 201, create_key(ctx.store, workspace, name=body.name)
 
     return await idempotent(ctx.store, caller.workspace, idempotency_key,
-                            fingerprint("keys", body.model_dump()), create)
+                            fingerprint("keys", body.model_dump()), create,
+                            redact=lambda b: {**b, "api_key": None})
 
 
 @router.get("/keys")
 def list_keys(request: Request, caller: Caller = Depends(authenticate)) -> dict:
-    """Keys of the caller's workspace (never their secrets)."""
+    """Admin: the keys of its workspace; other keys: only themselves (never secrets)."""
     rows, _ = ctx_of(request).store.list("keys", workspace=caller.workspace,
                                          statuses=["active", "revoked"])
-    return {"items": [public_key(r) for r in rows]}
+    return {"items": [public_key(r) for r in rows if caller.admin or r["id"] == caller.key_id]}
 
 
 @router.delete("/keys/{key_id}")
 def revoke_key(key_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
-    """Revoke a key; calls with it answer 401 from now on."""
+    """Revoke a key (admin: any key; other keys: only themselves); it answers 401 from now."""
     store = ctx_of(request).store
-    rec = store.get("keys", key_id, workspace=caller.workspace)
+    visible = caller.admin or key_id == caller.key_id
+    rec = store.get("keys", key_id) if visible else None
     if rec is None or not key_id.startswith("key-"):
-        raise NotFoundError(f"no key {key_id!r}", where=key_id, hint="list keys: GET /v1/keys")
+        raise NotFoundError(f"no key {key_id!r}", where=key_id,
+                            hint="list keys: GET /v1/keys (a non-admin key can revoke only "
+                                 "itself)")
     new = store.update("keys", key_id, expect_status=["active"], status="revoked",
                        revoked_at=time.time())
     if new is None:

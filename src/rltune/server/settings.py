@@ -32,6 +32,8 @@ class ServerSettings(BaseModel):
     max_upload_bytes: int = Field(200 * 2**20, ge=1)
     #: Seconds between scheduler passes.
     poll_interval: float = Field(0.5, gt=0)
+    #: Serve several workspaces although function code cannot be sandboxed (no bubblewrap).
+    allow_unisolated: bool = False
 
     @property
     def server_dir(self) -> Path:
@@ -61,6 +63,7 @@ class ServerSettings(BaseModel):
             "db": os.environ.get("RLTUNE_DB_URL"),
             "max_concurrent_jobs": os.environ.get("RLTUNE_MAX_CONCURRENT_JOBS"),
             "max_upload_bytes": os.environ.get("RLTUNE_MAX_UPLOAD_BYTES"),
+            "allow_unisolated": os.environ.get("RLTUNE_ALLOW_UNISOLATED"),
         }
         data = {k: v for k, v in env.items() if v}
         data.update({k: v for k, v in given.items() if v is not None})

@@ -3,15 +3,19 @@
 Datasets must name uploaded files (``file_id``) and functions registered entities
 (``entity_id``, or a loaded ``instance_id``) of the caller's workspace; they are rewritten to
 absolute paths (the file's JSONL, the entity's extracted workspace). Everything else is the
-user's ``JobConfig``, validated the same way as YAML.
+user's ``JobConfig``, validated the same way as YAML. The model must exist on this server and
+fit ``max_length``; both are checked here, at submit, not when the job runs.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Optional
 
 from rltune.config import JobConfig, load_job_config_text
 from rltune.config.datasets import DataSourceType
+from rltune.config.yaml_io import check_depth
 from rltune.paths import check_model
 from rltune.sdk.errors import ConfigError, NotFoundError
 from rltune.server.context import ServerContext
@@ -25,7 +29,26 @@ def parse_config(config: Optional[dict[str, Any]], config_yaml: Optional[str],
     overrides = {"name": job_name} if job_name else {}
     if config_yaml is not None:
         return load_job_config_text(config_yaml, source="config_yaml", **overrides)
+    check_depth(config, "config")
     return JobConfig.load_from_dict(dict(config or {}), **overrides)
+
+
+def check_context(job: JobConfig, model_dir: Path) -> None:
+    """The model holds the job's ``max_length`` (its ``max_position_embeddings``)."""
+    name = str(job.model.name or "")
+    try:
+        cfg = json.loads((model_dir / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"the model's config.json cannot be read: {exc}", where="model",
+                          hint="point model at a Hugging Face model directory") from None
+    limit = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
+    wanted = job.hyper_parameters.max_length
+    if isinstance(limit, int) and wanted > limit:
+        raise ConfigError(
+            f"max_length {wanted} is longer than the model's context of {limit} tokens "
+            f"(max_position_embeddings of {name})",
+            where="training.hyper_parameters.max_length",
+            hint=f"set max_length to at most {limit}")
 
 
 def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConfig, dict]:
@@ -85,7 +108,10 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
             fixed.pop(k, None)
         functions.append(fixed)
     for what, spec in job.model_specs().items():
-        check_model(spec, what=what)  # unknown, or a hub id not cached while offline
+        # unknown, or a hub id not cached while offline: refused before a job record exists
+        source = check_model(spec, ctx.settings.home, what=what)
+        if what == "model.name" and source.path is not None:
+            check_context(job, source.path)
     data.update(datasets=datasets, functions=functions)
     data.pop("workspace_dir", None)
     return JobConfig.load_from_dict(data), facts

@@ -3,7 +3,8 @@
 Each worker binds port 0 and reports its port through a ready file (no port races). Output goes
 to a log file per worker. On Linux the worker gets SIGKILL when the pool process dies, so a
 crashed trainer leaves no orphan workers. ``runtime.cpu`` bounds the numeric libraries'
-threads, ``runtime.env`` is added to the environment.
+threads. The environment is built from scratch plus ``runtime.env``, and the worker runs in a
+bubblewrap sandbox when one is available (``rltune.functions.sandbox``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Optional
 
 import psutil
 
+from rltune.functions import sandbox
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import UserCodeError
@@ -118,23 +120,21 @@ class LocalProcessBackend(WorkerBackend):
 
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
-    def worker_env(self, spec: FunctionComponentSpec) -> dict[str, str]:
+    def worker_env(self, spec: FunctionComponentSpec, private_dir: Path) -> dict[str, str]:
+        """The worker's whole environment: nothing of this process's but harmless variables."""
         runtime = spec.resolved_runtime()
-        env = dict(os.environ)
         threads = str(max(1, math.ceil(runtime.cpu or 1)))
-        for var in _THREAD_VARS:
-            env[var] = "false" if var == "TOKENIZERS_PARALLELISM" else threads
+        env = {var: "false" if var == "TOKENIZERS_PARALLELISM" else threads
+               for var in _THREAD_VARS}
         env["RLTUNE_WORKER_CPU"] = threads
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(spec.workspace), env.get("PYTHONPATH", "")) if p
-        )
         env.update(runtime.env_strings())
-        return env
+        return sandbox.minimal_env(Path(spec.workspace), private_dir, env)
 
     async def start_worker(self, spec: FunctionComponentSpec, worker_id: str) -> WorkerHandle:
         runtime = spec.resolved_runtime()
-        ready = self.log_dir / f"{worker_id}.ready"
-        ready.unlink(missing_ok=True)
+        isolation = sandbox.active_isolation()
+        private = Path(tempfile.mkdtemp(prefix=f"{worker_id}-", dir=self.log_dir))
+        ready = private / "ready.json"
         log_path = self.log_dir / f"{worker_id}.log"
         python = spec.python or sys.executable
         if spec.build_venv and not spec.python:
@@ -152,11 +152,14 @@ class LocalProcessBackend(WorkerBackend):
         ]
         if spec.timeout:
             cmd += ["--timeout", str(spec.timeout)]
+        if isolation == "bwrap":
+            ws = Path(spec.workspace).resolve()
+            cmd = sandbox.bwrap_command(cmd, ws, private, hidden=sandbox.homes_to_hide(ws))
         with open(log_path, "ab") as log:
             # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=self.worker_env(spec), cwd=str(spec.workspace),
+                env=self.worker_env(spec, private), cwd=str(spec.workspace),
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         deadline = time.monotonic() + spec.start_timeout

@@ -12,7 +12,8 @@ def test_submit_checks_the_model_before_creating_the_job(hf_home, server):
     with server.client() as c:
         f = c.post("/v1/files", params={"filename": "t.jsonl"}, content=ROW * 4).json()
         job = {"model": "acme/absent", "datasets": [{"type": "training", "file_id": f["file_id"]}],
-               "training": {"hyper_parameters": {"batch_size": 2, "n_rollouts": 2}}}
+               "training": {"hyper_parameters": {"batch_size": 2, "n_rollouts": 2,
+                                                "max_length": 1024, "max_prompt_length": 256}}}
         r = c.post("/v1/jobs", json={"config": job})
         err = r.json()["error"]
         assert r.status_code == 404 and err["where"] == "model.name", r.text

@@ -117,7 +117,7 @@ def _python_dirs(python: str) -> list[str]:
 
 def homes_to_hide(workspace: Path) -> list[Path]:
     """``$RLTUNE_HOME`` and any rltune home the workspace lies in (a registered function's)."""
-    from rltune.functions.registry import rltune_home
+    from rltune.paths import rltune_home
 
     homes = {rltune_home().resolve()}
     homes.update(p for p in workspace.parents

@@ -132,6 +132,17 @@ class JobConfig(StrictModel):
             data["functions"] = fixed
         return data
 
+    @field_validator("functions", mode="before")
+    @classmethod
+    def _plain_components(cls, value: Any) -> Any:
+        # The cloud docs build rewards as AgenticRLFunctionComponent(type=REWARD, weight=...).
+        if isinstance(value, list):
+            from rltune.config.components import AgenticRLFunctionComponent
+
+            return [fn.model_dump(exclude_unset=True) | {"type": fn.type}
+                    if type(fn) is AgenticRLFunctionComponent else fn for fn in value]
+        return value
+
     @model_validator(mode="after")
     def _rules(self) -> JobConfig:
         if self.teacher_model and self.training.type is not TrainingType.PG_OPD:
@@ -273,8 +284,13 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None) ->
             where=source, hint="start the file with keys such as 'name:' and 'model:'",
         )
     for key, value in overrides.items():
-        if value is not None:
-            data[key] = value
+        if value is None:
+            continue
+        if key in ("name", "job_name"):
+            # A call's name replaces the file's, whichever spelling either uses.
+            data.pop("job_name", None)
+            key = "name"
+        data[key] = value
     try:
         return JobConfig.model_validate(data)
     except pydantic.ValidationError as exc:

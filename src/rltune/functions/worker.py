@@ -188,8 +188,9 @@ def parse_args(argv: Optional[list[str]] = None) -> WorkerConfig:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    logging.basicConfig(level=os.environ.get("RLTUNE_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from rltune.sdk.log_level import configure_logging
+
+    configure_logging()  # RLTUNE_LOG_LEVEL or the cloud's LOG_LEVEL
     cfg = parse_args(argv)
     return _run_loop(serve(cfg))
 

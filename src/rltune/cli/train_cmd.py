@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import time
 from pathlib import Path
@@ -91,9 +92,12 @@ async def _run(
     )
 
     from rltune.trainer.loop import Trainer
+    from rltune.config.switches import trajectories_enabled
+    from rltune.functions.output import JOB_LOG_ENV
     from rltune.trainer.sink import FileSink
 
-    sink = FileSink(job_dir, echo=False)
+    sink = FileSink(job_dir, echo=False, store_trajectories=trajectories_enabled(job))
+    os.environ[JOB_LOG_ENV] = str(job_dir / "train.log")  # workers append their output there
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -48,6 +48,8 @@ class WorkerConfig:
     timeout: Optional[float] = None
     ready_file: Optional[str] = None
     check_requirements: bool = True
+    name: Optional[str] = None  # the function's name in the job (tags its output)
+    job_log: Optional[str] = None  # the job's log file: the function's output is appended
 
 
 def install_cloud_alias() -> bool:
@@ -122,6 +124,9 @@ async def serve(cfg: WorkerConfig) -> int:
 
     from rltune.functions.worker_app import build_app
 
+    from rltune.functions import output
+
+    output.install(cfg.name or f"{cfg.func_type}:{cfg.classpath}", cfg.job_log)
     install_cloud_alias()
     workspace = Path(cfg.workspace).resolve()
     os.chdir(workspace)  # like the cloud: code runs with the workspace root as cwd
@@ -178,13 +183,16 @@ def parse_args(argv: Optional[list[str]] = None) -> WorkerConfig:
     p.add_argument("--queue-size", type=int, default=int(env.get("THREAD_POOL_QUEUE", "100")))
     p.add_argument("--timeout", type=float, default=_env_float("RLTUNE_FUNC_TIMEOUT"))
     p.add_argument("--ready-file", default=env.get("RLTUNE_READY_FILE"))
+    p.add_argument("--name", default=None, help="the function's name (tags its output)")
+    p.add_argument("--job-log", default=None, help="append the function's output here")
     args = p.parse_args(argv)
     if not args.func_type or not args.classpath:
         p.error("set --func-type and --processor-class (or FUNC_TYPE and PROCESSOR_CLASS)")
     return WorkerConfig(func_type=args.func_type, classpath=args.classpath,
                         workspace=args.workspace, host=args.host, port=args.port,
                         concurrency=args.concurrency, queue_size=args.queue_size,
-                        timeout=args.timeout, ready_file=args.ready_file)
+                        timeout=args.timeout, ready_file=args.ready_file, name=args.name,
+                        job_log=args.job_log)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

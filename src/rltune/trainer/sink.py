@@ -49,8 +49,9 @@ def _clean(value: Any) -> Any:
 class FileSink:
     """Append-only files under ``job_dir``; safe to call from several threads."""
 
-    def __init__(self, job_dir: str | Path, echo: bool = False):
+    def __init__(self, job_dir: str | Path, echo: bool = False, store_trajectories: bool = True):
         self.dir = Path(job_dir)
+        self.store_trajectories = store_trajectories  # False: ENABLE_TRAJECTORY=false
         (self.dir / "trajectories").mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._metrics = open(self.dir / "metrics.jsonl", "a", encoding="utf-8")  # noqa: SIM115
@@ -68,6 +69,8 @@ class FileSink:
             self._metrics.flush()
 
     def trajectories(self, step: int, records: Iterable[dict[str, Any]]) -> None:
+        if not self.store_trajectories:
+            return
         path = self.dir / "trajectories" / f"step_{step:06d}.jsonl"
         with self._lock, open(path, "a", encoding="utf-8") as fh:
             for record in records:

@@ -23,6 +23,7 @@ from typing import Optional
 import psutil
 
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
+from rltune.functions.output import worker_args
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import UserCodeError
 
@@ -148,7 +149,7 @@ class LocalProcessBackend(WorkerBackend):
             "--func-type", spec.func_type.value, "--classpath", spec.classpath,
             "--workspace", str(spec.workspace), "--port", "0",
             "--concurrency", str(runtime.concurrency), "--queue-size", str(spec.queue_size),
-            "--ready-file", str(ready),
+            "--ready-file", str(ready), *worker_args(spec.display_name),
         ]
         if spec.timeout:
             cmd += ["--timeout", str(spec.timeout)]

@@ -91,9 +91,9 @@ async def _run(
         TimeRemainingColumn,
     )
 
-    from rltune.trainer.loop import Trainer
     from rltune.config.switches import trajectories_enabled
     from rltune.functions.output import JOB_LOG_ENV
+    from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import FileSink
 
     sink = FileSink(job_dir, echo=False, store_trajectories=trajectories_enabled(job))

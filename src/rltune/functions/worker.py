@@ -122,9 +122,8 @@ async def serve(cfg: WorkerConfig) -> int:
     """Load, set up and serve until SIGINT/SIGTERM. Returns the process exit code."""
     import uvicorn
 
-    from rltune.functions.worker_app import build_app
-
     from rltune.functions import output
+    from rltune.functions.worker_app import build_app
 
     output.install(cfg.name or f"{cfg.func_type}:{cfg.classpath}", cfg.job_log)
     install_cloud_alias()

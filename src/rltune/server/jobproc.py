@@ -37,9 +37,9 @@ def read_result(job_dir: Path) -> Optional[dict[str, Any]]:
 
 async def _run(job_dir: Path, resume: Optional[str]) -> dict[str, Any]:
     from rltune.config import load_job_config
-    from rltune.trainer.loop import Trainer
     from rltune.config.switches import trajectories_enabled
     from rltune.functions.output import JOB_LOG_ENV
+    from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import FileSink
 
     meta = json.loads((job_dir / "job.json").read_text())

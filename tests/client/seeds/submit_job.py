@@ -1,18 +1,12 @@
 # The Bailian demo's submit_job.py exactly as the seed doc prints it (seed 000, "提交训练任务").
 # Run by tests/client/test_seed_samples.py under rltune's dashscope alias.
 import asyncio
-
-from dashscope.finetune.agentic_rl import AgenticRL
 from dashscope.finetune.reinforcement import (
-    DataSourceType,
-    FunctionComponentModel,
-    FunctionComponentRuntime,
-    RewardFunctionComponent,
-    RolloutFunctionComponent,
-    TrainingDataset,
-    ValidationDataset,
+    RolloutFunctionComponent, RewardFunctionComponent,
+    FunctionComponentModel, FunctionComponentRuntime,
+    TrainingDataset, ValidationDataset, DataSourceType,
 )
-
+from dashscope.finetune.agentic_rl import AgenticRL
 
 async def main():
     client = AgenticRL()

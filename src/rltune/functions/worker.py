@@ -84,7 +84,7 @@ async def load_processor(cfg: WorkerConfig):
         log.warning(describe_missing(workspace, missing))
     note = f"\n{describe_missing(workspace, missing)}" if missing else ""
     try:
-        cls = load_processor_class(cfg.classpath, workspace)
+        cls = load_processor_class(cfg.classpath, workspace, cfg.func_type)
     except UserCodeError as exc:
         if note:
             raise UserCodeError(exc.message + note, where=exc.where, hint=exc.hint) from exc

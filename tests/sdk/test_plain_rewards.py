@@ -25,7 +25,8 @@ def test_trl_function_gets_columns_and_conversational_completions():
 
     def accuracy(completions, prompts, ground_truth, difficulty, **kwargs):
         seen.update(prompts=prompts, difficulty=difficulty)
-        return [float(c[-1]["content"].endswith(g)) for c, g in zip(completions, ground_truth, strict=True)]
+        pairs = zip(completions, ground_truth, strict=True)
+        return [float(c[-1]["content"].endswith(g)) for c, g in pairs]
 
     cls = trl_reward(accuracy)
     assert cls().process(reward_input(extra={"difficulty": 3})).reward.reward_score == 1.0

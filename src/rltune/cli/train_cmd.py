@@ -51,6 +51,9 @@ def train(
     job_dir = (output_dir or base_dir / "runs" / job_id).resolve()
     started = time.monotonic()
     try:
+        from rltune.config.download import download_to_files
+
+        job = download_to_files(job, job_dir / "data")  # download_url datasets
         summary = asyncio.run(_run(job, job_dir, job_id, base_dir, resume, quiet))
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)

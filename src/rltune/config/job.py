@@ -164,6 +164,13 @@ class JobConfig(StrictModel):
                 "of 1 has zero advantage and nothing is learned",
                 "set n_rollouts to 2 or more (4-16 is typical)",
             )
+        if hp.opd_reward_weight is not None and (
+                self.training.type is not TrainingType.PG_OPD
+                or not any(f.type.value != "rollout" for f in self.functions)):
+            raise _coupling("training.hyper_parameters.opd_reward_weight", hp.opd_reward_weight,
+                            "opd_reward_weight weighs reward functions in on-policy "
+                            "distillation; this job has no teacher or no reward function",
+                            "remove it, or set teacher_model and add a reward function")
         rollouts = [f for f in self.functions if isinstance(f, RolloutFunctionComponent)]
         if len(rollouts) > 1:
             raise _coupling("functions", len(rollouts), "a job has at most one rollout function",

@@ -28,6 +28,7 @@ from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT, overlong_penalty_B
 from rltune.trainer.checkpoint import list_checkpoints, restore_training_state, save_checkpoint
+from rltune.trainer import opd_reward
 from rltune.trainer.lora import engine_weights, is_lora, load_adapter, wrap_with_lora
 from rltune.trainer.rewarding import RewardComponent, Rewarder
 from rltune.trainer.rollouts import BuiltinRollout, RolloutResult, RolloutRunner
@@ -266,7 +267,8 @@ class TrainingRuntime:
         sampled tokens, and the mean of ``log pi_old - log pi_teacher`` over those tokens (a
         sample estimate of the reverse KL to the teacher, before the update).
 
-        Every rollout that produced tokens trains; rewards, if any, are metrics only.
+        Every rollout that produced tokens trains; with reward functions each token also gets
+        ``opd_reward_weight`` x its rollout's group reward advantage (``trainer/opd_reward.py``).
         """
         rows: list[TrainingRow] = []
         owner: list[RolloutResult] = []
@@ -292,9 +294,14 @@ class TrainingRuntime:
         teacher = self.teacher.logprobs([row.input_ids for row in rows])
         # Per rollout: [sum of token advantages, sampled tokens].
         totals: dict[str, list[float]] = {}
+        reward_adv = opd_reward.reward_advantages(  # teacher + reward: both signals train
+            results, weight=self.hp.opd_reward_weight if self.hp.opd_reward_weight is not None
+            else opd_reward.DEFAULT_WEIGHT, norm_by_std=self.knobs.norm_adv_by_std,
+        ) if self.rewarder.components else {}
         for row, r, old, ref in zip(rows, owner, student, teacher, strict=True):
             mask = torch.tensor(row.loss_mask, dtype=torch.float32)
             adv = opd_advantages_BT(torch.tensor(old), torch.tensor(ref), mask)
+            adv = adv + reward_adv.get(r.rollout_id, 0.0) * mask
             row.old_logprobs, row.advantage = old, adv.tolist()
             total = totals.setdefault(r.rollout_id, [0.0, 0.0])
             total[0] += float(adv.sum())

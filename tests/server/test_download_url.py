@@ -23,7 +23,7 @@ def http_data():
              "/bad.jsonl": json.dumps(ROW) + "\n{\"messages\": []}\n"}
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             body = files.get(self.path.split("?")[0])
             self.send_response(200 if body else 404)
             self.end_headers()

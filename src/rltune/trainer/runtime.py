@@ -26,9 +26,9 @@ from rltune.config.data import EpochSampler
 from rltune.config.datasets import TrainingType
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import ConfigError
+from rltune.trainer import opd_reward
 from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT, overlong_penalty_B
 from rltune.trainer.checkpoint import list_checkpoints, restore_training_state, save_checkpoint
-from rltune.trainer import opd_reward
 from rltune.trainer.lora import engine_weights, is_lora, load_adapter, wrap_with_lora
 from rltune.trainer.rewarding import RewardComponent, Rewarder
 from rltune.trainer.rollouts import BuiltinRollout, RolloutResult, RolloutRunner
@@ -63,6 +63,7 @@ def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
         name=comp.name,
         timeout=comp.timeout,
         runtime=comp.runtime or {},  # the spec takes the job config's runtime model as is
+        build_venv="auto",  # a job installs requirements.txt lines this env lacks
     )
 
 

@@ -102,6 +102,15 @@ class LocalProcessHandle(WorkerHandle):
             return ""
 
 
+def needs_venv(spec: FunctionComponentSpec) -> bool:
+    """``build_venv=True`` always; ``"auto"`` when requirements.txt has an unsatisfied line."""
+    if spec.build_venv != "auto":
+        return bool(spec.build_venv)
+    from rltune.functions.requirements import missing_requirements
+
+    return bool(missing_requirements(spec.workspace))
+
+
 class LocalProcessBackend(WorkerBackend):
     """Start workers as child processes of this one.
 
@@ -138,7 +147,7 @@ class LocalProcessBackend(WorkerBackend):
         ready.unlink(missing_ok=True)
         log_path = self.log_dir / f"{worker_id}.log"
         python = spec.python or sys.executable
-        if spec.build_venv and not spec.python:
+        if spec.build_venv and not spec.python and needs_venv(spec):
             from rltune.functions.registry import rltune_home
             from rltune.functions.requirements import ensure_venv
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +67,6 @@ def test_local_training_downloads_into_the_job_dir(tmp_path, http_data):
     fixed = download_to_files(job, tmp_path / "data")
     path = fixed.datasets[0].file_name
     assert fixed.datasets[0].data_source_type.value == "file_id"
-    assert open(path).read().count("\n") == 4
+    assert Path(path).read_text().count("\n") == 4
     with pytest.raises(DatasetError, match="failed: ConnectError"):
         download_to_files(load_job_config_text(job_yaml("http://127.0.0.1:9/x.jsonl")), tmp_path)

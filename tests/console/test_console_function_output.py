@@ -121,3 +121,9 @@ def test_console_log_view_shows_function_output(page, server, loud_job):
     expect(lines.filter(has_text="[fn loud-reward ")).to_have_count(8)  # print + logging
     expect(lines.filter(has_text="rollout-marker")).to_have_count(4)
     expect(page.locator("#log-count")).to_contain_text("12 of")
+    page.fill("#log-search", "")
+    page.check("#log-fn-only")  # only the functions' output, each line tagged and marked
+    expect(lines.filter(has_text="marker")).to_have_count(12)
+    texts = lines.all_inner_texts()
+    assert texts and all(" [fn loud-" in t for t in texts)
+    expect(lines.first).to_have_class(re.compile(r"\blog-fn\b"))

@@ -134,7 +134,7 @@ async def serve(cfg: WorkerConfig) -> int:
     except RltuneError as exc:
         _write_ready(cfg.ready_file, {"ok": False, "error": exc.message, "where": exc.where,
                                       "hint": exc.hint})
-        print(f"rltune worker: {exc}", file=sys.stderr, flush=True)
+        print(f"rltune worker: {exc}", file=sys.__stderr__, flush=True)  # rltune's own, untagged
         return EXIT_SETUP_FAILED
     app = build_app(processor, cfg.func_type, concurrency=cfg.concurrency,
                     queue_size=cfg.queue_size, timeout=cfg.timeout)
@@ -156,7 +156,7 @@ async def serve(cfg: WorkerConfig) -> int:
         return 1
     _write_ready(cfg.ready_file, {"ok": True, "port": port, "pid": os.getpid()})
     print(f"rltune worker: {type(processor).__name__} ({cfg.func_type}) serving on "
-          f"http://{cfg.host}:{port}/api/v1", file=sys.stderr, flush=True)
+          f"http://{cfg.host}:{port}/api/v1", file=sys.__stderr__, flush=True)  # untagged
     await task
     return 0
 

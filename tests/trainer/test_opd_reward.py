@@ -38,3 +38,51 @@ def test_opd_reward_weight_only_where_it_takes_effect():
     with pytest.raises(ConfigError, match="no teacher or no reward function"):
         load_job_config_text(JOB.replace('[{type: reward, fcmodel: {classpath: "reward.py:R"}}]',
                                          "[]"))
+
+
+@pytest.mark.slow
+async def test_an_opd_job_trains_on_the_reward_too(tmp_path, tiny_model_dir):
+    """A real OPD job (built-in rollout, a length reward, weight 1000): in every group whose
+    rewards differ, each rollout's mean token advantage has the sign of its reward advantage,
+    which the teacher term alone (a few nats) could not give."""
+    import json
+
+    import yaml
+
+    from rltune.config import load_job_config
+    from rltune.models import build_tiny_model, save_model
+    from rltune.trainer.loop import Trainer
+
+    model, tok = build_tiny_model(seed=1)
+    teacher = save_model(model, tok, tmp_path / "teacher")
+    ws = tmp_path / "ws"
+    (ws / "data").mkdir(parents=True)
+    rows = [{"messages": [{"role": "user", "content": f"Say something about {i}."}]}
+            for i in range(4)]
+    (ws / "data" / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (ws / "length.py").write_text(
+        "def length(completions, **kwargs):\n"
+        "    return [float(len(c[-1]['content'])) for c in completions]\n")
+    (ws / "job.yaml").write_text(yaml.safe_dump({
+        "model": {"name": str(tiny_model_dir)}, "teacher_model": str(teacher),
+        "datasets": [{"type": "training", "file_name": "data/train.jsonl"}],
+        "functions": [{"type": "reward", "name": "length",
+                       "fcmodel": {"classpath": "length.py:length"},
+                       "runtime": {"capacity": 1, "max_capacity": 1}}],
+        "training": {"type": "pg_opd", "hyper_parameters": {
+            "batch_size": 4, "n_rollouts": 2, "max_length": 48, "max_prompt_length": 36,
+            "n_epochs": 1, "save_strategy": "no", "opd_reward_weight": 1000.0,
+            "norm_adv_by_std": False}}}))
+    job_dir = tmp_path / "job"
+    await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws).run()
+    traj = [json.loads(x) for x in (job_dir / "trajectories" / "step_000001.jsonl").open()]
+    groups: dict[int, list] = {}
+    for t in traj:
+        groups.setdefault(t["sample_index"], []).append(t)
+    differing = [g for g in groups.values() if len({t["reward"] for t in g}) > 1]
+    assert differing, [t["reward"] for t in traj]
+    for g in differing:
+        mean = sum(t["reward"] for t in g) / len(g)
+        for t in g:
+            expected = 1000.0 * (t["reward"] - mean)
+            assert t["advantage"] == pytest.approx(expected, abs=50.0), (t, expected)

@@ -63,3 +63,78 @@ def test_submit_result_is_awaitable_and_alias_import():
 
 async def _await(x):
     return await x
+
+
+def test_cloud_doc_shapes_without_a_server(tmp_path):
+    from rltune.client import AgenticRL
+    from rltune.config import (
+        AgenticRLFunctionComponent,
+        FunctionComponentModel,
+        JobConfig,
+        RewardFunctionComponent,
+        load_job_config,
+    )
+    from rltune.sdk.data import FunctionType
+
+    comp = AgenticRLFunctionComponent(type=FunctionType.REWARD, name="r", weight=0.5,
+                                      fcmodel=FunctionComponentModel(classpath="r.py:R"))
+    job = JobConfig.load_from_dict({"model": "m", "functions": [comp]})
+    assert isinstance(job.functions[0], RewardFunctionComponent)
+    assert job.functions[0].weight == 0.5
+    with pytest.raises(ConfigError, match="a rollout function has no weight"):
+        JobConfig.load_from_dict({"model": "m", "functions": [{"type": "rollout", "weight": 2}]})
+    (tmp_path / "job.yaml").write_text("job_name: from-file\nmodel: m\n")
+    assert load_job_config(tmp_path / "job.yaml", name="renamed").name == "renamed"
+    assert load_job_config(tmp_path / "job.yaml", job_name="other").name == "other"
+    client = AgenticRL(api_key="k", base_url="http://127.0.0.1:9")
+    with pytest.raises(ConfigError, match="run\\(\\) without init\\(\\) needs model="):
+        asyncio.run(client.run())
+
+
+def test_log_level_and_dashscope_key(monkeypatch, tmp_path):
+    import logging
+
+    from rltune.client import discovery
+    from rltune.sdk.log_level import log_level
+
+    assert log_level({"LOG_LEVEL": "warning"}) == logging.WARNING
+    assert log_level({"LOG_LEVEL": "debug", "RLTUNE_LOG_LEVEL": "ERROR"}) == logging.ERROR
+    with pytest.raises(ConfigError, match="LOG_LEVEL='loud' is not a log level"):
+        log_level({"LOG_LEVEL": "loud"})
+    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path))
+    monkeypatch.delenv("RLTUNE_API_KEY", raising=False)
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-cloud")
+    assert discovery.api_key() == "sk-cloud"
+    monkeypatch.setenv("RLTUNE_API_KEY", "rk-local")
+    assert discovery.api_key() == "rk-local"
+
+
+def test_cli_debug_log_masks_the_key_and_a_bad_level_is_refused(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from rltune.cli.main import app
+
+    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path))
+    monkeypatch.setenv("RLTUNE_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-secret-value-123")
+    monkeypatch.delenv("RLTUNE_API_KEY", raising=False)
+    import logging
+
+    for name in ("", "rltune"):  # the CLI sets these levels: restore them afterwards
+        monkeypatch.setattr(logging.getLogger(name), "level", logging.getLogger(name).level)
+    monkeypatch.setenv("LOG_LEVEL", "nonsense")
+    r = CliRunner().invoke(app, ["rl", "get", "ft-1"])
+    assert r.exit_code == 2 and "LOG_LEVEL='nonsense'" in r.output
+    monkeypatch.setenv("LOG_LEVEL", "debug")
+    records: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda rec: records.append(rec.getMessage())
+    logging.getLogger("rltune.client").addHandler(handler)
+    try:
+        r = CliRunner().invoke(app, ["rl", "get", "ft-1"])
+    finally:
+        logging.getLogger("rltune.client").removeHandler(handler)
+    assert r.exit_code == 1 and "cannot reach the rltune server" in r.output
+    assert any("GET http://127.0.0.1:9/v1/jobs/ft-1" in m and "sk-s…(19 chars)" in m
+               for m in records), records
+    assert not any("sk-secret-value-123" in m for m in records)

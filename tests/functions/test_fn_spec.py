@@ -86,3 +86,52 @@ async def test_pool_worker_runs_in_the_built_venv(tmp_path, monkeypatch):
     async with await FunctionPool.start(spec) as pool:
         out = await pool.call({"agent_output": {"messages": []}})
     assert "functions/venvs/venv-" in out.python
+
+
+def _local_wheel(folder) -> str:
+    """A one-module wheel written by hand (installs offline): markerpkg.VALUE."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {"markerpkg/__init__.py": b"VALUE = 'installed-marker'\n",
+             "markerpkg-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: markerpkg\n"
+                                                 b"Version: 0.1\n",
+             "markerpkg-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\n"
+                                              b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [f"{k},sha256={base64.urlsafe_b64encode(hashlib.sha256(v).digest()).rstrip(b'=').decode()},{len(v)}"  # noqa: E501
+              for k, v in files.items()] + ["markerpkg-0.1.dist-info/RECORD,,"]
+    files["markerpkg-0.1.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / "markerpkg-0.1-py3-none-any.whl", "w") as z:
+        for k, v in files.items():
+            z.writestr(k, v)
+    return "./wheels/markerpkg-0.1-py3-none-any.whl"
+
+
+@pytest.mark.slow
+async def test_auto_venv_installs_missing_requirements_once_per_hash(tmp_path, monkeypatch):
+    """What jobs do (build_venv="auto"): an unsatisfied line is installed into a venv cached by
+    the file's hash; two pools (and their concurrent workers) build it once."""
+    from rltune.functions import FunctionPool
+
+    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path / "home"))
+    ws = tmp_path / "ws"
+    (ws / "requirements.txt").parent.mkdir()
+    (ws / "requirements.txt").write_text(_local_wheel(ws / "wheels") + "\n")
+    (ws / "uses.py").write_text(
+        "import markerpkg, sys\nfrom rltune.sdk import AbstractRewardProcessor, RewardOutput, "
+        "Reward\nclass Uses(AbstractRewardProcessor):\n    def process(self, x):\n"
+        "        return RewardOutput(reward=Reward(reward_score=1.0), value=markerpkg.VALUE,"
+        " python=sys.prefix)\n")
+    spec = FunctionComponentSpec(classpath="uses.Uses", func_type="reward", workspace=ws,
+                                 build_venv="auto", runtime={"capacity": 2, "max_capacity": 2})
+    async with await FunctionPool.start(spec) as pool:
+        out = await pool.call({"agent_output": {"messages": []}})
+    assert out.value == "installed-marker" and "functions/venvs/venv-" in out.python
+    venvs = list((tmp_path / "home" / "functions" / "venvs").glob("venv-*/.rltune-ready"))
+    assert len(venvs) == 1
+    stamp = venvs[0].stat().st_mtime_ns
+    async with await FunctionPool.start(spec) as pool:
+        assert (await pool.call({"agent_output": {"messages": []}})).value == "installed-marker"
+    assert venvs[0].stat().st_mtime_ns == stamp  # reused, not rebuilt

@@ -20,7 +20,8 @@ from rltune.sdk.errors import RltuneError
 rl_app = typer.Typer(help="Cloud-compatible job verbs (talk to the rltune server).",
                      no_args_is_help=True)
 OUT = typer.Option("table", "--output", "-o", "--output-format", help="table|json|yaml")
-KEY = typer.Option(None, "--api-key", envvar="RLTUNE_API_KEY", help="default: local admin key")
+KEY = typer.Option(None, "--api-key", envvar=["RLTUNE_API_KEY", "DASHSCOPE_API_KEY"],
+                   help="default: local admin key")
 FORMATS = ("table", "json", "yaml")
 
 
@@ -46,6 +47,12 @@ def _fail(exc: Exception, code: int = 1) -> None:
 
 def _client(api_key: Optional[str], ensure_server: bool = False):
     from rltune.client import AgenticRL, discovery
+    from rltune.sdk.log_level import configure_logging
+
+    try:
+        configure_logging("%(levelname)s %(name)s: %(message)s")  # LOG_LEVEL=debug: requests
+    except RltuneError as exc:
+        _fail(exc, 2)
 
     url = discovery.base_url()
     if ensure_server and not discovery.is_up(url):
@@ -59,8 +66,25 @@ def _client(api_key: Optional[str], ensure_server: bool = False):
     return AgenticRL(api_key=api_key, base_url=url)
 
 
-def _split(values: list[str]) -> list[str]:
-    return [v for item in values for v in item.split(",") if v]
+def _split(values: list[str], option: str = "") -> list[str]:
+    """Repeated, comma-separated or JSON-list values (``'["rw-1", "rw-2"]'``) → one list."""
+    out: list[str] = []
+    for item in values:
+        text = item.strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError as exc:
+                _fail(RltuneError(f"{option or 'a list option'} looks like a JSON list but is "
+                                  f"not JSON: {exc.msg}", where=option,
+                                  hint='write e.g. \'["rw-1", "rw-2"]\' or rw-1,rw-2'), 2)
+            if not isinstance(parsed, list) or not all(isinstance(v, str) for v in parsed):
+                _fail(RltuneError(f"{option or 'a list option'} must be a JSON list of strings",
+                                  where=option, hint='write e.g. \'["rw-1", "rw-2"]\''), 2)
+            out += [v for v in parsed if v]
+        else:
+            out += [v.strip() for v in text.split(",") if v.strip()]
+    return out
 
 
 def register_functions(
@@ -141,6 +165,9 @@ def upload_data(
     _emit({"uploaded_training_ids": train, "uploaded_validation_ids": val}, output, "uploaded")
 
 
+LIST = dict(show_default=False)
+
+
 def run(
     config: Optional[Path] = typer.Option(None, "--config", "-c", exists=True, dir_okay=False),
     model: Optional[str] = typer.Option(None, "--model"),
@@ -150,6 +177,19 @@ def run(
                                                     "--rollout-classpaths"),
     reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath"),
     group_reward_classpaths: list[str] = typer.Option([], "--group-reward-classpaths"),
+    rollout_name: Optional[str] = typer.Option(None, "--rollout-name"),
+    reward_names: list[str] = typer.Option([], "--reward-names", **LIST),
+    group_reward_names: list[str] = typer.Option([], "--group-reward-names", **LIST),
+    rollout_weight: Optional[str] = typer.Option(None, "--rollout-weight",
+                                                 help="only 1 (a rollout is not weighted)"),
+    reward_weights: list[str] = typer.Option([], "--reward-weights", help="e.g. 0.7,0.3"),
+    group_reward_weights: list[str] = typer.Option([], "--group-reward-weights"),
+    reward_metric_weights: Optional[str] = typer.Option(
+        None, "--reward-metric-weights", help='JSON list of dicts, e.g. \'[{"acc": 1}]\''),
+    rollout_runtime: Optional[str] = typer.Option(None, "--rollout-runtime", help="JSON object"),
+    reward_runtimes: Optional[str] = typer.Option(
+        None, "--reward-runtimes", help="JSON list of objects (or one object for all)"),
+    group_reward_runtimes: Optional[str] = typer.Option(None, "--group-reward-runtimes"),
     hyper_parameters: Optional[str] = typer.Option(None, "--hyper-parameters",
                                                    help='JSON, e.g. \'{"batch_size": 4}\''),
     workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
@@ -160,32 +200,61 @@ def run(
     verbose: bool = typer.Option(False, "--verbose", "-v"),
     api_key: Optional[str] = KEY, output: str = OUT,
 ) -> None:
-    """Register, upload and submit a job (from -c job.yaml or direct parameters), then follow."""
+    """Register, upload and submit a job (from -c job.yaml or direct parameters), then follow.
+
+    With -c, --model, --hyper-parameters (merged), --teacher-model and --job-name override the
+    YAML; the function and dataset options are for the direct mode only.
+    """
+    from rltune.cli.rl_options import function_components
+
     try:
         hp = json.loads(hyper_parameters) if hyper_parameters else None
     except json.JSONDecodeError as exc:
         _fail(RltuneError(f"--hyper-parameters is not JSON: {exc.msg}",
                           hint='write e.g. \'{"learning_rate": 1e-5}\''), 2)
+    direct = {"--training-files": training_files, "--validation-files": validation_files,
+              "--rollout-classpath": rollout_classpath, "--reward-classpaths": reward_classpaths,
+              "--group-reward-classpaths": group_reward_classpaths,
+              "--rollout-name": rollout_name, "--reward-names": reward_names,
+              "--group-reward-names": group_reward_names, "--rollout-weight": rollout_weight,
+              "--reward-weights": reward_weights, "--group-reward-weights": group_reward_weights,
+              "--reward-metric-weights": reward_metric_weights,
+              "--rollout-runtime": rollout_runtime, "--reward-runtimes": reward_runtimes,
+              "--group-reward-runtimes": group_reward_runtimes}
     try:
+        if config is not None:
+            mixed = [opt for opt, value in direct.items() if value]
+            if mixed:
+                _fail(RltuneError(f"{mixed[0]} cannot be combined with -c", where=mixed[0],
+                                  hint="set it in the YAML, or drop -c and give the job "
+                                       "with direct options"), 2)
+        elif not (model and training_files):
+            _fail(RltuneError("give -c job.yaml, or --model and --training-files"), 2)
+        ws = str(workspace_dir)
+        fns = [] if config is not None else function_components(
+            ws,
+            rollout=([rollout_classpath] if rollout_classpath else [],
+                     [rollout_name] if rollout_name else [],
+                     [rollout_weight] if rollout_weight else [], rollout_runtime or "", ""),
+            reward=(_split(reward_classpaths, "--reward-classpaths"),
+                    _split(reward_names, "--reward-names"),
+                    _split(reward_weights, "--reward-weights"), reward_runtimes or "",
+                    reward_metric_weights or ""),
+            group_reward=(_split(group_reward_classpaths, "--group-reward-classpaths"),
+                          _split(group_reward_names, "--group-reward-names"),
+                          _split(group_reward_weights, "--group-reward-weights"),
+                          group_reward_runtimes or "", ""))
         client = _client(api_key, ensure_server=True)
         if config is not None:
             client.init(config)
         else:
-            if not (model and training_files):
-                _fail(RltuneError("give -c job.yaml, or --model and --training-files"), 2)
-            fns: list[dict] = []
-            for kind, cps in (("rollout", [rollout_classpath] if rollout_classpath else []),
-                              ("reward", _split(reward_classpaths)),
-                              ("group_reward", _split(group_reward_classpaths))):
-                fns += [{"type": kind, "fcmodel": {"zipdir": str(workspace_dir),
-                                                   "classpath": cp}} for cp in cps]
             client.defaults = {"model": {"name": model}, "functions": fns, "datasets": (
                 [{"type": "training", "file_name": str(Path(f).resolve())}
-                 for f in _split(training_files)]
+                 for f in _split(training_files, "--training-files")]
                 + [{"type": "validation", "file_name": str(Path(f).resolve())}
-                   for f in _split(validation_files)])}
+                   for f in _split(validation_files, "--validation-files")])}
             client.init()
-        job = asyncio.run(client.run(hyper_parameters=hp, job_name=job_name,
+        job = asyncio.run(client.run(model=model, hyper_parameters=hp, job_name=job_name,
                                      teacher_model=teacher_model))
     except RltuneError as exc:
         _fail(exc)
@@ -246,15 +315,20 @@ def submit(
     api_key: Optional[str] = KEY, output: str = OUT,
 ) -> None:
     """Submit a job from ids (uploaded file ids, registered function entity ids)."""
-    fns = ([{"type": "rollout", "entity_id": rollout_id}] if rollout_id else []) + [
-        {"type": "reward", "entity_id": e} for e in _split(reward_ids)] + [
-        {"type": "group_reward", "entity_id": e} for e in _split(group_reward_ids)]
+    rollout_ids = _split([rollout_id], "--rollout-id") if rollout_id else []
+    if len(rollout_ids) > 1:
+        _fail(RltuneError(f"--rollout-id names {len(rollout_ids)} rollouts; a job has one",
+                          where="--rollout-id", hint="give one id"), 2)
+    fns = [{"type": "rollout", "entity_id": e} for e in rollout_ids] + [
+        {"type": "reward", "entity_id": e} for e in _split(reward_ids, "--reward-ids")] + [
+        {"type": "group_reward", "entity_id": e}
+        for e in _split(group_reward_ids, "--group-reward-ids")]
     try:
         hp = json.loads(hyper_parameters) if hyper_parameters else None
         job = _client(api_key).submit_job(
             model=model, functions=fns, hyper_parameters=hp, job_name=job_name,
-            training_file_ids=_split(training_file_ids),
-            validation_file_ids=_split(validation_file_ids))
+            training_file_ids=_split(training_file_ids, "--training-file-ids"),
+            validation_file_ids=_split(validation_file_ids, "--validation-file-ids"))
     except (RltuneError, json.JSONDecodeError) as exc:
         _fail(exc)
     _emit(job.output, output, "job")

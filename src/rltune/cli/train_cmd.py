@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import shutil
 import time
@@ -63,6 +64,9 @@ def train(
     existed = job_dir.exists()
     started = time.monotonic()
     try:
+        from rltune.config.download import download_to_files
+
+        job = download_to_files(job, job_dir / "data")  # download_url datasets
         summary = asyncio.run(_run(job, job_dir, job_id, base_dir, resume, quiet))
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
@@ -143,10 +147,12 @@ async def _run(
         TimeRemainingColumn,
     )
 
+    from rltune.functions.output import JOB_LOG_ENV
     from rltune.trainer.loop import Trainer
-    from rltune.trainer.sink import FileSink
+    from rltune.trainer.sink import build_sink
 
-    sink = FileSink(job_dir, echo=False)
+    sink = build_sink(job_dir, job)
+    os.environ[JOB_LOG_ENV] = str(job_dir / "train.log")  # workers append their output there
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -26,9 +26,23 @@ from rltune.client import discovery
 from rltune.client.http import Transport
 from rltune.client.models import FineTune, FineTuneOutput
 from rltune.config import JobConfig, load_job_config
+from rltune.config.components import (  # noqa: F401 - importable from here, as in the cloud SDK
+    AgenticRLFunctionComponent,
+    FunctionComponentModel,
+    FunctionComponentRuntime,
+    GroupRewardFunctionComponent,
+    RewardFunctionComponent,
+    RolloutFunctionComponent,
+    as_typed_component,
+)
 from rltune.config.datasets import DataSourceType, TrainingDataset, ValidationDataset
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import ConfigError, ValidationError
+
+#: A successful submit's ``FineTune.status_code``. The REST call answers 201 Created; the
+#: client reports 200 as the cloud SDK does, so its documented ``status_code == 200`` check
+#: holds (``FineTune.http_status`` keeps the HTTP code).
+SUBMIT_OK = 200
 
 T = TypeVar("T")
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELED")
@@ -75,6 +89,13 @@ class _either:
 
         bound.__doc__ = self.fn.__doc__
         return bound
+
+
+def _as_list(value: Any) -> list[Any]:
+    """``None`` → [], one object → [it], a list → a copy (the cloud accepts all three)."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _merge(base: Optional[dict], extra: Optional[dict]) -> dict:
@@ -142,7 +163,8 @@ class AgenticRL:
         """
         from rltune.functions.archive import zip_workspace
 
-        comps = list(functions) if functions is not None else self._tuning().functions
+        comps = ([as_typed_component(f) for f in _as_list(functions)] if functions is not None
+                 else self._tuning().functions)
         out: dict[str, list[str]] = {f"{t.value}_{k}": [] for t in FunctionType
                                      for k in ("entities", "instances")}
         for comp in comps:
@@ -248,8 +270,8 @@ class AgenticRL:
         if job_name:
             data["name"] = job_name
         if functions is not None:
-            data["functions"] = [f if isinstance(f, dict) else f.model_dump(exclude_none=True)
-                                 for f in functions]
+            data["functions"] = [as_typed_component(f).model_dump(exclude_none=True)
+                                 for f in _as_list(functions)]
         if datasets is not None:
             data["datasets"] = [d if isinstance(d, dict) else d.model_dump(exclude_none=True)
                                 for d in datasets]
@@ -279,7 +301,9 @@ class AgenticRL:
         config = self._job_config(**kwargs)
         job = await self.http.request("POST", "/v1/jobs", json={"config": config})
         self.tuning_id = job["job_id"]
-        return FineTune.of_job(job, 201)
+        out = FineTune.of_job(job, SUBMIT_OK)
+        out.http_status = 201
+        return out
 
     def submit_job(self, model: Any = None, datasets: Any = None, functions: Any = None,
                    hyper_parameters: Optional[dict] = None, resources: Optional[dict] = None,
@@ -296,10 +320,17 @@ class AgenticRL:
                   hyper_parameters: Optional[dict] = None, resources: Optional[dict] = None,
                   job_name: Optional[str] = None, teacher_model: Optional[str] = None,
                   lazy_load: bool = True, **kwargs: Any) -> FineTune:
-        """Register functions, upload datasets, submit the job."""
+        """Register functions, upload datasets, submit the job.
+
+        Without ``init()`` the job is built from the arguments alone (``model`` is needed).
+        """
+        if self.tuning is None and not self.defaults:
+            self.tuning = self._config_from_arguments(
+                model, functions, training_datasets, validation_datasets, job_name,
+                teacher_model)
         tuning = self._tuning()
         if functions is not None:
-            tuning.functions = list(functions)
+            tuning.functions = [as_typed_component(f) for f in _as_list(functions)]
         if training_datasets is not None or validation_datasets is not None:
             tuning.datasets = list(training_datasets or []) + list(validation_datasets or [])
         await self.register_functions(lazy_load=lazy_load)
@@ -307,6 +338,24 @@ class AgenticRL:
         return await self.asubmit_job(model=model, hyper_parameters=hyper_parameters,
                                       resources=resources, job_name=job_name,
                                       teacher_model=teacher_model, **kwargs)
+
+    @staticmethod
+    def _config_from_arguments(model: Any, functions: Any, training: Any, validation: Any,
+                               job_name: Optional[str], teacher: Optional[str]) -> JobConfig:
+        if model is None:
+            raise ConfigError("no job config: run() without init() needs model=",
+                              where="AgenticRL.run",
+                              hint="pass model='…' (and functions, datasets), or call "
+                                   "client.init('job.yaml') first")
+        data: dict[str, Any] = {
+            "model": {"name": model} if isinstance(model, str) else model,
+            "functions": [as_typed_component(f) for f in _as_list(functions)],
+            "datasets": _as_list(training) + _as_list(validation)}
+        if job_name:
+            data["name"] = job_name
+        if teacher:
+            data["teacher_model"] = teacher
+        return JobConfig.load_from_dict(data)
 
     # ---- job queries (callable on the class, like the cloud's classmethods)
     @_either

@@ -1,6 +1,7 @@
 """Where the server is and which key to use; start a local server when none answers.
 
-Order: explicit argument > ``RLTUNE_BASE_URL`` / ``RLTUNE_API_KEY`` > the local server's
+Order: explicit argument > ``RLTUNE_BASE_URL`` / ``RLTUNE_API_KEY`` (then the cloud SDK's
+``DASHSCOPE_API_KEY``) > the local server's
 ``$RLTUNE_HOME/server/server.json`` and ``admin.key`` > ``http://127.0.0.1:8600``.
 """
 
@@ -17,6 +18,8 @@ from rltune.paths import server_home
 from rltune.sdk.errors import AuthError, RltuneError
 
 DEFAULT_URL = "http://127.0.0.1:8600"
+#: Where an API key is read from, in order (DASHSCOPE_API_KEY: code written for the cloud SDK).
+KEY_VARS = ("RLTUNE_API_KEY", "DASHSCOPE_API_KEY")
 
 
 def local_server_info() -> Optional[dict]:
@@ -38,8 +41,9 @@ def base_url(explicit: Optional[str] = None) -> str:
 def api_key(explicit: Optional[str] = None, *, required: bool = True) -> Optional[str]:
     if explicit:
         return explicit
-    if os.environ.get("RLTUNE_API_KEY"):
-        return os.environ["RLTUNE_API_KEY"]
+    for var in KEY_VARS:
+        if os.environ.get(var):
+            return os.environ[var]
     path = server_home() / "admin.key"
     if path.is_file():
         return path.read_text().strip()

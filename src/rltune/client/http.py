@@ -8,12 +8,16 @@ POSTs carry an ``Idempotency-Key`` so a retried create never creates twice.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from typing import Any, Optional
 
 import httpx
 
 from rltune.sdk import errors as E
+from rltune.sdk.log_level import mask
+
+log = logging.getLogger("rltune.client")
 
 _BY_CODE: dict[str, type[E.RltuneError]] = {}
 for _cls in (E.ValidationError, E.ConfigError, E.DatasetError, E.ArchiveError, E.AuthError,
@@ -59,6 +63,8 @@ class Transport:
         hdrs.update(headers or {})
         params = {k: v for k, v in (params or {}).items() if v is not None}
         delay = 0.5
+        log.debug("%s %s%s params=%s key=%s", method, self.base_url, path, params,
+                  mask(self.api_key))
         for attempt in range(self.retries + 1):
             try:
                 async with httpx.AsyncClient(base_url=self.base_url,
@@ -72,6 +78,8 @@ class Transport:
                                         hint="start it with `rltune server start` or set "
                                              "RLTUNE_BASE_URL") from None
             else:
+                log.debug("%s %s → %s (%d bytes)", method, path, resp.status_code,
+                          len(resp.content))
                 if resp.status_code < 500 or attempt >= self.retries:
                     raise_for_error(resp)
                     return resp if raw else resp.json()

@@ -29,6 +29,8 @@ class FineTune(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     status_code: int = 200
+    #: The HTTP status of the call when it differs from ``status_code`` (submit: 201).
+    http_status: Optional[int] = None
     request_id: Optional[str] = None
     code: Optional[str] = None
     message: Optional[str] = None

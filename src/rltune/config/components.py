@@ -111,17 +111,7 @@ class AgenticRLFunctionComponent(StrictModel):
     instance_url: Optional[str] = None
     instance_token: Optional[str] = None
     instance_status: Optional[int] = -1
-
-
-class RolloutFunctionComponent(AgenticRLFunctionComponent):
-    """The rollout (agent) function. ``weight``/``reward_metric_weight`` are placeholders."""
-
-    type: Literal[FunctionType.ROLLOUT] = FunctionType.ROLLOUT
-    weight: Optional[float] = None
-    reward_metric_weight: Optional[dict[str, float]] = None
-
-
-class _WeightedComponent(AgenticRLFunctionComponent):
+    #: How much a reward's score counts (rewards only; the cloud docs pass it to this class).
     weight: Optional[float] = Field(None, ge=-1e6, le=1e6)
     reward_metric_weight: Optional[dict[str, float]] = None
 
@@ -144,10 +134,36 @@ class _WeightedComponent(AgenticRLFunctionComponent):
             return out
         return value
 
+    @model_validator(mode="after")
+    def _rollout_has_no_weight(self) -> AgenticRLFunctionComponent:
+        # A rollout's score is not combined with anything: a weight there would be ignored.
+        if self.type is FunctionType.ROLLOUT:
+            if self.weight not in (None, 1.0):
+                raise ValueError(
+                    f"a rollout function has no weight (got {self.weight}); only reward and "
+                    "group_reward functions are weighted: remove 'weight' or set it to 1"
+                )
+            if self.reward_metric_weight:
+                raise ValueError(
+                    "a rollout function has no reward_metric_weight; set it on the reward "
+                    "function whose metrics it weighs"
+                )
+        return self
+
     @property
     def effective_weight(self) -> float:
         """The weight used in the final reward (unset means 1.0)."""
         return 1.0 if self.weight is None else self.weight
+
+
+class RolloutFunctionComponent(AgenticRLFunctionComponent):
+    """The rollout (agent) function (``weight`` may only be unset or 1)."""
+
+    type: Literal[FunctionType.ROLLOUT] = FunctionType.ROLLOUT
+
+
+class _WeightedComponent(AgenticRLFunctionComponent):
+    pass
 
 
 class RewardFunctionComponent(_WeightedComponent):
@@ -180,3 +196,16 @@ FunctionComponent = Annotated[
         custom_error_message="function 'type' must be one of rollout, reward, group_reward",
     ),
 ]
+
+
+def as_typed_component(comp: Any) -> Any:
+    """A component as its typed class (a plain ``AgenticRLFunctionComponent(type=REWARD, ...)``
+    becomes a ``RewardFunctionComponent``); dicts are validated the same way."""
+    from pydantic import TypeAdapter
+
+    if isinstance(comp, (RolloutFunctionComponent, RewardFunctionComponent,
+                         GroupRewardFunctionComponent)):
+        return comp
+    if isinstance(comp, AgenticRLFunctionComponent):
+        comp = comp.model_dump(exclude_unset=True) | {"type": comp.type}
+    return TypeAdapter(FunctionComponent).validate_python(comp)

@@ -88,6 +88,12 @@ class HyperParameters(StrictModel):
     overlong_penalty_factor: Optional[float] = Field(None, ge=0, le=100)
     entropy_coeff: Optional[float] = Field(None, ge=0, le=10)
     ppo_epochs: Optional[int] = Field(None, ge=1, le=100)
+    opd_reward_weight: Optional[float] = Field(
+        None, ge=0, le=1000,
+        description="OPD with reward functions: each token's advantage is the teacher term plus "
+        "this weight x its rollout's group reward advantage; unset = 1.0, 0 = rewards are "
+        "metrics only (pg_opd jobs with a reward or group_reward function only)",
+    )
 
     # --- optimisation and sampling (rltune's own; cloud jobs leave them at defaults) ---
     max_grad_norm: float = Field(1.0, gt=0, le=1e6)

@@ -160,6 +160,17 @@ class JobConfig(StrictModel):
             data["functions"] = fixed
         return data
 
+    @field_validator("functions", mode="before")
+    @classmethod
+    def _plain_components(cls, value: Any) -> Any:
+        # The cloud docs build rewards as AgenticRLFunctionComponent(type=REWARD, weight=...).
+        if isinstance(value, list):
+            from rltune.config.components import AgenticRLFunctionComponent
+
+            return [fn.model_dump(exclude_unset=True) | {"type": fn.type}
+                    if type(fn) is AgenticRLFunctionComponent else fn for fn in value]
+        return value
+
     @model_validator(mode="after")
     def _rules(self) -> JobConfig:
         if self.teacher_model and self.training.type is not TrainingType.PG_OPD:
@@ -181,6 +192,13 @@ class JobConfig(StrictModel):
                 "of 1 has zero advantage and nothing is learned",
                 "set n_rollouts to 2 or more (4-16 is typical)",
             )
+        if hp.opd_reward_weight is not None and (
+                self.training.type is not TrainingType.PG_OPD
+                or not any(f.type.value != "rollout" for f in self.functions)):
+            raise _coupling("training.hyper_parameters.opd_reward_weight", hp.opd_reward_weight,
+                            "opd_reward_weight weighs reward functions in on-policy "
+                            "distillation; this job has no teacher or no reward function",
+                            "remove it, or set teacher_model and add a reward function")
         rollouts = [f for f in self.functions if isinstance(f, RolloutFunctionComponent)]
         if len(rollouts) > 1:
             raise _coupling("functions", len(rollouts), "a job has at most one rollout function",
@@ -309,8 +327,13 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None) ->
             where=source, hint="start the file with keys such as 'name:' and 'model:'",
         )
     for key, value in overrides.items():
-        if value is not None:
-            data[key] = value
+        if value is None:
+            continue
+        if key in ("name", "job_name"):
+            # A call's name replaces the file's, whichever spelling either uses.
+            data.pop("job_name", None)
+            key = "name"
+        data[key] = value
     try:
         return JobConfig.model_validate(data)
     except pydantic.ValidationError as exc:

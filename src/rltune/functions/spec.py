@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -99,8 +99,9 @@ class FunctionComponentSpec(BaseModel):
     scale_in_cooldown: float = Field(30.0, ge=0, description="idle seconds before a worker stops")
     start_timeout: float = Field(60.0, gt=0, description="seconds a worker may take to start")
     python: Optional[str] = Field(None, description="interpreter for workers (a built venv)")
-    build_venv: bool = Field(
-        False, description="build (cached by hash) a venv for the workspace's requirements.txt")
+    build_venv: Union[bool, Literal["auto"]] = Field(
+        False, description="build (cached by hash) a venv for the workspace's requirements.txt; "
+        "'auto': only when a line is not satisfied by this environment (what jobs use)")
     hang_timeout: float = Field(
         30.0, gt=0, description="a busy worker whose /health does not answer this long is hung")
     health_interval: float = Field(5.0, gt=0, description="seconds between /health probes")

@@ -48,6 +48,8 @@ class WorkerConfig:
     timeout: Optional[float] = None
     ready_file: Optional[str] = None
     check_requirements: bool = True
+    name: Optional[str] = None  # the function's name in the job (tags its output)
+    job_log: Optional[str] = None  # the job's log file: the function's output is appended
 
 
 def install_cloud_alias() -> bool:
@@ -82,7 +84,7 @@ async def load_processor(cfg: WorkerConfig):
         log.warning(describe_missing(workspace, missing))
     note = f"\n{describe_missing(workspace, missing)}" if missing else ""
     try:
-        cls = load_processor_class(cfg.classpath, workspace)
+        cls = load_processor_class(cfg.classpath, workspace, cfg.func_type)
     except UserCodeError as exc:
         if note:
             raise UserCodeError(exc.message + note, where=exc.where, hint=exc.hint) from exc
@@ -120,8 +122,10 @@ async def serve(cfg: WorkerConfig) -> int:
     """Load, set up and serve until SIGINT/SIGTERM. Returns the process exit code."""
     import uvicorn
 
+    from rltune.functions import output
     from rltune.functions.worker_app import build_app
 
+    output.install(cfg.name or f"{cfg.func_type}:{cfg.classpath}", cfg.job_log)
     install_cloud_alias()
     workspace = Path(cfg.workspace).resolve()
     os.chdir(workspace)  # like the cloud: code runs with the workspace root as cwd
@@ -130,7 +134,7 @@ async def serve(cfg: WorkerConfig) -> int:
     except RltuneError as exc:
         _write_ready(cfg.ready_file, {"ok": False, "error": exc.message, "where": exc.where,
                                       "hint": exc.hint})
-        print(f"rltune worker: {exc}", file=sys.stderr, flush=True)
+        print(f"rltune worker: {exc}", file=sys.__stderr__, flush=True)  # rltune's own, untagged
         return EXIT_SETUP_FAILED
     app = build_app(processor, cfg.func_type, concurrency=cfg.concurrency,
                     queue_size=cfg.queue_size, timeout=cfg.timeout)
@@ -152,7 +156,7 @@ async def serve(cfg: WorkerConfig) -> int:
         return 1
     _write_ready(cfg.ready_file, {"ok": True, "port": port, "pid": os.getpid()})
     print(f"rltune worker: {type(processor).__name__} ({cfg.func_type}) serving on "
-          f"http://{cfg.host}:{port}/api/v1", file=sys.stderr, flush=True)
+          f"http://{cfg.host}:{port}/api/v1", file=sys.__stderr__, flush=True)  # untagged
     await task
     return 0
 
@@ -178,18 +182,22 @@ def parse_args(argv: Optional[list[str]] = None) -> WorkerConfig:
     p.add_argument("--queue-size", type=int, default=int(env.get("THREAD_POOL_QUEUE", "100")))
     p.add_argument("--timeout", type=float, default=_env_float("RLTUNE_FUNC_TIMEOUT"))
     p.add_argument("--ready-file", default=env.get("RLTUNE_READY_FILE"))
+    p.add_argument("--name", default=None, help="the function's name (tags its output)")
+    p.add_argument("--job-log", default=None, help="append the function's output here")
     args = p.parse_args(argv)
     if not args.func_type or not args.classpath:
         p.error("set --func-type and --processor-class (or FUNC_TYPE and PROCESSOR_CLASS)")
     return WorkerConfig(func_type=args.func_type, classpath=args.classpath,
                         workspace=args.workspace, host=args.host, port=args.port,
                         concurrency=args.concurrency, queue_size=args.queue_size,
-                        timeout=args.timeout, ready_file=args.ready_file)
+                        timeout=args.timeout, ready_file=args.ready_file, name=args.name,
+                        job_log=args.job_log)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    logging.basicConfig(level=os.environ.get("RLTUNE_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from rltune.sdk.log_level import configure_logging
+
+    configure_logging()  # RLTUNE_LOG_LEVEL or the cloud's LOG_LEVEL
     cfg = parse_args(argv)
     return _run_loop(serve(cfg))
 

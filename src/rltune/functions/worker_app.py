@@ -31,6 +31,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from rltune.functions.output import call_tag, tag_of
 from rltune.sdk.data import INPUT_MODELS, FunctionType
 from rltune.sdk.processors import AbstractProcessor, call_process
 
@@ -139,8 +140,10 @@ def build_app(
 
             token = otel_context.attach(extract(dict(request.headers)))
         try:
-            # The task copies the current context, so the trace parent follows into the thread.
-            task = asyncio.ensure_future(call_process(processor, data, executor=pool))
+            # The task copies the current context, so the trace parent (and the output tag of
+            # this call, rltune.functions.output) follow into the thread.
+            with call_tag(tag_of(data)):
+                task = asyncio.ensure_future(call_process(processor, data, executor=pool))
         finally:
             if token is not None:
                 otel_context.detach(token)

@@ -21,6 +21,7 @@ from rltune.sdk.data import (
     TaskStatus,
 )
 from rltune.sdk.loader import load_processor_class, parse_classpath
+from rltune.sdk.plain import trl_reward, verl_reward
 from rltune.sdk.processors import (
     AbstractGroupRewardProcessor,
     AbstractProcessor,
@@ -64,4 +65,6 @@ __all__ = [
     "parse_classpath",
     "reward_func",
     "sub_reward_func",
+    "trl_reward",
+    "verl_reward",
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
 import traceback
 from dataclasses import dataclass
@@ -88,8 +89,12 @@ def _import_from_file(path: Path, module_name: str) -> object:
     return module
 
 
-def load_processor_class(classpath: str, workspace: str | Path | None = None) -> type:
-    """Import the class named by ``classpath`` and check that it is a processor."""
+def load_processor_class(classpath: str, workspace: str | Path | None = None,
+                         func_type: object = "reward") -> type:
+    """Import the class named by ``classpath`` and check that it is a processor.
+
+    A plain TRL or verl reward function is wrapped as one (``rltune.sdk.plain``).
+    """
     cp = parse_classpath(classpath)
     root = Path(workspace or ".").resolve()
     if str(root) not in sys.path:
@@ -140,6 +145,13 @@ def load_processor_class(classpath: str, workspace: str | Path | None = None) ->
             where=where,
             hint=f"processor classes defined there: {found or 'none'}",
         )
+    if inspect.isfunction(cls):
+        from rltune.sdk.plain import processor_for_function
+
+        try:
+            return processor_for_function(cls, func_type)
+        except UserCodeError as exc:
+            raise UserCodeError(exc.message, where=where, hint=exc.hint) from None
     if not (isinstance(cls, type) and issubclass(cls, AbstractProcessor)):
         raise UserCodeError(
             f"{cp.class_name} in {rel} is not a processor",

@@ -37,12 +37,15 @@ def read_result(job_dir: Path) -> Optional[dict[str, Any]]:
 
 async def _run(job_dir: Path, resume: Optional[str]) -> dict[str, Any]:
     from rltune.config import load_job_config
+    from rltune.functions.output import JOB_LOG_ENV
     from rltune.trainer.loop import Trainer
-    from rltune.trainer.sink import FileSink
+    from rltune.trainer.sink import build_sink
 
     meta = json.loads((job_dir / "job.json").read_text())
     config = load_job_config(job_dir / "job.yaml")
-    sink = FileSink(job_dir)
+    sink = build_sink(job_dir, config)
+    # Function workers append their own output (print, logging) to the job log.
+    os.environ[JOB_LOG_ENV] = str(job_dir / "train.log")
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

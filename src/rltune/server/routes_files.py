@@ -40,28 +40,35 @@ async def upload_file(request: Request,
     name = os.path.basename(filename.replace("\\", "/")) or "data.jsonl"
 
     async def create():
-        text = data.decode("utf-8", errors="strict") if data else ""
-        rows = parse_rows(text.splitlines(), source=name)  # DatasetError names file:line
-        if not rows:
-            raise DatasetError(f"{name} has no rows", where=name,
-                               hint="upload a JSONL file with one JSON object per line")
-        file_id = f"file-{secrets.token_hex(8)}"
-        path = ctx.settings.files_dir / caller.workspace / f"{file_id}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        rec = {"id": file_id, "workspace": caller.workspace, "status": "ok",
-               "created_at": time.time(), "filename": name, "bytes": len(data),
-               "rows": len(rows), "sha256": hashlib.sha256(data).hexdigest(),
-               "purpose": purpose, "description": description, "path": str(path)}
-        ctx.store.put("files", rec)
-        return 201, file_view(rec)
+        return 201, file_view(store_file(ctx, caller.workspace, name, data, purpose,
+                                         description))
 
+    return await idempotent(ctx.store, caller.workspace, idempotency_key,
+                            fingerprint("files", name, purpose, data), create)
+
+
+def store_file(ctx, workspace: str, name: str, data: bytes, purpose: str = "fine-tune",
+               description: Optional[str] = None) -> dict:
+    """Validate a JSONL dataset row by row and keep it; returns the file record."""
     try:
-        return await idempotent(ctx.store, caller.workspace, idempotency_key,
-                                fingerprint("files", name, purpose, data), create)
+        text = data.decode("utf-8", errors="strict") if data else ""
     except UnicodeDecodeError as exc:
         raise DatasetError(f"the file is not UTF-8 text (byte {exc.start})", where=name,
                            hint="save the JSONL as UTF-8") from None
+    rows = parse_rows(text.splitlines(), source=name)  # DatasetError names file:line
+    if not rows:
+        raise DatasetError(f"{name} has no rows", where=name,
+                           hint="upload a JSONL file with one JSON object per line")
+    file_id = f"file-{secrets.token_hex(8)}"
+    path = ctx.settings.files_dir / workspace / f"{file_id}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    rec = {"id": file_id, "workspace": workspace, "status": "ok",
+           "created_at": time.time(), "filename": name, "bytes": len(data),
+           "rows": len(rows), "sha256": hashlib.sha256(data).hexdigest(),
+           "purpose": purpose, "description": description, "path": str(path)}
+    ctx.store.put("files", rec)
+    return rec
 
 
 @router.get("/files")

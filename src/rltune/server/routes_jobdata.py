@@ -69,6 +69,11 @@ def _complete_lines(job_dir, source: str) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
+# The cloud SDK's path (reference §9: ``GET /fine-tunes/{id}/logs?offset=&line=``).
+router.add_api_route("/fine-tunes/{job_id}/logs", job_logs, methods=["GET"],
+                     include_in_schema=False)
+
+
 @router.get("/jobs/{job_id}/logs/stream")
 async def job_log_stream(job_id: str, request: Request, offset: int = Query(1, ge=1, le=10**9),
                          caller: Caller = Depends(authenticate)) -> StreamingResponse:

@@ -21,7 +21,7 @@ from rltune.server.context import ServerContext, ctx_of, page, paging
 from rltune.server.idempotency import fingerprint, idempotent
 from rltune.server.jobdata import latest_metric, list_checkpoints, read_progress
 from rltune.server.redact import masked
-from rltune.server.submit import parse_config, resolve
+from rltune.server.submit import fetch_url_datasets, parse_config, resolve
 
 router = APIRouter(prefix="/v1", tags=["jobs"])
 HINT = "list jobs: GET /v1/jobs"
@@ -72,6 +72,8 @@ async def _create(body: JobCreate, request: Request, caller: Caller,
     job = await asyncio.to_thread(parse_config, body.config, body.config_yaml, body.job_name)
 
     async def create():
+        nonlocal job
+        job = await fetch_url_datasets(ctx, caller.workspace, job)
         runnable, facts = await asyncio.to_thread(resolve, ctx, caller.workspace, job)
         job_id = f"ft-{secrets.token_hex(8)}"
         job_dir = ctx.executor.job_dir(job_id)

@@ -1,6 +1,7 @@
 """Turn a submitted job config into one the job process can run alone.
 
-Datasets must name uploaded files (``file_id``) and functions registered entities
+Datasets must name uploaded files (``file_id``; ``download_url`` ones are fetched and stored
+as files first, ``fetch_url_datasets``) and functions registered entities
 (``entity_id``, or a loaded ``instance_id``) of the caller's workspace; they are rewritten to
 absolute paths (the file's JSONL, the entity's extracted workspace). Everything else is the
 user's ``JobConfig``, validated the same way as YAML. The model must exist on this server and
@@ -49,6 +50,27 @@ def check_context(job: JobConfig, model_dir: Path) -> None:
             f"(max_position_embeddings of {name})",
             where="training.hyper_parameters.max_length",
             hint=f"set max_length to at most {limit}")
+
+
+async def fetch_url_datasets(ctx: ServerContext, workspace: str, job: JobConfig) -> JobConfig:
+    """Download ``download_url`` datasets and keep them as files (``file_id`` datasets)."""
+    import asyncio
+
+    from rltune.config.download import fetch, local_name
+    from rltune.server.routes_files import store_file
+
+    fixed = []
+    for i, ds in enumerate(job.datasets):
+        if ds.data_source_type is DataSourceType.DOWNLOAD_URL:
+            where = f"datasets[{i}].download_url"
+            body = await asyncio.to_thread(fetch, ds.download_url, where=where,
+                                           max_bytes=ctx.settings.max_upload_bytes)
+            rec = store_file(ctx, workspace, local_name(ds.download_url), body,
+                             description=f"downloaded from {ds.download_url}")
+            ds = ds.model_copy(update={"data_source_type": DataSourceType.FILE_ID,
+                                       "file_id": rec["id"], "download_url": None})
+        fixed.append(ds)
+    return job.model_copy(update={"datasets": fixed})
 
 
 def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConfig, dict]:

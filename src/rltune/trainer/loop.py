@@ -60,7 +60,7 @@ class Trainer:
         self.job_dir.mkdir(parents=True, exist_ok=True)
         self.job_id = job_id or f"ft-{secrets.token_hex(6)}"
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
-        self.sink = sink or build_sink(self.job_dir)
+        self.sink = sink or build_sink(self.job_dir, config)
         self.progress = progress or (lambda state: None)
         self.train_rows = self._load_rows(config.training_datasets, "training")
         self.val_rows = self._load_rows(config.validation_datasets, "validation")

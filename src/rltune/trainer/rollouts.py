@@ -129,6 +129,8 @@ class RolloutRunner:
             if out.status is TaskStatus.FAILED or out.agent_output is None:
                 errors.append(out.error or "rollout returned no agent_output")
                 continue
+            if out.agent_output.rollout_extra is None:  # the reward sees the row's extra
+                out.agent_output.rollout_extra = row.rollout_extra
             built = build_rows(calls)
             rows = [r for r in built.rows if r.num_sampled > 0]
             if not rows:

@@ -67,6 +67,7 @@ def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
         name=comp.name,
         timeout=comp.timeout,
         runtime=comp.runtime or {},  # the spec takes the job config's runtime model as is
+        build_venv="auto",  # a job installs requirements.txt lines this env lacks
     )
 
 

@@ -8,7 +8,8 @@ distillation lives here, behind one small interface:
   when it is ``usable``; the score is shaped (DAPO's overlong penalty) into ``reward`` and the
   advantage ``(r - mean_g) / std_g`` within the prompt's group is spread over its tokens.
 * ``opd`` (``training.type: pg_opd``): every rollout that ran trains; each sampled token gets
-  ``-(log pi - log pi_teacher)``. Reward functions are optional and only reported.
+  ``-(log pi - log pi_teacher)``. Reward functions are optional; with them each token also
+  gets ``opd_reward_weight`` x its rollout's group advantage (``trainer/opd_reward.py``).
 
 Example:
     >>> from rltune.config import HyperParameters, resolve_algorithm
@@ -27,6 +28,7 @@ from typing import Any, ClassVar, Optional
 
 import torch
 
+from rltune.trainer import opd_reward
 from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT, overlong_penalty_B
 from rltune.trainer.results import RolloutResult
 from rltune.trainer.update import TrainingRow
@@ -118,14 +120,20 @@ class TeacherSignal:
     progress_fields: ClassVar[dict[str, tuple[str, str]]] = {
         "teacher_kl": ("actor/teacher_kl", "teacher KL")}
 
-    def __init__(self, hp: Any, updater: Any, teacher: Any, has_rewards: bool):
+    def __init__(self, hp: Any, updater: Any, teacher: Any, has_rewards: bool,
+                 norm_by_std: bool = True):
         self.hp, self.updater, self.teacher = hp, updater, teacher
         self.scores_rollouts = has_rewards  # OPD may have no reward function at all
+        # teacher + reward: both train (0 keeps the rewards as metrics only)
+        weight = hp.opd_reward_weight
+        self.reward_weight = (opd_reward.DEFAULT_WEIGHT if weight is None else weight) \
+            if has_rewards else 0.0
+        self.norm_by_std = norm_by_std
 
     @classmethod
     def from_job(cls, hp: Any, knobs: Any, *, updater: Any, teacher: Any,
                  has_rewards: bool) -> TeacherSignal:
-        return cls(hp, updater, teacher, has_rewards)
+        return cls(hp, updater, teacher, has_rewards, knobs.norm_adv_by_std)
 
     def trains(self, r: RolloutResult) -> bool:
         return r.ok  # rewards are metrics only: a failed reward does not stop training
@@ -133,7 +141,10 @@ class TeacherSignal:
     async def rows(self, results: list[RolloutResult]) -> tuple[list[TrainingRow], dict]:
         for r in results:
             r.reward = r.score
-        rows, kl = await asyncio.to_thread(self._distil, [r for r in results if r.ok])
+        reward_adv = opd_reward.reward_advantages(
+            results, weight=self.reward_weight, norm_by_std=self.norm_by_std)
+        rows, kl = await asyncio.to_thread(
+            self._distil, [r for r in results if r.ok], reward_adv)
         metrics = {"train/dropped_rollouts": float(sum(not r.ok for r in results))}
         if math.isfinite(kl):
             metrics["actor/teacher_kl"] = kl
@@ -143,25 +154,29 @@ class TeacherSignal:
         _, kl = await asyncio.to_thread(self._distil, [r for r in results if r.ok])
         return {"validation/teacher_kl": kl} if math.isfinite(kl) else {}
 
-    def _distil(self, results: list[RolloutResult]) -> tuple[list[TrainingRow], float]:
+    def _distil(self, results: list[RolloutResult], reward_adv: Optional[dict[str, float]] = None
+                ) -> tuple[list[TrainingRow], float]:
         """Rows whose per-token advantage is ``-(log pi_old - log pi_teacher)`` on the sampled
-        tokens, and the mean of ``log pi_old - log pi_teacher`` over those tokens (a sample
-        estimate of the reverse KL to the teacher, before the update)."""
+        tokens (plus ``reward_adv[rollout_id]`` on each), and the mean of ``log pi_old - log
+        pi_teacher`` over those tokens (a sample estimate of the reverse KL to the teacher,
+        before the update)."""
+        reward_adv = reward_adv or {}
         rows = training_rows(results, self.hp.max_length)
         if not rows:
             return rows, float("nan")
         # The student's old log-probs are computed here (the updater then reuses them).
         student = self.updater.compute_logprobs(rows)
         teacher = self.teacher.logprobs([row.input_ids for row in rows])
-        adv_sum = tokens = 0.0
+        kl_sum = tokens = 0.0
         for row, old, ref in zip(rows, student, teacher, strict=True):
             mask = torch.tensor(row.loss_mask, dtype=torch.float32)
             adv = opd_advantages_BT(torch.tensor(old), torch.tensor(ref), mask)
+            kl_sum -= float(adv.sum())
+            tokens += float(mask.sum())
+            adv = adv + reward_adv.get(row.rollout_id, 0.0) * mask
             row.old_logprobs = old
             _set_advantages(row, adv.tolist())
-            adv_sum += float(adv.sum())
-            tokens += float(mask.sum())
-        return rows, -adv_sum / tokens
+        return rows, kl_sum / tokens
 
 
 #: advantage estimator -> the signal class that implements it

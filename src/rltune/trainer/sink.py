@@ -53,8 +53,9 @@ def _clean(value: Any) -> Any:
 class FileSink:
     """Append-only files under ``job_dir``; safe to call from several threads."""
 
-    def __init__(self, job_dir: str | Path, echo: bool = False):
+    def __init__(self, job_dir: str | Path, echo: bool = False, store_trajectories: bool = True):
         self.dir = Path(job_dir)
+        self.store_trajectories = store_trajectories  # False: ENABLE_TRAJECTORY=false
         (self.dir / "trajectories").mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._metrics_path = self.dir / "metrics.jsonl"
@@ -87,6 +88,8 @@ class FileSink:
         self._metrics = open(self._metrics_path, "a", encoding="utf-8")  # noqa: SIM115
 
     def trajectories(self, step: int, records: Iterable[dict[str, Any]]) -> None:
+        if not self.store_trajectories:
+            return
         path = self.dir / "trajectories" / f"step_{step:06d}.jsonl"
         tmp = path.with_suffix(".jsonl.tmp")
         with self._lock:
@@ -115,9 +118,13 @@ class FileSink:
             self._log.close()
 
 
-def build_sink(job_dir: str | Path) -> Sink:
-    """The sink a job writes to when its caller gives none (the one place sinks are built)."""
-    return FileSink(job_dir)
+def build_sink(job_dir: str | Path, config: Any = None) -> Sink:
+    """The sink a job writes to (the one place sinks are built). With the job's ``config``,
+    ``ENABLE_TRAJECTORY=false`` (``rltune.config.switches``) turns trajectory files off."""
+    from rltune.config.switches import trajectories_enabled
+
+    keep = trajectories_enabled(config) if config is not None else True
+    return FileSink(job_dir, store_trajectories=keep)
 
 
 def _step_of(line: str) -> Any:

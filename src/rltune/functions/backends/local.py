@@ -25,6 +25,7 @@ import psutil
 
 from rltune.functions import sandbox
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
+from rltune.functions.output import worker_args
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import UserCodeError
 
@@ -103,6 +104,15 @@ class LocalProcessHandle(WorkerHandle):
             return ""
 
 
+def needs_venv(spec: FunctionComponentSpec) -> bool:
+    """``build_venv=True`` always; ``"auto"`` when requirements.txt has an unsatisfied line."""
+    if spec.build_venv != "auto":
+        return bool(spec.build_venv)
+    from rltune.functions.requirements import missing_requirements
+
+    return bool(missing_requirements(spec.workspace))
+
+
 class LocalProcessBackend(WorkerBackend):
     """Start workers as child processes of this one.
 
@@ -137,7 +147,7 @@ class LocalProcessBackend(WorkerBackend):
         ready = private / "ready.json"
         log_path = self.log_dir / f"{worker_id}.log"
         python = spec.python or sys.executable
-        if spec.build_venv and not spec.python:
+        if spec.build_venv and not spec.python and needs_venv(spec):
             from rltune.functions.requirements import ensure_venv
             from rltune.paths import functions_home
 
@@ -148,7 +158,7 @@ class LocalProcessBackend(WorkerBackend):
             "--func-type", spec.func_type.value, "--classpath", spec.classpath,
             "--workspace", str(spec.workspace), "--port", "0",
             "--concurrency", str(runtime.concurrency), "--queue-size", str(spec.queue_size),
-            "--ready-file", str(ready),
+            "--ready-file", str(ready), *worker_args(spec.display_name),
         ]
         if spec.timeout:
             cmd += ["--timeout", str(spec.timeout)]

@@ -5,6 +5,7 @@ import { debounce, errorBox, h, mount } from "../dom.js";
 
 const KEEP = 5000; // lines kept in the page; older ones scroll out
 const TAIL = 1000;
+const FN_TAG = / \[fn [^\]]+\] /;
 
 export function renderLogs(el, ctx) {
   let lines = [];
@@ -14,21 +15,25 @@ export function renderLogs(el, ctx) {
   const out = h("pre", { class: "log", id: "log-lines" });
   const search = h("input", { type: "search", id: "log-search", placeholder: "search the log", oninput: debounce(() => draw(), 200) });
   const follow = h("input", { type: "checkbox", id: "log-follow", checked: true });
+  // The functions' own output (print / logging of rollouts and rewards) is tagged "[fn name id]".
+  const fnOnly = h("input", { type: "checkbox", id: "log-fn-only", onchange: () => draw() });
   const count = h("span", { class: "muted small", id: "log-count" });
   const live = h("span", { class: "muted small", id: "log-live" });
   mount(
     el,
-    h("div", { class: "toolbar" }, search, h("label", { class: "muted" }, follow, " follow"), live, h("span", { class: "grow" }), count),
+    h("div", { class: "toolbar" }, search, h("label", { class: "muted" }, follow, " follow"), h("label", { class: "muted" }, fnOnly, " function output only"), live, h("span", { class: "grow" }), count),
     out,
   );
 
   function draw() {
     const term = search.value.trim().toLowerCase();
-    const shown = term ? lines.filter((l) => l.toLowerCase().includes(term)) : lines;
+    const base = fnOnly.checked ? lines.filter((l) => FN_TAG.test(l)) : lines;
+    const shown = term ? base.filter((l) => l.toLowerCase().includes(term)) : base;
     out.replaceChildren(
       ...shown.map((l) => {
         const lvl = / (ERROR|WARNING|WARN) /.exec(l);
-        const div = h("div", { class: lvl ? `log-line lvl-${lvl[1].toLowerCase()}` : "log-line" });
+        const cls = ["log-line", lvl ? `lvl-${lvl[1].toLowerCase()}` : "", FN_TAG.test(l) ? "log-fn" : ""];
+        const div = h("div", { class: cls.filter(Boolean).join(" ") });
         if (!term) div.textContent = l;
         else {
           const i = l.toLowerCase().indexOf(term);
@@ -37,7 +42,7 @@ export function renderLogs(el, ctx) {
         return div;
       }),
     );
-    count.textContent = term ? `${shown.length} of ${lines.length} lines match` : `${lines.length} lines`;
+    count.textContent = shown.length !== lines.length ? `${shown.length} of ${lines.length} lines match` : `${lines.length} lines`;
     if (follow.checked && !term) out.scrollTop = out.scrollHeight;
   }
 

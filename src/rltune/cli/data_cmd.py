@@ -1,0 +1,53 @@
+"""``rltune data convert``: verl / Hugging Face datasets → rltune JSONL, with errors by row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+data_app = typer.Typer(help="Dataset tools.", no_args_is_help=True)
+_SHOWN = 20
+
+
+@data_app.command("convert")
+def convert(
+    source: Path = typer.Argument(..., help=".parquet, .jsonl/.json, or a saved datasets folder"),
+    output: Path = typer.Option(..., "--output", "-o", help="the JSONL to write"),
+    prompt_key: str = typer.Option("prompt", "--prompt-key"),
+    ground_truth_key: str = typer.Option("reward_model.ground_truth", "--ground-truth-key",
+                                         help="dotted path of the reference answer"),
+    split: Optional[str] = typer.Option(None, "--split", help="split of a DatasetDict"),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid",
+                                      help="write the valid rows even when some are bad"),
+) -> None:
+    """Convert rows shaped like verl's (prompt, reward_model.ground_truth, data_source, …)."""
+    from rltune.config.convert import convert_rows, read_source
+    from rltune.sdk.errors import RltuneError
+
+    try:
+        rows, errors = convert_rows(read_source(source, split), prompt_key=prompt_key,
+                                    ground_truth_key=ground_truth_key)
+    except RltuneError as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(1) from None
+    for line in errors[:_SHOWN]:
+        typer.secho(f"{source}: {line}", fg="red", err=True)
+    if len(errors) > _SHOWN:
+        typer.secho(f"… and {len(errors) - _SHOWN} more bad rows", fg="red", err=True)
+    if errors and not skip_invalid:
+        typer.secho(f"{len(errors)} of {len(rows) + len(errors)} rows are bad; nothing written "
+                    "(fix them, or pass --skip-invalid)", fg="red", err=True)
+        raise typer.Exit(1)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    typer.echo(f"wrote {len(rows)} rows to {output}"
+               + (f" (skipped {len(errors)} bad rows)" if errors else ""))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(data_app, name="data")

@@ -1,0 +1,15 @@
+"""Re-use the real-server fixtures of tests/server (loaded by path: test dirs are not packages)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+_name = "rltune_test_server_fixtures"
+if _name not in sys.modules:
+    _spec = importlib.util.spec_from_file_location(
+        _name, Path(__file__).parents[1] / "server" / "conftest.py")
+    _mod = importlib.util.module_from_spec(_spec)
+    sys.modules[_name] = _mod
+    _spec.loader.exec_module(_mod)
+_mod = sys.modules[_name]
+server, server_home = _mod.server, _mod.server_home

@@ -1,0 +1,72 @@
+"""``download_url`` datasets: fetched over HTTP from a local server, stored as files at submit;
+errors name the dataset and say what failed."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from rltune.config import load_job_config_text
+from rltune.config.download import download_to_files
+from rltune.sdk.errors import DatasetError
+
+ROW = {"messages": [{"role": "user", "content": "1+1?"}], "rollout_extra": {"solution": "2"}}
+
+
+@pytest.fixture
+def http_data():
+    """A plain HTTP server: /train.jsonl (4 rows), /bad.jsonl (line 2 broken), 404 otherwise."""
+    files = {"/train.jsonl": (json.dumps(ROW) + "\n") * 4,
+             "/bad.jsonl": json.dumps(ROW) + "\n{\"messages\": []}\n"}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = files.get(self.path.split("?")[0])
+            self.send_response(200 if body else 404)
+            self.end_headers()
+            self.wfile.write((body or "not found").encode())
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def job_yaml(url: str) -> str:
+    return (f"name: dl\nmodel: no-such-model\ndatasets:\n  - type: training\n"
+            f"    data_source_type: download_url\n    download_url: {url}\n"
+            "training: {hyper_parameters: {batch_size: 2, n_rollouts: 2}}\n")
+
+
+def test_server_fetches_and_stores_the_dataset(server, http_data):
+    with server.client() as c:
+        res = c.post("/v1/jobs", json={"config_yaml": job_yaml(f"{http_data}/train.jsonl?x=1")})
+        assert res.status_code == 201, res.text
+        (file_id,) = res.json()["training_file_ids"]
+        f = c.get(f"/v1/files/{file_id}").json()
+        assert (f["filename"], f["rows"]) == ("train.jsonl", 4)
+        for path, code, text in (("/missing.jsonl", 422, "HTTP 404"),
+                                 ("/bad.jsonl", 422, "bad.jsonl:2")):
+            res = c.post("/v1/jobs", json={"config_yaml": job_yaml(http_data + path)})
+            err = res.json()["error"]
+            assert res.status_code == code and text in err["message"] + str(err["where"]), err
+        res = c.post("/v1/jobs", json={"config_yaml": job_yaml("ftp://host/x.jsonl")})
+        assert "not an http(s) URL" in res.json()["error"]["message"]
+        assert res.json()["error"]["where"] == "datasets[0].download_url"
+
+
+def test_local_training_downloads_into_the_job_dir(tmp_path, http_data):
+    job = load_job_config_text(job_yaml(f"{http_data}/train.jsonl"))
+    fixed = download_to_files(job, tmp_path / "data")
+    path = fixed.datasets[0].file_name
+    assert fixed.datasets[0].data_source_type.value == "file_id"
+    assert Path(path).read_text().count("\n") == 4
+    with pytest.raises(DatasetError, match="failed: ConnectError"):
+        download_to_files(load_job_config_text(job_yaml("http://127.0.0.1:9/x.jsonl")), tmp_path)

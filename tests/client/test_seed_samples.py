@@ -4,8 +4,10 @@
 alias); the other calls are the seed docs' snippets with ``dashscope`` → the alias (or the
 CLI name ``dashscope`` → ``rltune``). Only data the docs leave to the user is ours: the
 workspace's function files, the data files, small runtimes (the docs' capacity 30 would start
-30 workers per function). Jobs use the docs' model names, which do not exist here, so they
-fail fast once started; the server runs one at a time, the rest stay PENDING.
+30 workers per function). Jobs use the docs' model names: the server refuses a model it does
+not have at submit, so each test gives it a weightless stand-in (a config.json only) under
+that name; such a job fails fast once started; the server runs one at a time, the rest stay
+PENDING.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ import pytest
 from rltune.sdk.errors import ConflictError
 
 SEEDS = Path(__file__).parent / "seeds"
+
+
+@pytest.fixture(autouse=True)
+def docs_model_names(server_home):
+    """The docs' model names exist on the server (config only: a started job fails fast)."""
+    for name in ("qwen3.5-9b", "m"):
+        model = server_home / "models" / name
+        model.mkdir(parents=True)
+        (model / "config.json").write_text('{"model_type": "qwen2"}')
 PROCESSORS = '''
 from dashscope.finetune.reinforcement import (AbstractRewardProcessor, AbstractRolloutProcessor,
     AbstractGroupRewardProcessor, AgentOutput, GroupReward, GroupRewardOutput, Reward,

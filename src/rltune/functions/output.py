@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Optional, TextIO
 
 #: The rollout (or sample) id of the call the current code serves.
@@ -157,6 +158,18 @@ def install(function: str, job_log: Optional[str] = None) -> LineSink:
     handler.setLevel(logging.NOTSET)
     root.addHandler(handler)
     return sink
+
+
+def job_log() -> Optional[Path]:
+    """The job log workers append to (``$RLTUNE_JOB_LOG``), created if missing; None outside
+    a job. A sandboxed worker sees this one file of the job's folder."""
+    value = os.environ.get(JOB_LOG_ENV)
+    if not value:
+        return None
+    path = Path(value)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(exist_ok=True)
+    return path
 
 
 def worker_args(name: str) -> list[str]:

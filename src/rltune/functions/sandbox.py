@@ -126,11 +126,12 @@ def homes_to_hide(workspace: Path) -> list[Path]:
 
 
 def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path,
-                  hidden: list[Path]) -> list[str]:
+                  hidden: list[Path], files: tuple[Path, ...] = ()) -> list[str]:
     """``cmd`` wrapped in a bubblewrap sandbox (see the module doc).
 
     ``hidden`` paths (``$RLTUNE_HOME``) get an empty tmpfs over them even if a Python
-    directory lies inside; ``workspace`` and ``private_dir`` are mounted after.
+    directory lies inside; ``workspace``, ``private_dir`` and the existing writable ``files``
+    (the job's log, which the function's output is appended to) are mounted after.
     """
     args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -152,6 +153,8 @@ def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path,
             args += ["--ro-bind", d, d]
     args += ["--bind", str(workspace), str(workspace)]
     args += ["--bind", str(private_dir), str(private_dir)]
+    for f in files:
+        args += ["--bind", str(f), str(f)]
     args += ["--chdir", str(workspace), "--"]
     return args + cmd
 

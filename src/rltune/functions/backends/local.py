@@ -25,7 +25,7 @@ import psutil
 
 from rltune.functions import sandbox
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
-from rltune.functions.output import worker_args
+from rltune.functions.output import job_log, worker_args
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import UserCodeError
 
@@ -164,7 +164,9 @@ class LocalProcessBackend(WorkerBackend):
             cmd += ["--timeout", str(spec.timeout)]
         if isolation == "bwrap":
             ws = Path(spec.workspace).resolve()
-            cmd = sandbox.bwrap_command(cmd, ws, private, hidden=sandbox.homes_to_hide(ws))
+            log_file = job_log()
+            cmd = sandbox.bwrap_command(cmd, ws, private, hidden=sandbox.homes_to_hide(ws),
+                                        files=(log_file,) if log_file else ())
         with open(log_path, "ab") as log:
             # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
             proc = subprocess.Popen(

@@ -80,16 +80,29 @@ def test_two_phase_run_switches_to_the_mix_once_the_tool_path_is_reliable():
         min_tool_episodes=0,
         mix_tool_fraction=0.0,
         mix_eval_every=2,
-        band=(1.0, 1.0),  # unreachable: the run goes to max_steps
+        mix_max_steps=4,
+        band=(1.0, 1.0),  # unreachable: the run goes to the mix phase's budget
     )
     res = warm_start(model, tok, cfg, events.append)
     curriculum = [(e["step"], e["curriculum"], e["phase"]) for e in events]
-    # the copy phase evaluates every 3 steps; the mix phase every 2 (and at the last step)
+    # the copy phase evaluates every 3 steps; the mix phase every 2 (and at its last step)
     assert curriculum == [
         (1, "copy", "train"), (2, "copy", "train"), (3, "copy", "eval"),
         (4, "mix", "eval"), (5, "mix", "train"), (6, "mix", "eval"), (7, "mix", "eval"),
     ]  # fmt: skip
     assert res.reason == "max_steps" and not res.ok
+
+
+def test_a_copy_reliable_at_its_last_step_still_gets_its_mix_phase():
+    model, tok = build_tiny_model()
+    events = []
+    cfg = _quick_config(max_steps=3, eval_every=3, min_tool_accuracy=0.0, min_tool_episodes=0,
+                        mix_tool_fraction=0.0, mix_eval_every=2, mix_max_steps=2,
+                        band=(1.0, 1.0))
+    res = warm_start(model, tok, cfg, events.append)
+    evals = [(e["step"], e["curriculum"], e["max_steps"]) for e in events if e["phase"] == "eval"]
+    assert evals == [(3, "copy", 3), (4, "mix", 5), (5, "mix", 5)]
+    assert res.steps == 5 and res.reason == "max_steps"
 
 
 def test_a_build_that_misses_its_target_fails_loudly_and_saves_nothing(tmp_path, monkeypatch):

@@ -12,12 +12,15 @@ Two phases, each ended by held-out metrics, not by time:
   that used it). With :func:`rltune.models.factory.copy_friendly_init` this takes ~150-480
   steps on every seed and CPU we measured, smoothly (RESULTS.md, robustness table).
 * *mix*: the lower ``mix_tool_fraction`` share at ``mix_lr_scale`` of the rate, evaluated every
-  ``mix_eval_every`` steps, until accuracy is in ``band`` with the tool path still reliable.
+  ``mix_eval_every`` steps, until accuracy is in ``band`` with the tool path still reliable,
+  within ``mix_max_steps`` of its own (measured: 10-30 steps). The copy phase's budget is
+  ``max_steps``, so a copy that becomes reliable at its last evaluation still gets its mix
+  phase (nano seed 1 under the ``sse`` ISA setting did exactly that at step 600).
   This moves the first-token decision "call the tool or answer", so the model is a reliable
   tool user that often does not use the tool: the decision RL learns in a few steps.
 
 Without ``mix_tool_fraction`` there is one phase that stops in the band, or on overshoot.
-A run that has not met its target by ``max_steps`` reports ``reason="max_steps"`` and
+A run that has not met its target within its budget reports ``reason="max_steps"`` and
 ``ok=False``; :func:`rltune.models.registry.ensure_demo_model` then fails loudly with the
 metrics instead of saving the model.
 """
@@ -70,6 +73,8 @@ class WarmStartConfig:
     # The mix phase only has to move a bias; at the copy phase's rate it overshoots in a few
     # steps (measured: tool use 0.65 -> 0.03 in 10 steps at 2.5e-3) and unlearns the copy.
     mix_lr_scale: float = 0.2
+    # The mix phase's own step budget, on top of the copy phase's ``max_steps``.
+    mix_max_steps: int = 100
     # Direct transcripts answer with a plausible wrong number, so the tool is the only way to
     # a right answer and the model has no reason to memorise training questions.
     guess_direct: bool = True
@@ -219,9 +224,13 @@ def _train(
     lo, hi = cfg.band
     history: list[dict[str, Any]] = []
     reason, metrics, loss_ema, t_train = "max_steps", {}, float("nan"), 0.0
-    step = 0
+    step, mix_start = 0, 0
     phase = "single" if cfg.mix_tool_fraction is None else "copy"
-    while step < cfg.max_steps:
+
+    def budget() -> int:  # the step by which the current phase must meet its target
+        return mix_start + cfg.mix_max_steps if phase == "mix" else cfg.max_steps
+
+    while step < budget():
         t0 = time.perf_counter()
         convs = make_transcripts(
             cfg.batch_size,
@@ -244,13 +253,13 @@ def _train(
         event: dict[str, Any] = {
             "phase": "train",
             "step": step,
-            "max_steps": cfg.max_steps,
+            "max_steps": budget(),
             "loss": loss_ema,
             "train_seconds": t_train,
             "curriculum": phase,
         }
         every = cfg.mix_eval_every if phase == "mix" else cfg.eval_every
-        if step % every == 0 or step == cfg.max_steps:
+        if step % every == 0 or step == budget():
             eps = run_episodes(model, tokenizer, eval_rows, temperature=1.0, seed=cfg.seed)
             metrics = summarize(eps)
             event.update(phase="eval", **metrics)
@@ -264,7 +273,7 @@ def _train(
             )
             if phase == "copy":
                 if reliable:  # the band does not end this phase: it waits for a sharp copy
-                    phase = "mix"
+                    phase, mix_start = "mix", step
                     sched.base_lrs = [lr * cfg.mix_lr_scale for lr in sched.base_lrs]
             elif phase == "mix":
                 # the mix phase starts with the tool on most questions and works down; its

@@ -88,7 +88,8 @@ class ChatService:
                                   where="tool_choice", hint="pass tools or use auto")
         try:
             text = self.tok.apply_chat_template(messages, tools=tools, tokenize=False,
-                                                add_generation_prompt=True)
+                                                add_generation_prompt=True,
+                                                **req.template_kwargs())
         except Exception as exc:  # jinja errors carry the template's own message
             raise ValidationError(f"the chat template rejected the messages: {exc}",
                                   where="messages", hint="check roles and message order") from exc

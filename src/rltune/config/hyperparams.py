@@ -193,7 +193,7 @@ class HyperParameters(StrictModel):
                 f"must be < max_length ({self.max_length}) to leave room for a response",
                 f"lower max_prompt_length below {self.max_length} or raise max_length",
             )
-        if self.max_steps is not None and "n_epochs" in self.model_fields_set:
+        if self.max_steps is not None and self.n_epochs != 1:
             raise _coupling(
                 "max_steps", self.max_steps,
                 "sets the number of steps itself, so n_epochs would be ignored",

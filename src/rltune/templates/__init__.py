@@ -19,7 +19,7 @@ TEMPLATES_DIR = Path(__file__).parent
 
 def available() -> list[str]:
     """Names of the shipped templates."""
-    return sorted(p.name for p in TEMPLATES_DIR.iterdir() if (p / "functions").is_dir())
+    return sorted(p.name for p in TEMPLATES_DIR.iterdir() if (p / "job.yaml").is_file())
 
 
 def create_workspace(
@@ -50,18 +50,25 @@ def create_workspace(
         dirs_exist_ok=True,
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
-    if template == "calc":
+    if template in ("calc", "rl_demo"):
         from rltune.models.recipes import recipe_for
         from rltune.models.tasks import make_dataset_rows, write_jsonl
 
         # The same kind of question the demo models were warm-started on.
         task = recipe_for("nano").config.task
+        shape = _ark_row if template == "rl_demo" else (lambda row: row)
         write_jsonl(
-            make_dataset_rows(train_rows, "train", seed=seed, config=task),
+            map(shape, make_dataset_rows(train_rows, "train", seed=seed, config=task)),
             directory / "data" / "train.jsonl",
         )
         write_jsonl(
-            make_dataset_rows(val_rows, "heldout", seed=seed, config=task),
+            map(shape, make_dataset_rows(val_rows, "heldout", seed=seed, config=task)),
             directory / "data" / "val.jsonl",
         )
     return directory
+
+
+def _ark_row(row: dict) -> dict:
+    """A calculator row in Volcano Ark's sample shape: the answer in ``extra``."""
+    return {"messages": row["messages"], "tools": row["tools"],
+            "extra": {"answer": row["rollout_extra"]["solution"]}}

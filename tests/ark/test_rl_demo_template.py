@@ -40,8 +40,9 @@ def test_init_writes_ark_shaped_workspace(workspace):
     assert job["custom_rl_pipeline"]["rollout"]["plugin"]["python_func"].startswith("plugins.")
 
 
-@pytest.mark.parametrize("rollout", ["plugins.calc_rollout:calc_rollout",
-                                     "plugins.raw_rollout:raw_calc_rollout"])
+@pytest.mark.parametrize("rollout", [
+    "plugins.calc_rollout:calc_rollout",
+    pytest.param("plugins.raw_rollout:raw_calc_rollout", marks=pytest.mark.slow)])
 def test_test_functions_runs_the_plugins(workspace, nano_endpoint, rollout, tmp_path):
     res = subprocess.run(
         [*RLTUNE, "test-functions", "--rollout", rollout,
@@ -57,6 +58,7 @@ def test_test_functions_runs_the_plugins(workspace, nano_endpoint, rollout, tmp_
     assert report["final_reward"]["count"] == 4, report
 
 
+@pytest.mark.slow  # about a minute each on a busy 2-core box
 @pytest.mark.parametrize("rollout", ["plugins.calc_rollout:calc_rollout",
                                      "plugins.raw_rollout:raw_calc_rollout"])
 def test_a_short_job_of_ark_plugins_finishes(workspace, nano_model_dir, rollout, tmp_path):

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -145,8 +146,8 @@ class ModelCustomizationJob(_Model):
 
     def to_job_config(self, root: str | Path = ".") -> Any:
         """The rltune ``JobConfig`` (plugins are found under ``root``)."""
-        from rltune.config.job import JobConfig
         from rltune.ark.translate import ark_job_to_config
+        from rltune.config.job import JobConfig
 
         return JobConfig.load_from_dict(ark_job_to_config(self.to_dict(), root=Path(root)))
 

@@ -14,7 +14,8 @@ Example:
     >>> exact.__ark_plugin__.kind, exact.__rltune_processor__.func_type.value
     ('single_grader', 'reward')
     >>> from rltune.ark.types import ChatCompletionSample, Trajectory
-    >>> s = ChatCompletionSample(messages=[{"role": "user", "content": "1+1"}], extra={"answer": "2"})
+    >>> s = ChatCompletionSample(messages=[{"role": "user", "content": "1+1"}],
+    ...                          extra={"answer": "2"})
     >>> asyncio.run(exact({}, s, Trajectory(messages=[{"role": "assistant", "content": "2"}])))
     1.0
 """
@@ -25,8 +26,9 @@ import asyncio
 import contextvars
 import functools
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from rltune.ark.types import Runtime
 from rltune.sdk.errors import UserCodeError

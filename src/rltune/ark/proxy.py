@@ -108,7 +108,7 @@ class InferenceProxy:
         with self._lock:
             old = self._context
             if old and not (len(new) >= len(old)
-                            and all(_same_turn(a, b) for a, b in zip(old, new))):
+                            and all(_same_turn(a, b) for a, b in zip(old, new, strict=False))):
                 self.history_rewrites += 1
             self._context = new
 
@@ -139,7 +139,7 @@ class InferenceProxy:
         with self._lock:
             ctx = list(self._context)
         n = len(self._prompt)
-        if len(ctx) >= n and all(_same_turn(a, b) for a, b in zip(self._prompt, ctx)):
+        if len(ctx) >= n and all(_same_turn(a, b) for a, b in zip(self._prompt, ctx, strict=False)):
             return ctx[n:]
         return ctx
 

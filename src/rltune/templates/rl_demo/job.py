@@ -11,7 +11,6 @@ from ark_sdk.types.model_customization_job import (
     TrainingDataset,
     ValidationDataset,
 )
-
 from plugins.answered_grader import answered_grader
 from plugins.calc_rollout import calc_rollout
 from plugins.exact_grader import exact_grader

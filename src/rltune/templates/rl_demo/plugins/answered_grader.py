@@ -5,8 +5,6 @@ A sample without ``extra.answer`` cannot be graded, so its whole group is discar
 
 from __future__ import annotations
 
-from typing import List
-
 from ark_sdk.resources.pipeline_plugin import group_grader
 from ark_sdk.types.pipeline_plugin import GroupGraderResult, PluginInstance, Runtime
 from ark_sdk.types.pipeline_plugin.pipeline_plugin import PluginContext, PluginStatus
@@ -19,7 +17,7 @@ from rltune.models.tasks import extract_answer
 @group_grader(name="answered", runtime=Runtime(instance=PluginInstance.CPU1MEM2,
                                                max_concurrency=64))
 def answered_grader(context: PluginContext, sample: ChatCompletionSample,
-                    trajectories: List[Trajectory]) -> GroupGraderResult:
+                    trajectories: list[Trajectory]) -> GroupGraderResult:
     if not sample.extra or "answer" not in sample.extra:
         return GroupGraderResult(status=PluginStatus.DISCARD, error="sample has no extra.answer")
     answered = [float(extract_answer(final_text(t)) is not None) for t in trajectories]

@@ -25,8 +25,8 @@ from rltune.sdk.errors import ValidationError
 
 #: Accepted keys that do not change what is sampled here.
 _NEUTRAL = {"store", "include", "metadata", "user", "parallel_tool_calls", "service_tier",
-            "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "safety_identifier",
-            "stream_options"}
+            "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options",
+            "safety_identifier", "stream_options"}
 
 
 class ResponsesRequest(BaseModel):

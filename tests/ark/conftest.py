@@ -9,7 +9,7 @@ import threading
 import pytest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def nano_endpoint(nano_model_dir):
     pytest.importorskip("torch")
     from rltune.engine.transformers_engine import TransformersEngine

@@ -10,7 +10,6 @@ import sys
 
 import pytest
 import yaml
-
 from test_rl_demo_template import RLTUNE, _env
 
 pytest.importorskip("mcp")

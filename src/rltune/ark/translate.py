@@ -48,8 +48,9 @@ from typing import Any, Optional
 from rltune.ark.source import PluginSource, find_plugin
 from rltune.sdk.errors import ConfigError
 
-#: Keys whose presence marks a job config as Ark's.
-ARK_MARKERS = ("custom_rl_pipeline", "customization_type", "model_reference", "hyperparameters")
+#: Keys whose presence marks a job config as Ark's (``hyperparameters`` only without rltune's
+#: own ``model`` / ``training``, so a misplaced rltune key is reported as rltune's).
+ARK_MARKERS = ("custom_rl_pipeline", "customization_type", "model_reference")
 
 _HP_RENAMES = {
     "batch_size": "batch_size", "num_generations": "n_rollouts", "lr": "learning_rate",
@@ -68,7 +69,10 @@ _LORA_DEFAULT_RANK = 16
 
 def is_ark_job(data: Any) -> bool:
     """Whether a job dict is in Ark's shape."""
-    return isinstance(data, dict) and any(k in data for k in ARK_MARKERS)
+    if not isinstance(data, dict):
+        return False
+    return any(k in data for k in ARK_MARKERS) or (
+        "hyperparameters" in data and "model" not in data and "training" not in data)
 
 
 def _err(key: str, message: str, hint: str, source: Optional[str]) -> ConfigError:

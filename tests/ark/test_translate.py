@@ -151,3 +151,21 @@ def test_python_job_objects_translate_the_same(ws, monkeypatch):
     assert job.rollout.fcmodel.classpath == "plugins.rollout:agent"
     assert job.rollout.runtime.env == {"a": "b"}
     assert [(g.name, g.weight) for g in job.group_rewards] == [("judge", 0.5)]
+
+
+def test_dataset_rows_keep_extra_and_thinking_for_the_rollout():
+    from rltune.config.data import parse_rows
+    from rltune.gateway.protocol import ChatCompletionRequest
+
+    row = parse_rows(['{"messages": [{"role": "user", "content": "q"}], '
+                      '"extra": {"answer": "4", "prompt_id": "p1"}, '
+                      '"thinking": {"type": "enabled"}}'])[0]
+    assert row.ground_truth == "4"  # from extra.answer when rollout_extra has none
+    assert row.forwarded_fields() == {"extra": {"answer": "4", "prompt_id": "p1"},
+                                      "thinking": {"type": "enabled"}}
+    req = ChatCompletionRequest(messages=[{"role": "user", "content": "q"}],
+                                thinking={"type": "disabled"})
+    assert req.template_kwargs() == {"enable_thinking": False}
+    with pytest.raises(Exception, match="thinking"):
+        ChatCompletionRequest(messages=[{"role": "user", "content": "q"}],
+                              thinking={"type": "sometimes"})

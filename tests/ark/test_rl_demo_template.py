@@ -88,3 +88,21 @@ def test_a_short_job_of_ark_plugins_finishes(workspace, nano_model_dir, rollout,
             (out / "trajectories" / "step_000001.jsonl").read_text().splitlines()]
     assert traj and all(t["messages"][-1]["role"] == "assistant" for t in traj)
     assert (out / "checkpoints" / "checkpoint-2").is_dir()
+
+
+def test_ark_job_py_objects_run_under_the_module_runner(workspace, tmp_path):
+    """`python -m rltune.ark script.py` serves the `ark_sdk` imports of an Ark script."""
+    script = workspace / "check_job.py"
+    text = (workspace / "job.py").read_text().replace(
+        "    mcj.submit()\n    print(f\"Job finished. outputs at {mcj.url}\")",
+        "    print(mcj.to_job_config('.').to_yaml_text())")
+    assert text != (workspace / "job.py").read_text()
+    script.write_text(text)
+    res = subprocess.run([sys.executable, "-m", "rltune.ark", str(script)], cwd=workspace,
+                         env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    job = yaml.safe_load(res.stdout)
+    assert [f["fcmodel"]["classpath"] for f in job["functions"]] == [
+        "plugins.calc_rollout:calc_rollout", "plugins.exact_grader:exact_grader",
+        "plugins.answered_grader:answered_grader"]
+    assert job["training"]["hyper_parameters"]["max_steps"] == 20

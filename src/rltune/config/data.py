@@ -30,6 +30,8 @@ from rltune.sdk.errors import DatasetError
 
 #: Keys of ``rollout_extra`` that hold the reference answer, in priority order (DESIGN.md §5).
 GROUND_TRUTH_KEYS = ("solution", "ground_truth", "answer")
+#: Row fields passed to the rollout input as they are (Volcano Ark's sample fields).
+FORWARDED_KEYS = ("extra", "thinking")
 _MAX_LISTED_ERRORS = 20
 
 
@@ -71,6 +73,10 @@ class DataRow(BaseModel):
     rollout_extra: Optional[dict[str, Any]] = None
     tools: Optional[list[Tool]] = None
     ground_truth: Any = None
+    #: Volcano Ark's sample fields, handed to the rollout as they are (``RolloutInput.extra``
+    #: / ``.thinking``): free-form data for graders, and the thinking switch for the model.
+    extra: Optional[dict[str, Any]] = None
+    thinking: Optional[dict[str, Any]] = None
     #: 1-based line in the source file (0 when built in code).
     line: int = Field(0, exclude=True)
 
@@ -81,13 +87,20 @@ class DataRow(BaseModel):
     def tool_dicts(self) -> list[dict[str, Any]] | None:
         return [t.model_dump() for t in self.tools] if self.tools else None
 
+    def forwarded_fields(self) -> dict[str, Any]:
+        """Row fields a rollout input carries besides messages, tools and rollout_extra."""
+        return {k: v for k in FORWARDED_KEYS if (v := getattr(self, k)) is not None}
+
 
 def fill_ground_truth(row: DataRow) -> DataRow:
-    """Set ``row.ground_truth`` from ``rollout_extra`` (solution, ground_truth, answer) if unset."""
-    if row.ground_truth is None and row.rollout_extra:
-        for key in GROUND_TRUTH_KEYS:
-            if row.rollout_extra.get(key) is not None:
-                row.ground_truth = row.rollout_extra[key]
+    """Set ``row.ground_truth`` if unset from ``rollout_extra`` (solution, ground_truth,
+    answer), else from Ark's ``extra`` (same keys)."""
+    for source in (row.rollout_extra, row.extra):
+        if row.ground_truth is not None:
+            break
+        for key in GROUND_TRUTH_KEYS if source else ():
+            if source.get(key) is not None:
+                row.ground_truth = source[key]
                 break
     return row
 

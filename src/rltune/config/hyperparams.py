@@ -53,6 +53,11 @@ class HyperParameters(StrictModel):
     lr_scheduler_type: Literal["cosine", "linear", "constant"] = "constant"
     lr_warmup_steps: int = Field(-1, ge=-1, description="-1 = auto (3% of the training steps)")
     n_epochs: int = Field(1, ge=1, le=200)
+    max_steps: Optional[int] = Field(
+        None, ge=1, le=10_000_000,
+        description="training steps; set, it replaces n_epochs x steps per epoch (the data "
+        "repeats as needed). Volcano Ark's num_steps",
+    )
     kl_loss_coef: float = Field(0.001, ge=0, le=10)
     max_length: int = Field(2048, ge=1, le=131072, description="prompt + response tokens")
     max_prompt_length: int = Field(1024, ge=1, le=131072)
@@ -205,6 +210,8 @@ class HyperParameters(StrictModel):
         return n_rows // self.batch_size
 
     def total_steps(self, n_rows: int) -> int:
+        if self.max_steps is not None:
+            return self.max_steps
         return self.n_epochs * self.steps_per_epoch(n_rows)
 
     def warmup_steps(self, total_steps: int) -> int:
@@ -228,6 +235,12 @@ class HyperParameters(StrictModel):
                 "max_prompt_length", self.max_prompt_length,
                 f"must be < max_length ({self.max_length}) to leave room for a response",
                 f"lower max_prompt_length below {self.max_length} or raise max_length",
+            )
+        if self.max_steps is not None and self.n_epochs != 1:
+            raise _coupling(
+                "max_steps", self.max_steps,
+                "sets the number of steps itself, so n_epochs would be ignored",
+                "remove n_epochs or max_steps",
             )
         if self.n_gpus_training:
             tp = self.tensor_model_parallel_size or 1

@@ -4,7 +4,10 @@ It accepts both YAML shapes of the cloud SDK (reference §9.4):
 
 * the SDK's: ``name``, ``model: {name}``, ``teacher_model``, ``functions``, ``datasets``,
   ``training: {type, hyper_parameters, resources}``, ``observability``;
-* the documented one: ``job_name``, ``workspace_dir``, scalar ``model``, ``mode``.
+* the documented one: ``job_name``, ``workspace_dir``, scalar ``model``, ``mode``;
+
+and Volcano Ark's ``job.yaml`` (``custom_rl_pipeline``, ``hyperparameters``…), translated by
+:mod:`rltune.ark.translate`,
 
 and dumps back to the SDK shape. ``TuningModel`` is the cloud SDK's name for the same class.
 
@@ -326,6 +329,11 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None) ->
             f"the job config must be a mapping of keys, got {type(data).__name__}",
             where=source, hint="start the file with keys such as 'name:' and 'model:'",
         )
+    from rltune.ark.translate import ark_job_to_config, is_ark_job
+
+    if is_ark_job(data):  # Volcano Ark's job.yaml: plugins are found next to the file
+        root = Path(source).resolve().parent if source else Path.cwd()
+        data = ark_job_to_config(data, root=root, source=source)
     for key, value in overrides.items():
         if value is None:
             continue

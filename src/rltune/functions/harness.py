@@ -193,7 +193,7 @@ async def _run(rows, ro_pool, rewards, n, concurrency, model, sampling_params,
             rollout_extra=row.rollout_extra, sampling_params=sampling_params,
             model_resource={"model_name": model.model, "base_url": model.base_url,
                             "api_key": model.api_key},
-            request_metadata=meta)
+            request_metadata=meta, **row.forwarded_fields())
         async with gate:
             out, secs = await _timed(ro_pool, inp)
         result = None

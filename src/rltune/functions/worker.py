@@ -53,7 +53,8 @@ class WorkerConfig:
 
 
 def install_cloud_alias() -> bool:
-    """Make ``import dashscope.finetune.reinforcement…`` resolve to rltune (if available)."""
+    """Make ``import dashscope.finetune.reinforcement…`` and ``import ark_sdk…`` resolve to
+    rltune (if available)."""
     try:
         from rltune.reinforcement import install_as_dashscope
     except ImportError:
@@ -61,6 +62,9 @@ def install_cloud_alias() -> bool:
                     "cloud-SDK imports will not resolve")
         return False
     install_as_dashscope()
+    from rltune.ark import install_as_ark_sdk
+
+    install_as_ark_sdk()  # Volcano Ark plugins: `import ark_sdk…` resolves to rltune.ark
     return True
 
 

@@ -1,6 +1,7 @@
 """The FastAPI app of the policy gateway: routes, auth, OpenAI-shaped errors.
 
-Routes: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``. Every ``/v1`` call
+Routes: ``POST /v1/chat/completions``, ``POST /v1/responses`` (:mod:`rltune.gateway.responses`),
+``GET /v1/models``, ``GET /health``. Every ``/v1`` call
 needs ``Authorization: Bearer <key>`` where the key is a live per-rollout key (its calls are
 captured for that rollout) or a static serving key (not captured), unless the gateway was made
 with ``open_access=True``.
@@ -21,6 +22,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
 from rltune.gateway.protocol import ChatCompletionRequest, error_body
+from rltune.gateway.responses import ResponsesRequest, response_body, to_chat_request
 from rltune.sdk.errors import AuthError, RltuneError
 
 if TYPE_CHECKING:
@@ -64,9 +66,8 @@ def create_app(gw: Gateway) -> FastAPI:
         return {"object": "list", "data": [{"id": gw.model_name, "object": "model",
                                             "created": int(gw.started_at), "owned_by": "rltune"}]}
 
-    @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> Any:
-        rollout_id = gw.authenticate(request.headers.get("authorization"))
+    async def read(request: Request, model: type) -> Any:
+        """The request body validated as ``model``, or the OpenAI-shaped error response."""
         raw = await request.body()
         if len(raw) > gw.max_body_bytes:
             return _error(413, f"request body is {len(raw)} bytes; the limit is "
@@ -82,10 +83,36 @@ def create_app(gw: Gateway) -> FastAPI:
             return _error(400, f"request body is nested more than {MAX_DEPTH} levels deep",
                           code="too_deep")
         try:
-            req = ChatCompletionRequest.model_validate(body)
+            return model.model_validate(body)
         except PydanticValidationError as exc:
             message, param = _describe(exc.errors())
             return _error(400, message, param=param)
+
+    @app.post("/v1/responses")
+    async def responses(request: Request) -> Any:
+        """The Responses API over the chat service; captured like chat completions."""
+        rollout_id = gw.authenticate(request.headers.get("authorization"))
+        req = await read(request, ResponsesRequest)
+        if isinstance(req, JSONResponse):
+            return req
+        svc = gw.chat
+        p = svc.prepare(to_chat_request(req), gw.store.calls(rollout_id) if rollout_id else ())
+        svc.stats["requests"] += 1
+        call_index = gw.store.next_index(rollout_id) if rollout_id else 0
+        result = await gw.engine.generate_one(svc.engine_request(p))
+        chat, parsed = svc.response(p, result.completions)
+        if rollout_id:
+            for c, out in zip(result.completions, parsed, strict=True):
+                gw.store.add(svc.captured(p, c, out, rollout_id, call_index,
+                                          result.weight_version, result.latency_s))
+        return JSONResponse(response_body(req, chat, svc.model_name))
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        rollout_id = gw.authenticate(request.headers.get("authorization"))
+        req = await read(request, ChatCompletionRequest)
+        if isinstance(req, JSONResponse):
+            return req
         svc = gw.chat
         p = svc.prepare(req, gw.store.calls(rollout_id) if rollout_id else ())
         svc.stats["requests"] += 1

@@ -97,7 +97,8 @@ class ChatService:
         elif choice == "required":
             raise ValidationError('tool_choice "required" needs a non-empty tools list',
                                   where="tool_choice", hint="pass tools or use auto")
-        kwargs = {**self.template_kwargs, **_request_template_kwargs(req)}
+        # job/server defaults, then the request's thinking switch, then its own kwargs
+        kwargs = {**self.template_kwargs, **req.template_kwargs(), **_request_template_kwargs(req)}
         try:
             text = self.tok.apply_chat_template(messages, tools=tools, tokenize=False,
                                                 add_generation_prompt=True, **kwargs)

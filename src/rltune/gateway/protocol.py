@@ -64,6 +64,13 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
+class Thinking(BaseModel):
+    """Volcano Ark / Doubao's thinking switch; rendered as the chat template's
+    ``enable_thinking`` (Qwen3's name; templates without it ignore it)."""
+
+    type: Literal["enabled", "disabled", "auto"]
+
+
 class ChatCompletionRequest(BaseModel):
     """Body of ``POST /v1/chat/completions``. ``top_k``, ``min_tokens`` and ``ignore_eos`` are
     vLLM-style extensions (pass them through ``extra_body`` with the openai client)."""
@@ -91,6 +98,13 @@ class ChatCompletionRequest(BaseModel):
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     logit_bias: Optional[dict[str, float]] = None
+    thinking: Optional[Thinking] = None
+
+    def template_kwargs(self) -> dict[str, Any]:
+        """Extra chat-template variables this request sets."""
+        if self.thinking is None or self.thinking.type == "auto":
+            return {}
+        return {"enable_thinking": self.thinking.type == "enabled"}
 
     @field_validator("stop")
     @classmethod

@@ -37,6 +37,16 @@ class TaskStatus(str, Enum):
     FAILED = "failed"
 
 
+#: ``error_code`` of a FAILED output meaning "drop this prompt's whole group, do not retry"
+#: (Volcano Ark's ``PluginStatus.DISCARD``). The trainer counts such groups.
+DISCARD_ERROR_CODE = "discard"
+
+
+def is_discard(output: Any) -> bool:
+    """Whether a function output asks to discard the whole group (see ``DISCARD_ERROR_CODE``)."""
+    return getattr(output, "error_code", None) == DISCARD_ERROR_CODE
+
+
 class FunctionType(str, Enum):
     ROLLOUT = "rollout"
     REWARD = "reward"

@@ -2,6 +2,8 @@
 
 Accepted forms: ``pkg.mod.Class``, ``pkg.mod:Class`` and ``path/to/file.py:Class`` (the
 ``.py`` may be omitted), all relative to the workspace root, which is put on ``sys.path``.
+The name may also be a plugin function that carries its processor class in
+``__rltune_processor__`` (Volcano Ark's ``@rollout`` / ``@single_grader`` / ``@group_grader``).
 
 Example:
     >>> import pathlib, tempfile
@@ -145,6 +147,8 @@ def load_processor_class(classpath: str, workspace: str | Path | None = None,
             where=where,
             hint=f"processor classes defined there: {found or 'none'}",
         )
+    # A decorated plugin function (e.g. Volcano Ark's @rollout) names the class serving it.
+    cls = getattr(cls, "__rltune_processor__", cls)
     if inspect.isfunction(cls):
         from rltune.sdk.plain import processor_for_function
 

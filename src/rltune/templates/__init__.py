@@ -19,7 +19,7 @@ TEMPLATES_DIR = Path(__file__).parent
 
 def available() -> list[str]:
     """Names of the shipped templates."""
-    return sorted(p.name for p in TEMPLATES_DIR.iterdir() if (p / "functions").is_dir())
+    return sorted(p.name for p in TEMPLATES_DIR.iterdir() if (p / "job.yaml").is_file())
 
 
 def create_workspace(
@@ -50,18 +50,51 @@ def create_workspace(
         dirs_exist_ok=True,
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
-    if template == "calc":
+    if template in ("calc", "rl_demo"):
         from rltune.models.recipes import recipe_for
         from rltune.models.tasks import make_dataset_rows, write_jsonl
 
         # The same kind of question the demo models were warm-started on.
         task = recipe_for("nano").config.task
+        shape = _ark_row if template == "rl_demo" else (lambda row: row)
         write_jsonl(
-            make_dataset_rows(train_rows, "train", seed=seed, config=task),
+            map(shape, make_dataset_rows(train_rows, "train", seed=seed, config=task)),
             directory / "data" / "train.jsonl",
         )
         write_jsonl(
-            make_dataset_rows(val_rows, "heldout", seed=seed, config=task),
+            map(shape, make_dataset_rows(val_rows, "heldout", seed=seed, config=task)),
             directory / "data" / "val.jsonl",
         )
+    if template == "search-mcp":
+        _search_rows(directory / "data", train_rows, val_rows)
     return directory
+
+
+SEARCH_PROMPT = ("You answer questions by searching. Call the search tool, read the passages, "
+                 "then end with ### ANSWER: <answer> ###")
+_SEARCH_HELD_OUT = 4
+
+
+def _search_rows(data: Path, train_rows: int, val_rows: int) -> None:
+    """Questions about the bundled corpus: the last few are held out for validation, the rest
+    repeat to ``train_rows``."""
+    import json
+
+    from rltune.models.tasks import write_jsonl
+
+    qs = [json.loads(x) for x in (data / "questions.jsonl").read_text().splitlines() if x]
+
+    def row(q: dict) -> dict:
+        return {"messages": [{"role": "system", "content": SEARCH_PROMPT},
+                             {"role": "user", "content": q["question"]}],
+                "rollout_extra": {"answer": q["answer"], "doc": q["doc"]}}
+
+    train, held = qs[:-_SEARCH_HELD_OUT], qs[-_SEARCH_HELD_OUT:]
+    write_jsonl([row(train[i % len(train)]) for i in range(train_rows)], data / "train.jsonl")
+    write_jsonl([row(q) for q in held[:val_rows]], data / "val.jsonl")
+
+
+def _ark_row(row: dict) -> dict:
+    """A calculator row in Volcano Ark's sample shape: the answer in ``extra``."""
+    return {"messages": row["messages"], "tools": row["tools"],
+            "extra": {"answer": row["rollout_extra"]["solution"]}}

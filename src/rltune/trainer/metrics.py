@@ -44,6 +44,7 @@ def rollout_metrics(results: Sequence[RolloutResult], *, scored: bool = True) ->
     out["trace/success_rate/agent"] = len(ok) / len(results) if results else 0.0
     out["trace/success_rate/reward"] = len(usable) / len(ok) if ok else 0.0
     out["train/dropped_rollouts"] = float(len(results) - len(usable))
+    out["train/discarded_groups"] = float(len({r.sample_index for r in results if r.discarded}))
     out["trace/attempts/agent/mean"] = _mean([r.attempts for r in results])
     _stats("critic/rewards", [_reward(r) for r in usable], out)
     if usable:

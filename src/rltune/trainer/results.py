@@ -44,6 +44,8 @@ class RolloutResult:
     component_scores: dict[str, float] = field(default_factory=dict)
     component_metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     reward_error: Optional[str] = None
+    #: The rollout or a reward asked to drop this prompt's group (``is_discard``).
+    discarded: bool = False
     # filled by the step's signal
     reward: Optional[float] = None
     advantages: list[list[float]] = field(default_factory=list)  # per row, per token

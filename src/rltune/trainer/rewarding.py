@@ -2,7 +2,9 @@
 
 Reward calls of a group run concurrently. A component that returns FAILED is retried (bounded)
 and then the rollout is dropped from training and counted (``reward_error``); a wrong answer
-is a SUCCESS with a low score, so it trains normally. Scores combine per DESIGN.md §5.
+is a SUCCESS with a low score, so it trains normally. A rollout or reward output that discards
+(``error_code="discard"``, Volcano Ark's DISCARD) drops the whole group at once, unretried.
+Scores combine per DESIGN.md §5.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rltune.sdk.data import (
     RewardInput,
     RewardOutput,
     TaskStatus,
+    is_discard,
 )
 from rltune.trainer.results import RolloutResult
 from rltune.trainer.scoring import InvalidReward, combine_scores, component_score, own_score
@@ -44,12 +47,17 @@ class Rewarder:
         out = None
         for _ in range(self.max_retries + 1):
             out = await pool.call(payload)
-            if out.status is not TaskStatus.FAILED:
+            if out.status is not TaskStatus.FAILED or is_discard(out):
                 return out
         return out
 
     async def score_group(self, results: list[RolloutResult], ground_truth: Any) -> None:
-        """Fill ``score``, ``component_scores``/``metrics`` or ``reward_error`` in place."""
+        """Fill ``score``, ``component_scores``/``metrics`` or ``reward_error`` in place.
+
+        A rollout or reward that discards (``is_discard``) drops the whole group.
+        """
+        if _discard_group(results, next((r.error for r in results if r.discarded), None)):
+            return
         valid = [r for r in results if r.ok]
         if not valid:
             return
@@ -69,6 +77,8 @@ class Rewarder:
         await asyncio.gather(
             *(self._score_component(c, valid, ground_truth) for c in self.components)
         )
+        if _discard_group(results, next((r.reward_error for r in valid if r.discarded), None)):
+            return
         weights = {c.name: c.weight for c in self.components}
         for r in valid:
             if r.reward_error is not None:
@@ -96,6 +106,10 @@ class Rewarder:
                 request_metadata=self._meta(valid[0]),
             )
             out: GroupRewardOutput = await self._call(comp.pool, payload)
+            if is_discard(out):
+                valid[0].discarded = True
+                valid[0].reward_error = f"group reward {comp.name} discarded: {out.error}"
+                return
             rewards = out.reward.rewards if out.status is TaskStatus.SUCCESS else []
             if out.status is TaskStatus.FAILED or len(rewards) != len(valid):
                 why = (
@@ -120,6 +134,10 @@ class Rewarder:
                 request_metadata=self._meta(r),
             )
             out: RewardOutput = await self._call(comp.pool, payload)
+            if is_discard(out):
+                r.discarded = True
+                r.reward_error = f"reward {comp.name} discarded: {out.error}"
+                return
             if out.status is TaskStatus.FAILED:
                 r.reward_error = r.reward_error or f"reward {comp.name}: {out.error}"
                 return
@@ -136,3 +154,14 @@ class Rewarder:
             return
         if reward.reward_metrics:
             r.component_metrics[comp.name] = dict(reward.reward_metrics)
+
+
+def _discard_group(results: list[RolloutResult], why: Optional[str]) -> bool:
+    """Drop every rollout of the group when one of them was discarded (``why`` is set)."""
+    if why is None:
+        return False
+    for r in results:
+        r.discarded = True
+        r.score = None
+        r.reward_error = r.reward_error or f"group discarded ({why})"
+    return True

@@ -24,6 +24,7 @@ from rltune.sdk.data import (
     RolloutInput,
     RolloutOutput,
     TaskStatus,
+    is_discard,
 )
 from rltune.trainer.results import RolloutResult
 
@@ -47,6 +48,8 @@ class BuiltinRollout:
         body: dict[str, Any] = {"model": res.model_name, "messages": input_data.messages}
         if input_data.tools:
             body["tools"] = input_data.tools
+        if getattr(input_data, "thinking", None) is not None:
+            body["thinking"] = input_data.thinking
         params = dict(input_data.sampling_params or {})
         params.pop("max_turns", None)
         params.pop("timeout", None)
@@ -105,6 +108,7 @@ class RolloutRunner:
             request_metadata=RequestMetadata(
                 job_id=self.job_id, sample_id=sample_id, rollout_id=rid, attempt_id=str(attempt)
             ),
+            **row.forwarded_fields(),
         )
 
     async def run(
@@ -126,6 +130,11 @@ class RolloutRunner:
             finally:
                 self.gateway.unregister(key)
             calls = self.gateway.pop_calls(rid)
+            if is_discard(out):  # the rollout asks to drop its whole group: no retry
+                return RolloutResult(
+                    rollout_id=rid, sample_id=sample_id, sample_index=sample_index,
+                    row_index=row_index, ok=False, attempts=attempt + 1, discarded=True,
+                    error=f"discarded: {out.error}", latency_s=time.perf_counter() - started)
             if out.status is TaskStatus.FAILED or out.agent_output is None:
                 errors.append(out.error or "rollout returned no agent_output")
                 continue

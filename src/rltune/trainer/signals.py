@@ -136,7 +136,8 @@ class TeacherSignal:
         return cls(hp, updater, teacher, has_rewards, knobs.norm_adv_by_std)
 
     def trains(self, r: RolloutResult) -> bool:
-        return r.ok  # rewards are metrics only: a failed reward does not stop training
+        # a failed reward does not stop distillation; a discarded group (Ark's DISCARD) does
+        return r.ok and not r.discarded
 
     async def rows(self, results: list[RolloutResult]) -> tuple[list[TrainingRow], dict]:
         for r in results:
@@ -144,8 +145,8 @@ class TeacherSignal:
         reward_adv = opd_reward.reward_advantages(
             results, weight=self.reward_weight, norm_by_std=self.norm_by_std)
         rows, kl = await asyncio.to_thread(
-            self._distil, [r for r in results if r.ok], reward_adv)
-        metrics = {"train/dropped_rollouts": float(sum(not r.ok for r in results))}
+            self._distil, [r for r in results if self.trains(r)], reward_adv)
+        metrics = {"train/dropped_rollouts": float(sum(not self.trains(r) for r in results))}
         if math.isfinite(kl):
             metrics["actor/teacher_kl"] = kl
         return rows, metrics

@@ -1,0 +1,30 @@
+"""``python -m rltune.ark SCRIPT [ARGS…]``: run an Ark script (``job.py``, a plugin's local
+test) with ``import ark_sdk…`` served by rltune and the script's folder on ``sys.path``."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+from rltune.ark import install_as_ark_sdk
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print("usage: python -m rltune.ark SCRIPT [ARGS...]", file=sys.stderr)
+        return 2
+    script = Path(args[0]).resolve()
+    if not script.is_file():
+        print(f"error: {args[0]} is not a file", file=sys.stderr)
+        return 2
+    install_as_ark_sdk()
+    sys.argv = [str(script), *args[1:]]
+    sys.path.insert(0, str(script.parent))
+    runpy.run_path(str(script), run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

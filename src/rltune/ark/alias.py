@@ -1,0 +1,91 @@
+"""Make ``import ark_sdk…`` resolve to rltune, so Volcano Ark plugin code runs unchanged.
+
+Like :func:`rltune.reinforcement.install_as_dashscope`: an explicit call (function workers make
+it at start) that never shadows a real ``ark_sdk`` installation unless ``force=True``. Each Ark
+module path (reference §13) is a module whose names are rltune's own objects.
+
+Example:
+    >>> install_as_ark_sdk()
+    True
+    >>> from ark_sdk.types.pipeline_plugin.rollout import PluginStatus
+    >>> PluginStatus.__module__
+    'rltune.ark.types'
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+from types import ModuleType
+
+_PLUGIN = ("rltune.ark.plugins", ["rollout", "single_grader", "group_grader"])
+_PIPELINE = ("rltune.ark.job", ["GRPOPipeline", "PPOPipeline", "PipelinePluginWrapper"])
+_TYPES = ("rltune.ark.types", None)
+_PROXY_TYPE = ("rltune.ark.proxy", ["RolloutInferenceProxy", "InferenceProxy"])
+
+#: Ark module → the (rltune module, names or None for its ``__all__``) it is made of.
+MODULES: dict[str, list[tuple[str, list[str] | None]]] = {
+    "ark_sdk.resources.pipeline_plugin": [_PLUGIN, _PIPELINE],
+    "ark_sdk.resources.model_customization_job": [("rltune.ark.job",
+                                                   ["ModelCustomizationJob"])],
+    "ark_sdk.types.model_customization_job": [("rltune.ark.job", None)],
+    "ark_sdk.types.pipeline_plugin": [_TYPES, _PROXY_TYPE],
+    "ark_sdk.types.pipeline_plugin.pipeline_plugin": [_TYPES],
+    "ark_sdk.types.pipeline_plugin.rollout": [_TYPES, _PROXY_TYPE],
+    "ark_sdk.core.plugin.rollout.proxy": [("rltune.ark.proxy", None)],
+    "ark_sdk.core.plugin.rollout.trace": [("rltune.ark.trace", None)],
+}
+_PACKAGES = {".".join(name.split(".")[:i]) for name in MODULES
+             for i in range(1, name.count(".") + 1)}
+
+
+class _ArkFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):  # type: ignore[override]
+        if fullname in MODULES or fullname in _PACKAGES:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec):  # type: ignore[override]
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__doc__ = "Ark SDK path served by rltune (rltune.ark.install_as_ark_sdk)."
+        for source, names in MODULES.get(module.__name__, []):
+            real = importlib.import_module(source)
+            for name in names if names is not None else real.__all__:
+                setattr(module, name, getattr(real, name))
+
+
+_FINDER = _ArkFinder()
+
+
+def _real_ark_installed() -> bool:
+    if _FINDER in sys.meta_path:
+        return False
+    try:
+        return importlib.util.find_spec("ark_sdk") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def install_as_ark_sdk(force: bool = False) -> bool:
+    """Install the alias; False (nothing changed) when a real ``ark_sdk`` is importable."""
+    if _FINDER in sys.meta_path:
+        return True
+    if _real_ark_installed() and not force:
+        return False
+    uninstall_ark_sdk_alias()
+    sys.meta_path.insert(0, _FINDER)
+    return True
+
+
+def uninstall_ark_sdk_alias() -> None:
+    """Remove the alias and forget the aliased modules (mainly for tests)."""
+    if _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)
+    for name in list(sys.modules):
+        if name == "ark_sdk" or name.startswith("ark_sdk."):
+            del sys.modules[name]

@@ -1,0 +1,290 @@
+"""Volcano Ark job definitions (``job.yaml`` / ``ModelCustomizationJob``) → rltune's job config.
+
+Every Ark key either takes effect or is refused with a ``ConfigError`` naming it, what rltune
+has instead, and the fix. The mapping (reference §13.3):
+
+===============================  ==========================================================
+Ark                              rltune
+===============================  ==========================================================
+``name``                         ``name``
+``customization_type``           GRPO → ``algorithm: grpo``; GRPOLoRA → also ``lora_rank``
+                                 (16 unless given); other types are refused
+``model_reference``              ``model.name`` = ``foundation_model.name`` (``-version``
+                                 appended when ``model_version`` is set) or
+                                 ``custom_model_id``
+``data.training_set``            ``datasets`` (``local_files`` only)
+``data.validation_set``          validation ``datasets`` (``local_files`` only)
+``custom_rl_pipeline.rollout``   the rollout function (``python_func`` = ``module:function``)
+``custom_rl_pipeline.graders``   reward (``@single_grader``) / group reward
+                                 (``@group_grader``) functions with their ``weight``
+``plugin.envs``                  ``runtime.env`` of that function
+``save_model_limit``             ``save_total_limit``
+``enable_trajectory: true``      (rltune always records trajectories)
+===============================  ==========================================================
+
+Hyper-parameters (Ark's values are strings; they are validated as numbers):
+``batch_size``, ``num_generations`` → ``n_rollouts``, ``lr`` → ``learning_rate``,
+``kl_coefficient`` → ``kl_loss_coef``, ``clip_ratio_low``, ``clip_ratio_high``,
+``loss_agg_mode``, ``lr_warmup_steps``, ``temperature``, ``top_p``,
+``num_iterations_per_batch`` → ``ppo_epochs`` (passes over each batch, TRL's μ),
+``save_every_n_steps`` → ``save_steps`` with ``save_strategy: steps``,
+``test_every_n_steps`` → ``eval_steps``, ``test_num_generations`` → ``val_n_rollouts``,
+``num_steps`` → ``max_steps``, ``max_new_tokens`` → ``max_length`` = ``max_prompt_length`` +
+``max_new_tokens``, ``test_top_p`` (accepted only when equal to ``top_p``: validation samples
+like training), ``lora_rank``, ``lora_alpha``; rltune's own hyper-parameter names are accepted
+as they are.
+
+The kind of each grader comes from its decorator, read from the plugin's source with ``ast``
+(nothing is imported), as are the literal ``runtime=Runtime(...)`` values: ``instance`` →
+``cpu`` / ``memory_size``, ``timeout`` → the function's ``timeout``, ``max_concurrency`` →
+``concurrency``, ``min_replicas`` / ``max_replicas`` → ``min_capacity`` / ``max_capacity``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from rltune.ark.source import PluginSource, find_plugin
+from rltune.sdk.errors import ConfigError
+
+#: Keys whose presence marks a job config as Ark's (``hyperparameters`` only without rltune's
+#: own ``model`` / ``training``, so a misplaced rltune key is reported as rltune's).
+ARK_MARKERS = ("custom_rl_pipeline", "customization_type", "model_reference")
+
+_HP_RENAMES = {
+    "batch_size": "batch_size", "num_generations": "n_rollouts", "lr": "learning_rate",
+    "kl_coefficient": "kl_loss_coef", "clip_ratio_low": "clip_ratio_low",
+    "clip_ratio_high": "clip_ratio_high", "loss_agg_mode": "loss_agg_mode",
+    "lr_warmup_steps": "lr_warmup_steps", "temperature": "temperature", "top_p": "top_p",
+    "num_iterations_per_batch": "ppo_epochs", "test_every_n_steps": "eval_steps",
+    "test_num_generations": "val_n_rollouts", "num_steps": "max_steps",
+    "lora_rank": "lora_rank", "lora_alpha": "lora_alpha",
+}
+_HP_SPECIAL = ("save_every_n_steps", "max_new_tokens", "test_top_p")
+_TOP_KEYS = ("name", "customization_type", "model_reference", "hyperparameters", "data",
+             "custom_rl_pipeline", "enable_trajectory", "save_model_limit")
+_LORA_DEFAULT_RANK = 16
+
+
+def is_ark_job(data: Any) -> bool:
+    """Whether a job dict is in Ark's shape."""
+    if not isinstance(data, dict):
+        return False
+    return any(k in data for k in ARK_MARKERS) or (
+        "hyperparameters" in data and "model" not in data and "training" not in data)
+
+
+def _err(key: str, message: str, hint: str, source: Optional[str]) -> ConfigError:
+    where = f"{source}: {key}" if source else key
+    return ConfigError(f"Ark job key '{key}': {message}", where=where, hint=hint)
+
+
+def _model_name(ref: Any, source: Optional[str]) -> str:
+    if not isinstance(ref, dict):
+        raise _err("model_reference", "must be a mapping", "write model_reference: "
+                   "{foundation_model: {name: nano}}", source)
+    unknown = sorted(set(ref) - {"foundation_model", "custom_model_id"})
+    if unknown:
+        raise _err(f"model_reference.{unknown[0]}", "has no counterpart in rltune",
+                   "use foundation_model or custom_model_id", source)
+    if ref.get("custom_model_id") and ref.get("foundation_model"):
+        raise _err("model_reference", "sets both foundation_model and custom_model_id",
+                   "keep one of them", source)
+    if ref.get("custom_model_id"):
+        return str(ref["custom_model_id"])
+    fm = ref.get("foundation_model") or {}
+    extra = sorted(set(fm) - {"name", "model_version"})
+    if extra:
+        raise _err(f"model_reference.foundation_model.{extra[0]}",
+                   "has no counterpart in rltune", "set name (and model_version)", source)
+    if not fm.get("name"):
+        raise _err("model_reference.foundation_model.name", "is missing",
+                   "name a model: a demo size (nano), a directory or a name under "
+                   "$RLTUNE_HOME/models", source)
+    version = str(fm.get("model_version") or "")
+    return f"{fm['name']}-{version}" if version else str(fm["name"])
+
+
+def _datasets(data: Any, source: Optional[str]) -> list[dict[str, Any]]:
+    if not isinstance(data, dict):
+        raise _err("data", "must be a mapping", "write data: {training_set: {local_files: "
+                   "[data/train.jsonl]}}", source)
+    out: list[dict[str, Any]] = []
+    for key in data:
+        if key not in ("training_set", "validation_set"):
+            raise _err(f"data.{key}", "has no counterpart in rltune",
+                       "split the validation rows into their own file and list it under "
+                       "data.validation_set.local_files", source)
+    for key, kind in (("training_set", "training"), ("validation_set", "validation")):
+        spec = data.get(key)
+        if spec is None:
+            continue
+        for sub in spec:
+            if sub != "local_files":
+                raise _err(f"data.{key}.{sub}", "has no counterpart in rltune (datasets are "
+                           "local JSONL files)", "copy the data locally and list the files "
+                           f"under data.{key}.local_files", source)
+        files = spec.get("local_files") or []
+        if not files:
+            raise _err(f"data.{key}.local_files", "is empty", "list one or more JSONL files",
+                       source)
+        out += [{"type": kind, "file_name": str(f)} for f in files]
+    if not any(d["type"] == "training" for d in out):
+        raise _err("data.training_set", "is missing", "add data.training_set.local_files",
+                   source)
+    return out
+
+
+def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, Any]:
+    from rltune.config.hyperparams import HyperParameters
+
+    own = set(HyperParameters.model_fields)
+    hp = dict(hp or {})
+    out: dict[str, Any] = {}
+    for key, value in hp.items():
+        if key in _HP_RENAMES:
+            out[_HP_RENAMES[key]] = value
+        elif key in _HP_SPECIAL:
+            continue
+        elif key in own:
+            out[key] = value
+        else:
+            raise _err(f"hyperparameters.{key}", "has no counterpart in rltune",
+                       f"use one of Ark's {sorted([*_HP_RENAMES, *_HP_SPECIAL])} or an rltune "
+                       "hyper-parameter (docs/ark.md)", source)
+    if "save_every_n_steps" in hp:
+        out["save_steps"] = hp["save_every_n_steps"]
+        out.setdefault("save_strategy", "steps")
+    if "max_new_tokens" in hp:
+        prompt = int(out.get("max_prompt_length",
+                             HyperParameters.model_fields["max_prompt_length"].default))
+        try:
+            out["max_length"] = prompt + int(str(hp["max_new_tokens"]))
+        except ValueError:
+            raise _err("hyperparameters.max_new_tokens", f"{hp['max_new_tokens']!r} is not an "
+                       "integer", "write e.g. '1024'", source) from None
+    if "test_top_p" in hp and float(hp["test_top_p"]) != float(out.get("top_p", 1.0)):
+        raise _err("hyperparameters.test_top_p", f"is {hp['test_top_p']} but top_p is "
+                   f"{out.get('top_p', 1.0)}; rltune validates with the training sampling",
+                   "set test_top_p equal to top_p (or remove it)", source)
+    out.setdefault("algorithm", "grpo")
+    if ctype == "GRPOLoRA":
+        out.setdefault("lora_rank", _LORA_DEFAULT_RANK)
+    return out
+
+
+def _runtime(ps: PluginSource) -> tuple[dict[str, Any], Optional[int]]:
+    rt = ps.runtime
+    out: dict[str, Any] = {}
+    if "instance" in rt:
+        from rltune.ark.types import PluginInstance
+
+        inst = PluginInstance(rt["instance"])
+        out.update(cpu=inst.cpu, memory_size=inst.memory_mb)
+    if "max_concurrency" in rt:
+        out["concurrency"] = int(rt["max_concurrency"])
+    if "min_replicas" in rt:
+        out["min_capacity"] = int(rt["min_replicas"])
+    if "max_replicas" in rt:
+        out["max_capacity"] = int(rt["max_replicas"])
+    timeout = rt.get("timeout")
+    return out, int(timeout) if timeout is not None else None
+
+
+def _function(entry: Any, key: str, want: tuple[str, ...], root: Path,
+              source: Optional[str]) -> dict[str, Any]:
+    if not isinstance(entry, dict) or not isinstance(entry.get("plugin"), dict):
+        raise _err(key, "needs a plugin: {name, python_func, envs}", "write "
+                   "plugin: {python_func: plugins.my_module:my_function}", source)
+    plugin = entry["plugin"]
+    for sub in plugin:
+        if sub not in ("name", "python_func", "envs"):
+            raise _err(f"{key}.plugin.{sub}", "has no counterpart in rltune",
+                       "keep name, python_func and envs", source)
+    for sub in entry:
+        if sub not in ("plugin", "weight"):
+            raise _err(f"{key}.{sub}", "has no counterpart in rltune", "keep plugin and weight",
+                       source)
+    if "weight" in entry and "rollout" in want:
+        raise _err(f"{key}.weight", "a rollout has no weight", "remove it", source)
+    func = plugin.get("python_func")
+    ps = find_plugin(str(func or ""), root, where=f"{source or ''}: {key}.plugin.python_func")
+    if ps.kind not in want:
+        raise _err(f"{key}.plugin.python_func", f"{func} is a @{ps.kind} plugin",
+                   f"use a {' or '.join('@' + w for w in want)} plugin here", source)
+    ftype = {"rollout": "rollout", "single_grader": "reward",
+             "group_grader": "group_reward"}[ps.kind]
+    runtime, timeout = _runtime(ps)
+    if plugin.get("envs"):
+        runtime["env"] = {str(k): str(v) for k, v in plugin["envs"].items()}
+    fn: dict[str, Any] = {"type": ftype, "name": str(plugin.get("name") or ps.name),
+                          "fcmodel": {"zipdir": "./", "classpath": str(func)}}
+    if runtime:
+        fn["runtime"] = runtime
+    if timeout is not None:
+        fn["timeout"] = timeout
+    if "weight" in entry:
+        fn["weight"] = entry["weight"]
+    return fn
+
+
+def _functions(pipeline: Any, root: Path, source: Optional[str]) -> list[dict[str, Any]]:
+    if not isinstance(pipeline, dict):
+        raise _err("custom_rl_pipeline", "must be a mapping with graders (and rollout)",
+                   "see docs/ark.md", source)
+    kind = pipeline.get("type", "GRPOPipeline")
+    if kind != "GRPOPipeline":
+        raise _err("custom_rl_pipeline.type", f"{kind} has no counterpart in rltune (no "
+                   "critic model)", "use GRPOPipeline", source)
+    for sub in pipeline:
+        if sub not in ("graders", "rollout", "type"):
+            raise _err(f"custom_rl_pipeline.{sub}", "has no counterpart in rltune",
+                       "keep graders and rollout", source)
+    graders = pipeline.get("graders") or []
+    if not graders:
+        raise _err("custom_rl_pipeline.graders", "needs at least one grader",
+                   "add a @single_grader or @group_grader plugin", source)
+    fns = []
+    if pipeline.get("rollout") is not None:
+        fns.append(_function(pipeline["rollout"], "custom_rl_pipeline.rollout", ("rollout",),
+                             root, source))
+    else:  # Ark's default: one model call per sample, as an Ark plugin so graders see it
+        fns.append({"type": "rollout", "name": "single_turn",
+                    "fcmodel": {"zipdir": "./", "classpath": "rltune.ark.builtin:single_turn"}})
+    for i, g in enumerate(graders):
+        fns.append(_function(g, f"custom_rl_pipeline.graders[{i}]",
+                             ("single_grader", "group_grader"), root, source))
+    return fns
+
+
+def ark_job_to_config(data: dict[str, Any], *, root: Path | str,
+                      source: Optional[str] = None) -> dict[str, Any]:
+    """Translate an Ark job dict into an rltune job dict (validate it with ``JobConfig``).
+
+    ``root`` is the workspace the plugins' modules are found in (the job file's folder).
+    """
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise _err(key, "has no counterpart in rltune", f"keep {list(_TOP_KEYS)}", source)
+    ctype = str(data.get("customization_type") or "GRPO")
+    if ctype not in ("GRPO", "GRPOLoRA"):
+        raise _err("customization_type", f"{ctype} has no counterpart in rltune (it trains "
+                   "with RL from graders)", "use GRPO or GRPOLoRA", source)
+    if data.get("enable_trajectory") is False:
+        raise _err("enable_trajectory", "false has no counterpart: rltune's job config always "
+                   "records trajectories", "remove it (or set true)", source)
+    if "custom_rl_pipeline" not in data:
+        raise _err("custom_rl_pipeline", "is missing", "add graders (and a rollout)", source)
+    hp = _hyper_parameters(data.get("hyperparameters"), ctype, source)
+    if data.get("save_model_limit") is not None:
+        hp["save_total_limit"] = data["save_model_limit"]
+    out: dict[str, Any] = {
+        "model": {"name": _model_name(data.get("model_reference"), source)},
+        "functions": _functions(data["custom_rl_pipeline"], Path(root), source),
+        "datasets": _datasets(data.get("data"), source),
+        "training": {"type": "reinforcement", "hyper_parameters": hp},
+    }
+    if data.get("name"):
+        out["name"] = str(data["name"])
+    return out

@@ -1,0 +1,193 @@
+"""``POST /v1/responses`` (the OpenAI Responses API, the OpenAI Agents SDK's default) over the
+same chat service: a request's input items become chat messages, the model's output becomes
+``message`` / ``function_call`` items, and the call is captured token-exactly like a chat
+completion, so an agent's calls merge into one training row.
+
+Input items → chat messages: ``instructions`` → a system message; ``{role, content}`` messages
+(text parts joined); ``function_call`` items join the assistant message just before them as
+``tool_calls`` (``call_id`` is the tool call id); ``function_call_output`` → a ``tool``
+message. Function tools ``{type: function, name, description, parameters, strict}`` become chat
+tools (``strict`` has no meaning for a local model's parser and is dropped). What would change
+the result but is not supported (stored responses, ``previous_response_id``, reasoning, JSON
+output formats, built-in tools, streaming) is refused with a 400 naming the field.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rltune.gateway.protocol import ChatCompletionRequest
+from rltune.sdk.errors import ValidationError
+
+#: Accepted keys that do not change what is sampled here.
+_NEUTRAL = {"store", "include", "metadata", "user", "parallel_tool_calls", "service_tier",
+            "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options",
+            "safety_identifier", "stream_options"}
+
+
+class ResponsesRequest(BaseModel):
+    """Body of ``POST /v1/responses`` (the subset served)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: Optional[str] = None
+    input: Union[str, list[dict[str, Any]]]
+    instructions: Optional[str] = None
+    tools: Optional[list[dict[str, Any]]] = None
+    tool_choice: Union[Literal["auto", "none", "required"], dict[str, Any], None] = None
+    temperature: Optional[float] = Field(None, ge=0.0, le=2.0)
+    top_p: Optional[float] = Field(None, gt=0.0, le=1.0)
+    max_output_tokens: Optional[int] = Field(None, ge=1)
+    stream: bool = False
+    truncation: Optional[Literal["disabled", "auto"]] = None
+    previous_response_id: Optional[str] = None
+    conversation: Any = None
+    reasoning: Optional[dict[str, Any]] = None
+    text: Optional[dict[str, Any]] = None
+    background: Optional[bool] = None
+
+
+def _refuse(field: str, why: str, hint: str) -> ValidationError:
+    return ValidationError(f"{field}: {why}", where=field, hint=hint)
+
+
+def _check(req: ResponsesRequest) -> None:
+    if req.stream:
+        raise _refuse("stream", "streaming responses are not served", "call with stream=false "
+                      "(the Agents SDK's Runner.run does)")
+    if req.previous_response_id or req.conversation:
+        raise _refuse("previous_response_id", "responses are not stored, so a conversation "
+                      "cannot continue from one", "send the whole conversation as input")
+    if req.reasoning and any(v is not None for v in req.reasoning.values()):
+        raise _refuse("reasoning", "reasoning settings are not supported", "leave it unset")
+    fmt = (req.text or {}).get("format") or {"type": "text"}
+    if fmt.get("type") != "text":
+        raise _refuse("text.format", f"{fmt.get('type')} output is not supported",
+                      "use plain text output")
+    if req.background:
+        raise _refuse("background", "background responses are not supported", "leave it unset")
+    for key in sorted(req.model_extra or {}):
+        if key not in _NEUTRAL:
+            raise _refuse(key, "is not supported by this gateway",
+                          f"leave it unset; supported extras: {sorted(_NEUTRAL)}")
+
+
+def _text(content: Any, where: str) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    parts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in ("input_text", "output_text", "text"):
+            raise _refuse(where, f"content part of type {kind!r} is not supported",
+                          "send text parts only")
+        parts.append(part.get("text") or "")
+    return "".join(parts)
+
+
+def _messages(req: ResponsesRequest) -> list[dict[str, Any]]:
+    items = [{"role": "user", "content": req.input}] if isinstance(req.input, str) else req.input
+    out: list[dict[str, Any]] = []
+    if req.instructions:
+        out.append({"role": "system", "content": req.instructions})
+    for i, item in enumerate(items):
+        kind = item.get("type", "message")
+        where = f"input[{i}]"
+        if kind == "message":
+            role = item.get("role")
+            if role not in ("user", "system", "developer", "assistant"):
+                raise _refuse(f"{where}.role", f"{role!r} is not a message role",
+                              "use user, system, developer or assistant")
+            out.append({"role": role, "content": _text(item.get("content"), where)})
+        elif kind == "function_call":
+            call = {"id": item.get("call_id") or item.get("id"), "type": "function",
+                    "function": {"name": item["name"], "arguments": item.get("arguments", "{}")}}
+            last = out[-1] if out else None
+            if last is not None and last["role"] == "assistant" and last.get("_open", True):
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            if out and out[-1]["role"] == "assistant":
+                out[-1]["_open"] = False
+            output = item.get("output")
+            out.append({"role": "tool", "tool_call_id": item.get("call_id"),
+                        "content": output if isinstance(output, str) else _text(output, where)})
+        else:
+            raise _refuse(f"{where}.type", f"input items of type {kind!r} are not supported",
+                          "send messages, function_call and function_call_output items")
+    for m in out:
+        m.pop("_open", None)
+        if m["role"] == "assistant" and m.get("tool_calls") and m["content"] == "":
+            m["content"] = None
+    return out
+
+
+def _tools(req: ResponsesRequest) -> Optional[list[dict[str, Any]]]:
+    if not req.tools:
+        return None
+    tools = []
+    for i, tool in enumerate(req.tools):
+        if tool.get("type") != "function":
+            raise _refuse(f"tools[{i}].type", f"{tool.get('type')!r} tools are not served",
+                          "use function tools")
+        fn = {k: tool[k] for k in ("name", "description", "parameters") if tool.get(k)}
+        tools.append({"type": "function", "function": fn})
+    return tools
+
+
+def _tool_choice(choice: Any) -> Any:
+    if isinstance(choice, dict):
+        if choice.get("type") != "function" or not choice.get("name"):
+            raise _refuse("tool_choice", f"{choice} is not supported",
+                          'use "auto", "none", "required" or {"type": "function", "name": ...}')
+        return {"type": "function", "function": {"name": choice["name"]}}
+    return choice
+
+
+def to_chat_request(req: ResponsesRequest) -> ChatCompletionRequest:
+    """The chat-completions request that samples what ``req`` asks for."""
+    _check(req)
+    body: dict[str, Any] = {"model": req.model, "messages": _messages(req),
+                            "tools": _tools(req), "tool_choice": _tool_choice(req.tool_choice),
+                            "max_tokens": req.max_output_tokens}
+    if req.temperature is not None:
+        body["temperature"] = req.temperature
+    if req.top_p is not None:
+        body["top_p"] = req.top_p
+    return ChatCompletionRequest.model_validate({k: v for k, v in body.items() if v is not None})
+
+
+def response_body(req: ResponsesRequest, chat: Any, model: str) -> dict[str, Any]:
+    """A Responses API ``response`` object from the chat completion of ``to_chat_request``."""
+    choice = chat.choices[0]
+    message = choice.message
+    output: list[dict[str, Any]] = []
+    if message.content:
+        output.append({"type": "message", "id": f"msg_{uuid.uuid4().hex}", "status": "completed",
+                       "role": "assistant", "content": [
+                           {"type": "output_text", "text": message.content, "annotations": []}]})
+    for call in message.tool_calls or []:
+        output.append({"type": "function_call", "id": f"fc_{uuid.uuid4().hex}",
+                       "call_id": call["id"], "name": call["function"]["name"],
+                       "arguments": call["function"]["arguments"], "status": "completed"})
+    incomplete = choice.finish_reason == "length"
+    usage = chat.usage
+    return {
+        "id": f"resp_{uuid.uuid4().hex}", "object": "response", "created_at": int(time.time()),
+        "model": model, "status": "incomplete" if incomplete else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "error": None, "instructions": req.instructions, "output": output,
+        "tools": req.tools or [], "tool_choice": req.tool_choice or "auto",
+        "parallel_tool_calls": True, "temperature": req.temperature, "top_p": req.top_p,
+        "max_output_tokens": req.max_output_tokens, "text": {"format": {"type": "text"}},
+        "truncation": req.truncation or "disabled", "metadata": {},
+        "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens,
+                  "total_tokens": usage.total_tokens,
+                  "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }

@@ -29,7 +29,7 @@ from rltune.gateway.rows import build_rows  # noqa: E402
 from rltune.sdk.data import RolloutInput  # noqa: E402
 from rltune.sdk.processors import call_process  # noqa: E402
 from rltune.trainer.rewarding import RewardComponent, Rewarder  # noqa: E402
-from rltune.trainer.rollouts import RolloutResult as RunResult  # noqa: E402
+from rltune.trainer.results import RolloutResult as RunResult  # noqa: E402
 
 openai = pytest.importorskip("openai")
 pytest.importorskip("torch")
@@ -156,14 +156,14 @@ async def test_graders_score_the_group_and_discard_drops_it(gateway):
                         job_id="j", max_retries=2)
     results = await _group(gateway, {"answer": "5"})
     await rewarder.score_group(results, "5")
-    assert [r.reward for r in results] == [3.0, 13.0, 23.0]  # 3 turns + 10 x index
+    assert [r.score for r in results] == [3.0, 13.0, 23.0]  # 3 turns + 10 x index
     assert results[0].component_metrics["judge"] == {"n": 3.0}
 
     results = await _group(gateway, {"skip": True})
     calls = group.calls
     await rewarder.score_group(results, None)
     assert group.calls == calls + 1  # DISCARD is not retried
-    assert all(r.discarded and r.reward is None and r.reward_error for r in results)
+    assert all(r.discarded and r.score is None and r.reward_error for r in results)
 
     results = await _group(gateway, {"flaky": True})
     calls = group.calls

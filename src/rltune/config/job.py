@@ -45,6 +45,7 @@ from rltune.config.components import (
 from rltune.config.datasets import Dataset, DatasetsType, TrainingType
 from rltune.config.errors import config_error
 from rltune.config.hyperparams import HyperParameters
+from rltune.config.observability import Observability
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
 from rltune.sdk.errors import ConfigError, DatasetError
 
@@ -62,10 +63,6 @@ class FoundationModel(StrictModel):
 
     name: Optional[str] = None
     tool_call_parser: Optional[ToolCallParserName] = None
-
-
-class Observability(StrictModel):
-    """Observability settings (empty in the cloud SDK; kept for YAML compatibility)."""
 
 
 class Training(StrictModel):

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError as PydanticValidationError
 
 from rltune.gateway.protocol import ChatCompletionRequest, error_body
+from rltune.observability.spans import generate_span
 from rltune.sdk.errors import AuthError, RltuneError
 
 if TYPE_CHECKING:
@@ -96,7 +97,10 @@ def create_app(gw: Gateway) -> FastAPI:
                                                   latency))
             return StreamingResponse(_sse(svc.stream_chunks(p, record)),
                                      media_type="text/event-stream")
-        result = await gw.engine.generate_one(svc.engine_request(p))
+        with generate_span(request.headers, rollout_id,
+                           gw.trace_parent(request.headers.get("authorization"))) as span:
+            result = await gw.engine.generate_one(svc.engine_request(p))
+            _span_usage(span, result, call_index)
         resp, parsed = svc.response(p, result.completions)
         if rollout_id:
             for c, out in zip(result.completions, parsed, strict=True):
@@ -110,6 +114,20 @@ def create_app(gw: Gateway) -> FastAPI:
 
     app.state.started = time.time()
     return app
+
+
+def _span_usage(span: Any, result: Any, call_index: int) -> None:
+    """Tokens, latency and weight version of one generation, on its ``generate`` span."""
+    if not span.is_recording():
+        return
+    span.set_attribute("rltune.call_index", call_index)
+    span.set_attribute("rltune.weight_version", int(result.weight_version))
+    span.set_attribute("rltune.latency_s", float(result.latency_s))
+    span.set_attribute("gen_ai.usage.input_tokens", len(result.prompt_ids))
+    span.set_attribute("gen_ai.usage.output_tokens",
+                       sum(len(c.completion_ids) for c in result.completions))
+    span.set_attribute("gen_ai.response.finish_reasons",
+                       ",".join(str(c.finish_reason) for c in result.completions))
 
 
 async def _sse(chunks: Any) -> Any:

@@ -108,6 +108,9 @@ class RolloutInput(BaseDataModel):
     sampling_params: Optional[dict[str, Any]] = None
     model_resource: ModelResource
     request_metadata: Optional[RequestMetadata] = None
+    #: W3C trace context of the trainer's rollout span (also sent as the HTTP header), so the
+    #: function's spans join the rollout's trace; None when tracing is off.
+    traceparent: Optional[str] = None
 
 
 class _StatusOutput(WireModel):

@@ -29,6 +29,7 @@ from typing import Any, Optional
 from rltune.config import JobConfig
 from rltune.config.data import DataRow, EpochSampler, load_dataset
 from rltune.config.datasets import TrainingType
+from rltune.observability.session import JobObservability
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.metrics import rollout_metrics
 from rltune.trainer.rollouts import RolloutResult
@@ -84,6 +85,16 @@ class Trainer:
     # ------------------------------------------------------------------ the run
 
     async def run(self, resume_from: str | Path | None = None) -> dict[str, Any]:
+        # Trackers start (or fail) and tracing attaches before anything loads.
+        with JobObservability.open(self.config, job_dir=self.job_dir, job_id=self.job_id,
+                                   sink=self.sink, resume_from=resume_from) as obs:
+            self.obs, outer, self.sink = obs, self.sink, obs.sink
+            try:
+                return await self._run(resume_from)
+            finally:
+                self.sink = outer
+
+    async def _run(self, resume_from: str | Path | None = None) -> dict[str, Any]:
         hp = self.hp
         log = self.sink.log
         log(
@@ -112,7 +123,8 @@ class Trainer:
                     + (f", teacher KL {_fmt(val.get('validation/teacher_kl'))}"
                        if self.opd else ""))
             for step in range(start_step + 1, self.total_steps + 1):
-                metrics = await self.train_step(step)
+                with self.obs.step(step):
+                    metrics = await self.train_step(step)
                 epoch_done = self.sampler.position + hp.batch_size > self.sampler.n_rows
                 if self.val_rows and (step % hp.eval_steps == 0 or step == self.total_steps):
                     val = await self.validate()
@@ -286,6 +298,7 @@ class Trainer:
             "step": step,
             "total_steps": self.total_steps,
             "validation_reward": vals[-1] if vals else None,
+            "trackers": self.obs.run_ids(),
         }
 
     def _report(self, step: int, metrics: dict[str, Any], val: Optional[dict[str, float]]) -> None:

@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from rltune.observability.spans import reward_span
 from rltune.sdk.data import (
     GroupRewardInput,
     GroupRewardOutput,
@@ -40,10 +41,10 @@ class Rewarder:
         self.job_id = job_id
         self.max_retries = max_retries
 
-    async def _call(self, pool: Any, payload: Any) -> Any:
+    async def _call(self, pool: Any, payload: Any, headers: dict[str, str]) -> Any:
         out = None
         for _ in range(self.max_retries + 1):
-            out = await pool.call(payload)
+            out = await pool.call(payload, headers=headers)
             if out.status is not TaskStatus.FAILED:
                 return out
         return out
@@ -95,7 +96,8 @@ class Rewarder:
                 ground_truth=ground_truth,
                 request_metadata=self._meta(valid[0]),
             )
-            out: GroupRewardOutput = await self._call(comp.pool, payload)
+            with reward_span(comp.name, None, None, group=True) as headers:
+                out: GroupRewardOutput = await self._call(comp.pool, payload, headers)
             rewards = out.reward.rewards if out.status is TaskStatus.SUCCESS else []
             if out.status is TaskStatus.FAILED or len(rewards) != len(valid):
                 why = (
@@ -119,7 +121,8 @@ class Rewarder:
                 ground_truth=ground_truth,
                 request_metadata=self._meta(r),
             )
-            out: RewardOutput = await self._call(comp.pool, payload)
+            with reward_span(comp.name, r.rollout_id, r.traceparent) as headers:
+                out: RewardOutput = await self._call(comp.pool, payload, headers)
             if out.status is TaskStatus.FAILED:
                 r.reward_error = r.reward_error or f"reward {comp.name}: {out.error}"
                 return

@@ -18,6 +18,7 @@ import httpx
 
 from rltune.config.data import DataRow
 from rltune.gateway.rows import Row, build_rows
+from rltune.observability.spans import rollout_span, trace_headers
 from rltune.sdk.data import (
     AgentOutput,
     ModelResource,
@@ -31,7 +32,9 @@ from rltune.sdk.data import (
 class RolloutCaller(Protocol):
     """Something that runs a rollout: the function pool, or the built-in single-turn rollout."""
 
-    async def call(self, input_data: Any) -> RolloutOutput: ...
+    async def call(
+        self, input_data: Any, *, headers: Optional[dict[str, str]] = None
+    ) -> RolloutOutput: ...
 
 
 @dataclass
@@ -56,6 +59,7 @@ class RolloutResult:
     component_metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     reward_error: Optional[str] = None
     advantage: float = 0.0
+    traceparent: Optional[str] = None  # the rollout span, parent of its reward spans
 
     @property
     def response_tokens(self) -> int:
@@ -72,7 +76,9 @@ class BuiltinRollout:
     def __init__(self, timeout: float = 600.0):
         self._http = httpx.AsyncClient(timeout=timeout)
 
-    async def call(self, input_data: RolloutInput) -> RolloutOutput:
+    async def call(
+        self, input_data: RolloutInput, *, headers: Optional[dict[str, str]] = None
+    ) -> RolloutOutput:
         res = input_data.model_resource
         body: dict[str, Any] = {"model": res.model_name, "messages": input_data.messages}
         if input_data.tools:
@@ -85,7 +91,10 @@ class BuiltinRollout:
             resp = await self._http.post(
                 res.base_url.rstrip("/") + "/chat/completions",
                 json=body,
-                headers={"Authorization": f"Bearer {res.api_key.get_secret_value()}"},
+                headers={
+                    **(headers or {}),
+                    "Authorization": f"Bearer {res.api_key.get_secret_value()}",
+                },
             )
             resp.raise_for_status()
             message = resp.json()["choices"][0]["message"]
@@ -121,9 +130,11 @@ class RolloutRunner:
         self.max_retries = max_retries
 
     def _input(
-        self, row: DataRow, rid: str, key: str, sample_id: str, attempt: int
+        self, row: DataRow, rid: str, key: str, sample_id: str, attempt: int,
+        traceparent: Optional[str] = None,
     ) -> RolloutInput:
         return RolloutInput(
+            traceparent=traceparent,
             messages=row.message_dicts(),
             tools=row.tool_dicts(),
             ground_truth=row.ground_truth,
@@ -146,15 +157,21 @@ class RolloutRunner:
         for attempt in range(self.max_retries + 1):
             rid = f"{rollout_id}.a{attempt}"
             key = "rk-" + secrets.token_urlsafe(18)
-            self.gateway.register(key, rid)
-            try:
-                out = await self.caller.call(self._input(row, rid, key, sample_id, attempt))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a caller bug must not sink the step
-                out = RolloutOutput(status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-            finally:
-                self.gateway.unregister(key)
+            with rollout_span(rid, sample_id, attempt) as traceparent:
+                self.gateway.register(key, rid, traceparent=traceparent)
+                try:
+                    out = await self.caller.call(
+                        self._input(row, rid, key, sample_id, attempt, traceparent),
+                        headers=trace_headers(),
+                    )
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # a caller bug must not sink the step
+                    out = RolloutOutput(
+                        status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}"
+                    )
+                finally:
+                    self.gateway.unregister(key)
             calls = self.gateway.pop_calls(rid)
             if out.status is TaskStatus.FAILED or out.agent_output is None:
                 errors.append(out.error or "rollout returned no agent_output")
@@ -176,6 +193,7 @@ class RolloutRunner:
                 template_rewrites=built.template_rewrites,
                 attempts=attempt + 1,
                 latency_s=time.perf_counter() - started,
+                traceparent=traceparent,
             )
         return RolloutResult(
             rollout_id=f"{rollout_id}.a{self.max_retries}",

@@ -109,3 +109,17 @@ def generate_span(headers: Mapping[str, str], rollout_id: Optional[str],
     with _tracer().start_as_current_span("generate", context=ctx, kind=SpanKind.SERVER,
                                          attributes=attrs) as span:
         yield span
+
+
+def record_reward(output: Any) -> None:
+    """Status and score of a reward call, on the current (reward) span."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    status = getattr(output, "status", None)
+    span.set_attribute("agentic_rl.result.status", str(getattr(status, "value", status)))
+    score = getattr(getattr(output, "reward", None), "reward_score", None)
+    if isinstance(score, (int, float)):
+        span.set_attribute("rltune.reward.score", float(score))
+    if getattr(output, "error", None):
+        span.set_attribute("rltune.reward.error", str(output.error)[:2000])

@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from rltune.observability.spans import reward_span
+from rltune.observability.spans import record_reward, reward_span
 from rltune.sdk.data import (
     GroupRewardInput,
     GroupRewardOutput,
@@ -123,6 +123,7 @@ class Rewarder:
             )
             with reward_span(comp.name, r.rollout_id, r.traceparent) as headers:
                 out: RewardOutput = await self._call(comp.pool, payload, headers)
+                record_reward(out)
             if out.status is TaskStatus.FAILED:
                 r.reward_error = r.reward_error or f"reward {comp.name}: {out.error}"
                 return

@@ -191,3 +191,14 @@ def test_tracker_options_are_checked_per_tracker():
         job([{"type": "wandb", "mode": "cloud"}])
     with pytest.raises(Exception, match="listed twice"):
         job(["mlflow", "mlflow"])
+
+
+def test_cli_trackers_are_added_to_the_config():
+    from rltune.config.observability import with_trackers
+
+    base = job([{"type": "mlflow", "uri": "sqlite:///x.db"}]).observability
+    merged = with_trackers(base, ["tensorboard", "mlflow"])
+    assert [(t.type, t.uri) for t in merged.trackers] == [("mlflow", "sqlite:///x.db"),
+                                                         ("tensorboard", None)]
+    with pytest.raises(ConfigError, match="use one of: tensorboard, wandb"):
+        with_trackers(None, ["neptune"])

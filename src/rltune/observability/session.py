@@ -55,7 +55,9 @@ class JobObservability:
         params = config.to_dict()
         started: list[Tracker] = []
         run_ids: dict[str, str] = {}
+        tracing: Optional[TracingHandle] = None
         try:
+            tracing = start_job_tracing(Path(job_dir))  # a bad OTEL_* setting fails here
             for i, cfg in enumerate(obs.trackers if obs else []):
                 tracker = build_tracker(cfg, job_dir=Path(job_dir), job_name=config.name)
                 try:
@@ -78,8 +80,9 @@ class JobObservability:
             for tracker in started:
                 with contextlib.suppress(Exception):
                     tracker.close()
+            if tracing is not None:
+                tracing.close()
             raise
-        tracing = start_job_tracing(Path(job_dir))
         if tracing is not None:
             where = "the job directory (traces/)" if tracing.store else "the OTLP endpoint"
             sink.log(f"tracing on: spans go to {where}; ENABLE_TRAJECTORY=false turns it off")

@@ -119,3 +119,25 @@ async def test_without_an_exporter_each_trajectory_carries_its_spans(
     steps = [json.loads(x) for x in (job_dir / "traces" / "_job.jsonl").open()]
     check_rollout_tree(spans + [s for s in steps if s["name"] == "step 1"])
     assert sorted(p.name for p in (job_dir / "traces").iterdir()) == ["_job.jsonl"]
+
+
+@pytest.mark.slow
+async def test_enable_trajectory_false_exports_and_stores_no_span(
+        tmp_path, nano_model_dir, monkeypatch):
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from otlp_receiver import OtlpReceiver
+
+    receiver = OtlpReceiver()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+    monkeypatch.setenv("ENABLE_TRAJECTORY", "false")
+    try:
+        job_dir = tmp_path / "job"
+        await run_job(one_step_job(tmp_path, nano_model_dir), job_dir)
+        records = [json.loads(x) for x in (job_dir / "trajectories" / "step_000001.jsonl").open()]
+        assert len(records) == 4 and not any("spans" in r for r in records)
+        assert not (job_dir / "traces").exists()
+        assert receiver.spans == []
+        assert "tracing on" not in (job_dir / "train.log").read_text()
+    finally:
+        receiver.close()

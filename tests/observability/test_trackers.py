@@ -202,3 +202,17 @@ def test_cli_trackers_are_added_to_the_config():
                                                          ("tensorboard", None)]
     with pytest.raises(ConfigError, match="use one of: tensorboard, wandb"):
         with_trackers(None, ["neptune"])
+
+
+def test_rltune_train_refuses_an_unknown_tracker_before_running(tmp_path):
+    from typer.testing import CliRunner
+
+    from rltune.cli.main import app
+    from rltune.templates import create_workspace
+
+    ws = create_workspace(tmp_path / "ws", train_rows=4, val_rows=2)
+    result = CliRunner().invoke(app, ["train", "-c", str(ws / "job.yaml"), "--tracker",
+                                      "neptune", "-O", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "unknown tracker 'neptune'" in result.output and "--tracker" in result.output
+    assert not (tmp_path / "out").exists()

@@ -126,7 +126,7 @@ async def serve(cfg: WorkerConfig) -> int:
     from rltune.observability.tracing import start_worker_tracing
 
     # Before the user's code loads: its spans (trace_client, observe_tool) need the provider.
-    start_worker_tracing(Path(cfg.classpath.split(":")[0]).stem or cfg.func_type)
+    start_worker_tracing(cfg.func_type)
     workspace = Path(cfg.workspace).resolve()
     os.chdir(workspace)  # like the cloud: code runs with the workspace root as cwd
     try:

@@ -90,13 +90,15 @@ async def test_a_nano_job_logs_to_every_tracker_and_resume_continues_the_runs(
     logs = SQLiteStorage.get_logs(f"nano-{tmp_path.name}", ids["trackio"])
     assert [r["step"] for r in logs if REWARD in r] == [1, 2]
 
-    # resume from checkpoint-1 into a new job dir: the same runs, step 2 again
-    job2 = tmp_path / "job2"
-    await Trainer(load_job_config(ws / "job.yaml"), job_dir=job2, base_dir=ws).run(
+    # resume from checkpoint-1 in the same job dir (as the job server does): the same runs
+    await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws).run(
         resume_from=ckpt)
-    ids2 = json.loads((job2 / "checkpoints" / "checkpoint-2" / "trainer_state.json"
+    ids2 = json.loads((job_dir / "checkpoints" / "checkpoint-2" / "trainer_state.json"
                        ).read_text())["trackers"]
     assert ids2 == ids
-    log = (job2 / "train.log").read_text()
+    log = (job_dir / "train.log").read_text()
     for name in ids:
         assert f"tracker {name}: run {ids[name]} (resumed)" in log
+    assert [s for s, _ in mlflow_series(uri, ids["mlflow"], REWARD)] == [1, 2, 2]
+    assert len(wandb_run_dirs(job_dir)) == 2  # one offline folder per process, same run id
+    assert {d.name.rsplit("-", 1)[1] for d in wandb_run_dirs(job_dir)} == {ids["wandb"]}

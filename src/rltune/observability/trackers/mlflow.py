@@ -56,7 +56,13 @@ class MlflowTracker:
     def start(self, *, run_name: str, params: dict[str, Any], resume_id: Optional[str]) -> str:
         self.client = MlflowClient(tracking_uri=self.uri)
         if resume_id:
-            self.client.get_run(resume_id)  # raises when the run is not in this store
+            try:
+                self.client.get_run(resume_id)
+            except Exception as exc:
+                raise RuntimeError(
+                    f"run {resume_id} is not in the store {self.uri} ({exc}); a job resumed "
+                    "into another directory needs uri: set to the first job's store"
+                ) from exc
             self.client.update_run(resume_id, status=RunStatus.to_string(RunStatus.RUNNING))
             self.run_id = resume_id
             return resume_id

@@ -28,8 +28,8 @@ from ark_sdk.types.pipeline_plugin.rollout import (  # noqa: E402
 from rltune.gateway.rows import build_rows  # noqa: E402
 from rltune.sdk.data import RolloutInput  # noqa: E402
 from rltune.sdk.processors import call_process  # noqa: E402
-from rltune.trainer.rewarding import RewardComponent, Rewarder  # noqa: E402
 from rltune.trainer.results import RolloutResult as RunResult  # noqa: E402
+from rltune.trainer.rewarding import RewardComponent, Rewarder  # noqa: E402
 
 openai = pytest.importorskip("openai")
 pytest.importorskip("torch")

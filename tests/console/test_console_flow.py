@@ -286,3 +286,28 @@ def test_another_workspace_sees_none_of_these_jobs(page, server, finished_job):
     assert gone.status_code == 200, gone.text
     page.click("a.nav:has-text('Jobs')")
     expect(page.locator(".login-error")).to_contain_text("no longer accepted")
+
+
+def test_trace_waterfall_links_each_span_to_its_message(page, server, finished_job):
+    """The replay's waterfall: the rollout's spans from the trainer, the workers and the
+    gateway (stored with the trajectory, no collector); an LLM span jumps to its message."""
+    login(page, server)
+    page.goto(f"{server.url}/#/jobs/{finished_job}/trajectories?step=1")
+    page.locator("#traj-table tr[data-rid]").first.locator("a.open-traj").click()
+    waterfall = page.locator("#waterfall")
+    expect(waterfall).to_be_visible()
+    for name in ("rollout", "invoke_agentic_rl", "generate", "reward exact"):
+        expect(waterfall.locator(f'.span-row[data-span="{name}"]').first).to_be_visible()
+    services = waterfall.locator(".span-label .muted").all_inner_texts()
+    assert {"rltune-trainer", "rltune-function-rollout", "rltune-function-reward"} <= {
+        s.strip() for s in services}
+    chat = waterfall.locator('.span-row[data-span^="chat"]').first
+    target = chat.get_attribute("data-link")
+    assert target and target.startswith("msg-")
+    expect(chat.locator(".span-info")).to_contain_text("ms")
+    chat.click()
+    message = page.locator(f"#{target}")
+    expect(message).to_have_class(re.compile(r"\bspan-linked\b"))
+    expect(message).to_have_attribute("data-role", "assistant")
+    waterfall.scroll_into_view_if_needed()
+    shot(page, "trajectory-trace")

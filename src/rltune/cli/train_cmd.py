@@ -38,6 +38,13 @@ def train(
         file_okay=False,
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar; print a summary"),
+    tracker: list[str] = typer.Option(
+        [],
+        "--tracker",
+        "-t",
+        help="also log to this experiment tracker (repeatable): tensorboard, wandb, mlflow, "
+        "swanlab, trackio; options come from the job's observability block",
+    ),
 ) -> None:
     """Train a job in this process: rollouts, rewards, updates, validation, checkpoints."""
     from rltune.config import load_job_config
@@ -50,6 +57,12 @@ def train(
         hp = job.hyper_parameters
         check_engine_options(job.engine or "builtin", device=None,
                              gpu_memory_utilization=hp.inference_gpu_memory_utilization)
+        if tracker:
+            from rltune.config.observability import with_trackers
+
+            job = job.model_copy(
+                update={"observability": with_trackers(job.observability, tracker)}
+            )
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
         raise typer.Exit(2) from err

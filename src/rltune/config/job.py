@@ -48,6 +48,7 @@ from rltune.config.components import (
 from rltune.config.datasets import Dataset, DatasetsType, TrainingType
 from rltune.config.errors import config_error
 from rltune.config.hyperparams import HyperParameters
+from rltune.config.observability import Observability
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
 from rltune.sdk.errors import ConfigError, DatasetError
 
@@ -90,10 +91,6 @@ class FoundationModel(StrictModel):
                 "reserved", "{keys} are set by the gateway, not by chat_template_kwargs",
                 {"keys": ", ".join(taken)})
         return value
-
-
-class Observability(StrictModel):
-    """Observability settings (empty in the cloud SDK; kept for YAML compatibility)."""
 
 
 class Training(StrictModel):

@@ -48,8 +48,11 @@ def parse_flag(value: Any, where: str) -> Optional[bool]:
                       hint=f"use one of {', '.join(TRUE + FALSE)}")
 
 
-def trajectories_enabled(config: Any, environ: Optional[Mapping[str, str]] = None) -> bool:
-    """False when ``ENABLE_TRAJECTORY`` is false in a function's runtime.env or the env."""
+def trajectories_enabled(config: Any = None,
+                         environ: Optional[Mapping[str, str]] = None) -> bool:
+    """False when ``ENABLE_TRAJECTORY`` is false in the environment or (with the job's
+    ``config``) in a function's runtime.env. The one switch for stored trajectories and traces
+    (``rltune.observability.tracing``); worker processes inherit the variable."""
     env = os.environ if environ is None else environ
     values = [parse_flag(env.get(ENABLE_TRAJECTORY), ENABLE_TRAJECTORY)]
     for fn in getattr(config, "functions", []):

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 PROMPT_CHARS = 200
-HEAVY = ("messages", "tokens")
+HEAVY = ("messages", "tokens", "spans")
 
 
 def _text(content: Any) -> str:
@@ -45,7 +45,7 @@ def prompt_of(record: dict[str, Any]) -> str:
 
 
 def summary(record: dict[str, Any]) -> dict[str, Any]:
-    """The record without messages and tokens, plus ``prompt`` cut to 200 characters."""
+    """The record without messages, tokens and spans, plus ``prompt`` cut to 200 characters."""
     out = {k: v for k, v in record.items() if k not in HEAVY}
     out["prompt"] = prompt_of(record)[:PROMPT_CHARS]
     return out

@@ -131,6 +131,10 @@ async def serve(cfg: WorkerConfig) -> int:
 
     output.install(cfg.name or f"{cfg.func_type}:{cfg.classpath}", cfg.job_log)
     install_cloud_alias()
+    from rltune.observability.tracing import start_worker_tracing
+
+    # Before the user's code loads: its spans (trace_client, observe_tool) need the provider.
+    start_worker_tracing(cfg.func_type)
     workspace = Path(cfg.workspace).resolve()
     os.chdir(workspace)  # like the cloud: code runs with the workspace root as cwd
     try:

@@ -34,6 +34,7 @@ from pydantic import ValidationError as PydanticValidationError
 from rltune.functions.output import call_tag, tag_of
 from rltune.sdk.data import INPUT_MODELS, FunctionType
 from rltune.sdk.processors import AbstractProcessor, call_process
+from rltune.sdk.tracing import entry_span
 
 STATUS_CLIENT_CLOSED = 499
 
@@ -133,27 +134,22 @@ def build_app(
             slots.release()
 
     async def _run(request: Request, data: Any) -> Response:
-        token = None
-        if "traceparent" in request.headers:
-            from opentelemetry import context as otel_context
-            from opentelemetry.propagate import extract
-
-            token = otel_context.attach(extract(dict(request.headers)))
-        try:
-            # The task copies the current context, so the trace parent (and the output tag of
-            # this call, rltune.functions.output) follow into the thread.
+        headers = dict(request.headers)
+        if "traceparent" not in headers and getattr(data, "traceparent", None):
+            headers["traceparent"] = data.traceparent  # sent in the body only
+        # The invoke_agentic_rl span joins the caller's trace; the task copies the current
+        # context, so the span is the parent of the user code's spans, also in the thread,
+        # and the call's output tag (rltune.functions.output) follows it there too.
+        with entry_span(data, headers):
             with call_tag(tag_of(data)):
                 task = asyncio.ensure_future(call_process(processor, data, executor=pool))
-        finally:
-            if token is not None:
-                otel_context.detach(token)
-        watch = asyncio.ensure_future(_wait_disconnect(request))
-        try:
-            done, _ = await asyncio.wait(
-                {task, watch}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            watch.cancel()
+            watch = asyncio.ensure_future(_wait_disconnect(request))
+            try:
+                done, _ = await asyncio.wait(
+                    {task, watch}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                watch.cancel()
         if task not in done:
             task.cancel()
             if watch in done:

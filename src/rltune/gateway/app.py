@@ -23,6 +23,7 @@ from pydantic import ValidationError as PydanticValidationError
 from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
 from rltune.gateway.protocol import ChatCompletionRequest, error_body
 from rltune.gateway.responses import ResponsesRequest, response_body, to_chat_request
+from rltune.observability.spans import generate_span
 from rltune.sdk.errors import AuthError, RltuneError
 
 if TYPE_CHECKING:
@@ -125,8 +126,12 @@ def create_app(gw: Gateway) -> FastAPI:
                                                   latency))
             return StreamingResponse(_sse(svc.stream_chunks(p, record)),
                                      media_type="text/event-stream")
-        result = await _unless_disconnected(request,
-                                            gw.engine.generate_one(svc.engine_request(p)))
+        with generate_span(request.headers, rollout_id,
+                           gw.trace_parent(request.headers.get("authorization"))) as span:
+            result = await _unless_disconnected(request,
+                                                gw.engine.generate_one(svc.engine_request(p)))
+            if result is not None:
+                _span_usage(span, result, call_index)
         if result is None:  # the client is gone; its rows were freed
             svc.stats["disconnected"] = svc.stats.get("disconnected", 0) + 1
             return Response(status_code=499)
@@ -181,6 +186,19 @@ async def _unless_disconnected(request: Request, work: Any, poll_s: float = 0.25
     finally:
         if not task.done():  # this handler itself was cancelled
             task.cancel()
+
+def _span_usage(span: Any, result: Any, call_index: int) -> None:
+    """Tokens, latency and weight version of one generation, on its ``generate`` span."""
+    if not span.is_recording():
+        return
+    span.set_attribute("rltune.call_index", call_index)
+    span.set_attribute("rltune.weight_version", int(result.weight_version))
+    span.set_attribute("rltune.latency_s", float(result.latency_s))
+    span.set_attribute("gen_ai.usage.input_tokens", len(result.prompt_ids))
+    span.set_attribute("gen_ai.usage.output_tokens",
+                       sum(len(c.completion_ids) for c in result.completions))
+    span.set_attribute("gen_ai.response.finish_reasons",
+                       ",".join(str(c.finish_reason) for c in result.completions))
 
 
 async def _sse(chunks: Any) -> Any:

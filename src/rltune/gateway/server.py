@@ -57,6 +57,7 @@ class Gateway:
         self.max_body_bytes = max_body_bytes
         self.started_at = time.time()
         self._keys: dict[str, str] = {}
+        self._traces: dict[str, str] = {}  # key -> traceparent of its rollout span
         self._lock = threading.Lock()
         self._server: Any = None
         self._task: Optional[asyncio.Task] = None
@@ -67,17 +68,27 @@ class Gateway:
 
     # -- keys and capture -------------------------------------------------------------------
 
-    def register(self, key: str, rollout_id: str) -> None:
-        """Accept ``key`` and capture its calls under ``rollout_id``."""
+    def register(self, key: str, rollout_id: str, *, traceparent: Optional[str] = None) -> None:
+        """Accept ``key`` and capture its calls under ``rollout_id``; their ``generate`` spans
+        join ``traceparent`` (the rollout span) when a call carries no trace header."""
         if not key:
             raise ValueError("empty api key")
         with self._lock:
             self._keys[key] = rollout_id
+            if traceparent:
+                self._traces[key] = traceparent
 
     def unregister(self, key: str) -> None:
         """Reject ``key`` from now on (401). Captured calls stay until popped."""
         with self._lock:
             self._keys.pop(key, None)
+            self._traces.pop(key, None)
+
+    def trace_parent(self, header: Optional[str]) -> Optional[str]:
+        """The rollout span registered with the key in an ``Authorization`` header."""
+        key = header[7:].strip() if header and header.lower().startswith("bearer ") else None
+        with self._lock:
+            return self._traces.get(key) if key else None
 
     def calls(self, rollout_id: str) -> list[CapturedCall]:
         """Captured calls of a rollout so far, in arrival order (not cleared)."""

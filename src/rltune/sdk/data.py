@@ -27,6 +27,7 @@ from pydantic import (
     SecretStr,
     field_serializer,
     field_validator,
+    model_serializer,
 )
 
 
@@ -118,6 +119,17 @@ class RolloutInput(BaseDataModel):
     sampling_params: Optional[dict[str, Any]] = None
     model_resource: ModelResource
     request_metadata: Optional[RequestMetadata] = None
+    #: W3C trace context of the trainer's rollout span (also sent as the HTTP header), so the
+    #: function's spans join the rollout's trace; None when tracing is off.
+    traceparent: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _no_empty_traceparent(self, handler: Any) -> Any:
+        # Absent on the cloud's wire: dump it only when set, so cloud payloads round-trip.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("traceparent") is None:
+            data.pop("traceparent", None)
+        return data
 
 
 class _StatusOutput(WireModel):

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
-from opentelemetry import baggage, context, trace
+from opentelemetry import baggage, context, propagate, trace
 from opentelemetry.trace import SpanKind
 
 TRACER_NAME = "rltune"
@@ -211,15 +211,29 @@ def _llm_span_result(span: Any, result: Any) -> None:
         span.set_attribute("gen_ai.output.messages", preview(out))
 
 
+def _with_trace_headers(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` plus ``extra_headers`` carrying the current span (an OpenAI-style call), so
+    the model server's spans join this trace."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    if not carrier:
+        return kwargs
+    return {**kwargs, "extra_headers": {**(kwargs.get("extra_headers") or {}), **carrier}}
+
+
 def _wrap_llm_callable(
     fn: Callable[..., Any],
     provider: str,
     model_arg: str = "model",
     messages_arg: str = "messages",
     result_mapper: Optional[Callable[[Any], Any]] = None,
+    inject_headers: bool = False,
 ) -> Any:
     def begin(kwargs: dict[str, Any]) -> Any:
         return _llm_span_start(provider, kwargs.get(model_arg), kwargs.get(messages_arg), kwargs)
+
+    def headers(span: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return _with_trace_headers(kwargs) if inject_headers and span.is_recording() else kwargs
 
     def finish(span: Any, result: Any) -> None:
         _llm_span_result(span, result_mapper(result) if result_mapper else result)
@@ -232,7 +246,7 @@ def _wrap_llm_callable(
             with trace.use_span(
                 span, end_on_exit=True, record_exception=True, set_status_on_exception=True
             ):
-                result = await fn(*args, **kwargs)
+                result = await fn(*args, **headers(span, kwargs))
                 finish(span, result)
                 return result
 
@@ -248,7 +262,7 @@ def _wrap_llm_callable(
             span, end_on_exit=False, record_exception=True, set_status_on_exception=True
         ):
             try:
-                result = fn(*args, **kwargs)
+                result = fn(*args, **headers(span, kwargs))
             except BaseException:
                 span.end()
                 raise
@@ -271,13 +285,24 @@ async def _await_and_finish(span: Any, awaitable: Any, finish: Callable[..., Non
         return result
 
 
+def _takes_extra_headers(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "extra_headers" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 def _patch_create(owner: Any, provider: str) -> bool:
     create = getattr(owner, "create", None)
     if create is None:
         return False
     if not getattr(create, _PATCHED, False):
         try:
-            owner.create = _wrap_llm_callable(create, provider)
+            # An OpenAI-style create takes extra_headers: send the trace context with it.
+            owner.create = _wrap_llm_callable(create, provider,
+                                              inject_headers=_takes_extra_headers(create))
         except (AttributeError, TypeError):
             return False
     return True

@@ -29,6 +29,7 @@ from typing import Any, Optional
 
 from rltune.config import JobConfig
 from rltune.config.data import DataRow, EpochSampler, load_dataset
+from rltune.observability.session import JobObservability
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.outcome import FailedSteps
 from rltune.trainer.results import trajectory_record
@@ -85,6 +86,16 @@ class Trainer:
     # ------------------------------------------------------------------ the run
 
     async def run(self, resume_from: str | Path | None = None) -> dict[str, Any]:
+        # Trackers start (or fail) and tracing attaches before anything loads.
+        with JobObservability.open(self.config, job_dir=self.job_dir, job_id=self.job_id,
+                                   sink=self.sink, resume_from=resume_from) as obs:
+            self.obs, outer, self.sink = obs, self.sink, obs.sink
+            try:
+                return await self._run(resume_from)
+            finally:
+                self.sink = outer
+
+    async def _run(self, resume_from: str | Path | None) -> dict[str, Any]:
         hp, log = self.hp, self.sink.log
         log(f"job {self.job_id}: {self.total_steps} steps, algorithm {hp.algorithm}, "
             f"{len(self.train_rows)} training rows, {len(self.val_rows)} validation rows")
@@ -108,7 +119,8 @@ class Trainer:
                     + "".join(f", {label} {_fmt(val.get(metric.replace('actor/', 'validation/')))}"
                               for metric, label in self.signal.progress_fields.values()))
             for step in range(start_step + 1, self.total_steps + 1):
-                result = await self.steps.train(step)
+                with self.obs.step(step):  # one trace per step
+                    result = await self.steps.train(step)
                 metrics = result.metrics
                 epoch_done = self.sampler.position + hp.batch_size > self.sampler.n_rows
                 if self.val_rows and (step % hp.eval_steps == 0 or step == self.total_steps):
@@ -154,6 +166,7 @@ class Trainer:
         vals = [h[VAL_REWARD] for h in self.history if VAL_REWARD in h]
         state = {"job_id": self.job_id, "step": step, "total_steps": self.total_steps,
                  "validation_reward": vals[-1] if vals else None,
+                 "trackers": self.obs.run_ids(),  # a resumed job continues the same runs
                  "data_order": self.sampler.state_dict()}
         return save_checkpoint(self.rt.ckpt_root, step=step, model=self.rt.model,
                                tokenizer=self.rt.tokenizer, updater=self.rt.updater,

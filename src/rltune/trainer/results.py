@@ -39,6 +39,7 @@ class RolloutResult:
     attempts: int = 1
     error: Optional[str] = None
     latency_s: float = 0.0
+    traceparent: Optional[str] = None  # the rollout span, parent of its reward spans
     # filled by the reward stage
     score: Optional[float] = None
     component_scores: dict[str, float] = field(default_factory=dict)

@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from rltune.observability.spans import record_reward, reward_span
 from rltune.sdk.data import (
     GroupRewardInput,
     GroupRewardOutput,
@@ -43,10 +44,10 @@ class Rewarder:
         self.job_id = job_id
         self.max_retries = max_retries
 
-    async def _call(self, pool: Any, payload: Any) -> Any:
+    async def _call(self, pool: Any, payload: Any, headers: dict[str, str]) -> Any:
         out = None
         for _ in range(self.max_retries + 1):
-            out = await pool.call(payload)
+            out = await pool.call(payload, headers=headers)
             if out.status is not TaskStatus.FAILED or is_discard(out):
                 return out
         return out
@@ -105,7 +106,8 @@ class Rewarder:
                 ground_truth=ground_truth,
                 request_metadata=self._meta(valid[0]),
             )
-            out: GroupRewardOutput = await self._call(comp.pool, payload)
+            with reward_span(comp.name, None, None, group=True) as headers:
+                out: GroupRewardOutput = await self._call(comp.pool, payload, headers)
             if is_discard(out):
                 valid[0].discarded = True
                 valid[0].reward_error = f"group reward {comp.name} discarded: {out.error}"
@@ -133,7 +135,9 @@ class Rewarder:
                 ground_truth=ground_truth,
                 request_metadata=self._meta(r),
             )
-            out: RewardOutput = await self._call(comp.pool, payload)
+            with reward_span(comp.name, r.rollout_id, r.traceparent) as headers:
+                out: RewardOutput = await self._call(comp.pool, payload, headers)
+                record_reward(out)
             if is_discard(out):
                 r.discarded = True
                 r.reward_error = f"reward {comp.name} discarded: {out.error}"

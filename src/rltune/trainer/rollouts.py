@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 import httpx
 
 from rltune.config.data import DataRow
 from rltune.gateway.rows import build_rows
+from rltune.observability.spans import rollout_span, trace_headers
 from rltune.sdk.data import (
     AgentOutput,
     ModelResource,
@@ -34,7 +35,9 @@ __all__ = ["BuiltinRollout", "RolloutCaller", "RolloutResult", "RolloutRunner"]
 class RolloutCaller(Protocol):
     """Something that runs a rollout: the function pool, or the built-in single-turn rollout."""
 
-    async def call(self, input_data: Any) -> RolloutOutput: ...
+    async def call(
+        self, input_data: Any, *, headers: Optional[dict[str, str]] = None
+    ) -> RolloutOutput: ...
 
 
 class BuiltinRollout:
@@ -43,7 +46,9 @@ class BuiltinRollout:
     def __init__(self, timeout: float = 600.0):
         self._http = httpx.AsyncClient(timeout=timeout)
 
-    async def call(self, input_data: RolloutInput) -> RolloutOutput:
+    async def call(
+        self, input_data: RolloutInput, *, headers: Optional[dict[str, str]] = None
+    ) -> RolloutOutput:
         res = input_data.model_resource
         body: dict[str, Any] = {"model": res.model_name, "messages": input_data.messages}
         if input_data.tools:
@@ -58,7 +63,10 @@ class BuiltinRollout:
             resp = await self._http.post(
                 res.base_url.rstrip("/") + "/chat/completions",
                 json=body,
-                headers={"Authorization": f"Bearer {res.api_key.get_secret_value()}"},
+                headers={
+                    **(headers or {}),
+                    "Authorization": f"Bearer {res.api_key.get_secret_value()}",
+                },
             )
             resp.raise_for_status()
             message = resp.json()["choices"][0]["message"]
@@ -94,9 +102,11 @@ class RolloutRunner:
         self.max_retries = max_retries
 
     def _input(
-        self, row: DataRow, rid: str, key: str, sample_id: str, attempt: int
+        self, row: DataRow, rid: str, key: str, sample_id: str, attempt: int,
+        traceparent: Optional[str] = None,
     ) -> RolloutInput:
         return RolloutInput(
+            traceparent=traceparent,
             messages=row.message_dicts(),
             tools=row.tool_dicts(),
             ground_truth=row.ground_truth,
@@ -120,15 +130,21 @@ class RolloutRunner:
         for attempt in range(self.max_retries + 1):
             rid = f"{rollout_id}.a{attempt}"
             key = "rk-" + secrets.token_urlsafe(18)
-            self.gateway.register(key, rid)
-            try:
-                out = await self.caller.call(self._input(row, rid, key, sample_id, attempt))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a caller bug must not sink the step
-                out = RolloutOutput(status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-            finally:
-                self.gateway.unregister(key)
+            with rollout_span(rid, sample_id, attempt) as traceparent:
+                self.gateway.register(key, rid, traceparent=traceparent)
+                try:
+                    out = await self.caller.call(
+                        self._input(row, rid, key, sample_id, attempt, traceparent),
+                        headers=trace_headers(),
+                    )
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # a caller bug must not sink the step
+                    out = RolloutOutput(
+                        status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}"
+                    )
+                finally:
+                    self.gateway.unregister(key)
             calls = self.gateway.pop_calls(rid)
             if is_discard(out):  # the rollout asks to drop its whole group: no retry
                 return RolloutResult(
@@ -157,6 +173,7 @@ class RolloutRunner:
                 template_rewrites=built.template_rewrites,
                 attempts=attempt + 1,
                 latency_s=time.perf_counter() - started,
+                traceparent=traceparent,
             )
         return RolloutResult(
             rollout_id=f"{rollout_id}.a{self.max_retries}",

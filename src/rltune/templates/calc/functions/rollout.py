@@ -1,7 +1,9 @@
 """Calculator agent: asks the policy, runs its ``calculator`` tool calls, loops until it answers.
 
 The policy is reached only through the OpenAI-compatible endpoint in ``model_resource``; the
-platform records the sampled tokens there, so this code never handles tokens.
+platform records the sampled tokens there, so this code never handles tokens. ``trace_client``
+and ``observe_tool`` put the LLM and tool calls into the rollout's trace (a no-op when tracing
+is off, ``ENABLE_TRAJECTORY=false``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rltune.sdk import (
     RolloutOutput,
     TaskStatus,
 )
+from rltune.sdk.tracing import observe_tool, trace_client
 
 
 class CalcRollout(AbstractRolloutProcessor):
@@ -28,9 +31,9 @@ class CalcRollout(AbstractRolloutProcessor):
 
     async def process(self, input_data: RolloutInput) -> RolloutOutput:
         res = input_data.model_resource
-        client = AsyncOpenAI(
+        client = trace_client(AsyncOpenAI(
             base_url=res.base_url, api_key=res.api_key.get_secret_value(), http_client=self.http
-        )
+        ))
         params = dict(input_data.sampling_params or {})
         max_turns = int(params.pop("max_turns", 3))
         params.pop("timeout", None)
@@ -68,6 +71,14 @@ def run_tool(call) -> str:
         return f"error: unknown tool {call.function.name}"
     try:
         expression = json.loads(call.function.arguments)["expression"]
-        return calculate(str(expression))
+    except Exception as exc:
+        return f"error: {exc}"
+    return calculator(str(expression))
+
+
+@observe_tool(name="calculator")
+def calculator(expression: str) -> str:
+    try:
+        return calculate(expression)
     except Exception as exc:
         return f"error: {exc}"

@@ -3,6 +3,7 @@
 // by log-prob), the group view (the n rollouts of one prompt side by side) and the
 // comparison of 2–10 trajectories against a chosen baseline.
 import { fmtNum, h, stats, statusBadge } from "../dom.js";
+import { waterfallView } from "./waterfall.js";
 
 export function textOf(content) {
   if (content === null || content === undefined) return "";
@@ -167,8 +168,18 @@ export function replayView(t) {
     facts(t),
     t.error ? h("pre", { class: "error-box", id: "traj-error" }, t.error) : null,
     rewardTable(t),
+    h("h4", {}, "Trace"),
+    waterfallView(t),
     h("h4", {}, "Messages"),
-    h("div", { class: "messages" }, (t.messages || []).map((m) => messageView(m))),
+    h(
+      "div",
+      { class: "messages" },
+      (t.messages || []).map((m, i) => {
+        const el = messageView(m);
+        el.id = `msg-${i}`; // the waterfall links its spans here
+        return el;
+      }),
+    ),
     h("h4", {}, "Tokens"),
     tokenView(t),
   );

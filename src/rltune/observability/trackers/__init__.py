@@ -1,0 +1,1 @@
+"""Experiment tracker adapters; each imports its package only when a job names it."""

@@ -1,0 +1,91 @@
+"""MLflow: a run in a tracking server (``uri``) or a local SQLite store (``<job dir>/mlflow.db``,
+artifacts in ``<job dir>/mlartifacts``; MLflow's file store is deprecated).
+
+Metric names keep their slashes; MLflow refuses ``@`` in names, so ``…/mean@1`` is logged as
+``…/mean_at_1`` (the only rename, see :func:`mlflow_key`). The job config is the run's params
+(flattened with dots), sample trajectories are JSON table artifacts ``samples/step_<n>.json``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunStatus
+
+from rltune.config.observability import TrackerConfig
+from rltune.observability.trackers.base import TABLE_COLUMNS, local_dir
+
+_MAX_PARAM_CHARS = 6000
+
+
+def mlflow_key(name: str) -> str:
+    """The MLflow name of a metric: ``@`` (not allowed by MLflow) becomes ``_at_``.
+
+    >>> mlflow_key("validation/data/reward/mean@1")
+    'validation/data/reward/mean_at_1'
+    """
+    return name.replace("@", "_at_")
+
+
+def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested config → ``{"training.hyper_parameters.learning_rate": "2e-06", ...}``."""
+    out: dict[str, str] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = str(value)[:_MAX_PARAM_CHARS]
+    return out
+
+
+class MlflowTracker:
+    name = "mlflow"
+
+    def __init__(self, cfg: TrackerConfig, *, job_dir: Path, job_name: str):
+        self.uri = cfg.uri or f"sqlite:///{Path(job_dir).resolve() / 'mlflow.db'}"
+        # Artifacts of a new experiment stay in the job dir (MLflow's default is the cwd).
+        self.artifacts = None if cfg.uri else local_dir(None, job_dir, "mlartifacts").as_uri()
+        self.experiment = cfg.project or job_name
+        self.client: Any = None
+        self.run_id = ""
+
+    def start(self, *, run_name: str, params: dict[str, Any], resume_id: Optional[str]) -> str:
+        self.client = MlflowClient(tracking_uri=self.uri)
+        if resume_id:
+            try:
+                self.client.get_run(resume_id)
+            except Exception as exc:
+                raise RuntimeError(
+                    f"run {resume_id} is not in the store {self.uri} ({exc}); a job resumed "
+                    "into another directory needs uri: set to the first job's store"
+                ) from exc
+            self.client.update_run(resume_id, status=RunStatus.to_string(RunStatus.RUNNING))
+            self.run_id = resume_id
+            return resume_id
+        found = self.client.get_experiment_by_name(self.experiment)
+        exp_id = found.experiment_id if found else self.client.create_experiment(
+            self.experiment, artifact_location=self.artifacts)
+        run = self.client.create_run(exp_id, run_name=run_name)
+        self.run_id = run.info.run_id
+        items = [Param(k, v) for k, v in flatten(params).items()]
+        for i in range(0, len(items), 100):  # MLflow takes at most 100 params per batch
+            self.client.log_batch(self.run_id, params=items[i:i + 100])
+        return self.run_id
+
+    def metrics(self, step: int, values: dict[str, float]) -> None:
+        now = int(time.time() * 1000)
+        batch = [Metric(mlflow_key(k), v, now, step) for k, v in values.items()]
+        for i in range(0, len(batch), 1000):
+            self.client.log_batch(self.run_id, metrics=batch[i:i + 1000])
+
+    def table(self, step: int, rows: list[list[Any]]) -> None:
+        self.client.log_dict(self.run_id, {"columns": list(TABLE_COLUMNS), "data": rows},
+                             f"samples/step_{step:06d}.json")
+
+    def close(self) -> None:
+        if self.client is not None and self.run_id:
+            self.client.set_terminated(self.run_id)

@@ -1,0 +1,43 @@
+"""SwanLab: offline by default (a run folder under ``<job dir>/swanlog`` that ``swanlab sync``
+uploads later), ``local`` or ``online``. SwanLab keeps one run per process, as its API does.
+The job config is the run's config; SwanLab has no table type, so no sample table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import swanlab
+
+from rltune.config.observability import TrackerConfig
+from rltune.observability.trackers.base import local_dir
+
+
+class SwanLabTracker:
+    name = "swanlab"
+
+    def __init__(self, cfg: TrackerConfig, *, job_dir: Path, job_name: str):
+        self.cfg, self.job_dir, self.project = cfg, job_dir, cfg.project or job_name
+        self.run: Any = None
+
+    def start(self, *, run_name: str, params: dict[str, Any], resume_id: Optional[str]) -> str:
+        self.run = swanlab.init(
+            project=self.project,
+            name=run_name,
+            mode=self.cfg.mode or "offline",
+            log_dir=str(local_dir(self.cfg.dir, self.job_dir, "swanlog")),
+            config=params,
+            id=resume_id,
+            resume="allow" if resume_id else None,
+        )
+        return str(self.run.id)
+
+    def metrics(self, step: int, values: dict[str, float]) -> None:
+        self.run.log(values, step=step)
+
+    def table(self, step: int, rows: list[list[Any]]) -> None:
+        return None  # SwanLab has no table media type
+
+    def close(self) -> None:
+        if self.run is not None:
+            self.run.finish()

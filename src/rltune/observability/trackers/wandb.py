@@ -1,0 +1,48 @@
+"""Weights & Biases: offline by default (a run folder under ``<job dir>/wandb`` that
+``wandb sync`` uploads later), or ``mode: online``. The job config is the run's config,
+sample trajectories a ``wandb.Table`` per step; resuming passes the saved run id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import wandb
+
+from rltune.config.observability import TrackerConfig
+from rltune.observability.trackers.base import TABLE_COLUMNS, local_dir
+
+
+class WandbTracker:
+    name = "wandb"
+
+    def __init__(self, cfg: TrackerConfig, *, job_dir: Path, job_name: str):
+        self.cfg, self.job_dir, self.project = cfg, job_dir, cfg.project or job_name
+        self.run: Any = None
+
+    def start(self, *, run_name: str, params: dict[str, Any], resume_id: Optional[str]) -> str:
+        self.run = wandb.init(
+            project=self.project,
+            entity=self.cfg.entity,
+            mode=self.cfg.mode or "offline",
+            dir=str(local_dir(self.cfg.dir, self.job_dir, ".")),
+            name=run_name,
+            id=resume_id,
+            resume="must" if resume_id and (self.cfg.mode == "online") else (
+                "allow" if resume_id else None),
+            config=params,
+            reinit="create_new",
+            settings=wandb.Settings(silent=True, console="off"),
+        )
+        return self.run.id
+
+    def metrics(self, step: int, values: dict[str, float]) -> None:
+        self.run.log(values, step=step)
+
+    def table(self, step: int, rows: list[list[Any]]) -> None:
+        self.run.log({"samples": wandb.Table(columns=list(TABLE_COLUMNS), data=rows)},
+                     step=step)
+
+    def close(self) -> None:
+        if self.run is not None:
+            self.run.finish()

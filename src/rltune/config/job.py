@@ -46,6 +46,7 @@ from rltune.config.datasets import Dataset, DatasetsType, TrainingType
 from rltune.config.errors import config_error
 from rltune.config.hyperparams import HyperParameters
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
+from rltune.lifecycle.publish import NAME_PATTERN as MODEL_NAME_PATTERN
 from rltune.sdk.errors import ConfigError, DatasetError
 
 #: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls.BUILTIN_PARSERS``).
@@ -99,6 +100,9 @@ class JobConfig(StrictModel):
     datasets: list[Dataset] = Field(default_factory=list)
     training: Training = Field(default_factory=Training)
     observability: Optional[Observability] = None
+    #: Publish the job's best checkpoint (its last when nothing was validated) under this
+    #: name when the job SUCCEEDS (job server only); later jobs can say ``model: <name>``.
+    tuned_model_name: Optional[str] = Field(None, pattern=MODEL_NAME_PATTERN)
 
     @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:

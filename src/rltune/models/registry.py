@@ -125,6 +125,11 @@ def resolve_model(name_or_path: str | Path, home: str | Path | None = None) -> P
         return cached
     if str(name_or_path) in RECIPES:
         return ensure_demo_model(str(name_or_path), home=home)
+    from rltune.lifecycle.publish import published_dir  # published models (default workspace)
+
+    published = published_dir(rltune_home(home), "default", str(name_or_path))
+    if (published / "config.json").is_file():
+        return published
     raise NotFoundError(
         f"no model {str(name_or_path)!r}",
         where=str(name_or_path),

@@ -85,4 +85,16 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
         functions.append(fixed)
     data.update(datasets=datasets, functions=functions)
     data.pop("workspace_dir", None)
+    _published_model(ctx, workspace, data, facts)
     return JobConfig.load_from_dict(data), facts
+
+
+def _published_model(ctx: ServerContext, workspace: str, data: dict, facts: dict) -> None:
+    """``model: <published name>`` (of this workspace) → the published model's folder."""
+    from rltune.server.published import find_model
+
+    name = (data.get("model") or {}).get("name")
+    rec = find_model(ctx.store, workspace, name) if name else None
+    if rec is not None:
+        data["model"] = {**data["model"], "name": rec["path"]}
+        facts["published_model"] = name

@@ -10,6 +10,7 @@ nano job (``tuned_model_name`` set) → auto-published → publish best → depl
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from console_harness import ServerProc, submit_calc_job
 from rltune.models.tasks import CALCULATOR_TOOL, SYSTEM_PROMPT
 
 pytestmark = pytest.mark.slow
+SHARED: dict = {}  # what the browser test reuses from the REST test (same module server)
 TRAIN_HP = {"batch_size": 8, "n_rollouts": 8, "ppo_mini_batch_size": 32, "learning_rate": 2e-4,
             "lr_scheduler_type": "constant", "kl_loss_coef": 0.0, "max_length": 256,
             "max_prompt_length": 200, "eval_steps": 3, "val_n_rollouts": 2, "save_steps": 3,
@@ -77,26 +79,40 @@ def assert_404(resp: httpx.Response) -> None:
     assert resp.status_code == 404, (resp.request.method, resp.request.url, resp.text)
 
 
+def questions(n: int = 8) -> list[str]:
+    from rltune.models.recipes import recipe_for
+    from rltune.models.tasks import make_dataset_rows
+
+    rows = make_dataset_rows(n, "heldout", seed=1, config=recipe_for("nano").config.task)
+    return [r["messages"][-1]["content"] for r in rows]
+
+
 def chat_with_tool(client, model: str) -> None:
-    """Ask calculator questions until the model calls the tool; then finish the turn."""
-    for q in ("What is 37 * 4?", "Calculate 123 + 456.", "What is 81 - 19?", "Compute 12 * 12."):
+    """Ask calculator questions (sampled at temperature 1, as in training; greedy decoding of
+    the nano agent tends to answer directly) until the model calls the tool, run the tool
+    and finish the turn."""
+    from rltune.models.tasks import calculate
+
+    for i, q in enumerate(questions()):
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": q}]
         resp = client.chat.completions.create(model=model, messages=messages,
-                                              tools=[CALCULATOR_TOOL], temperature=0,
+                                              tools=[CALCULATOR_TOOL], temperature=1.0, seed=i,
                                               max_tokens=64, logprobs=True)
         msg = resp.choices[0].message
-        assert resp.model == model
+        assert resp.model == model and resp.choices[0].logprobs.content
         if not msg.tool_calls:
             continue
         call = msg.tool_calls[0]
         assert call.function.name == "calculator"
         assert resp.choices[0].finish_reason == "tool_calls"
-        messages += [msg.model_dump(exclude_none=True),
-                     {"role": "tool", "tool_call_id": call.id, "content": "42"}]
+        expression = json.loads(call.function.arguments)["expression"]
+        messages += [msg.model_dump(exclude_none=True, exclude={"refusal"}),
+                     {"role": "tool", "tool_call_id": call.id,
+                      "content": str(calculate(expression))}]
         final = client.chat.completions.create(model=model, messages=messages,
-                                               tools=[CALCULATOR_TOOL], temperature=0,
-                                               max_tokens=64)
-        assert final.choices[0].message.content
+                                               tools=[CALCULATOR_TOOL], temperature=1.0,
+                                               seed=i, max_tokens=64)
+        assert final.choices[0].message.content or final.choices[0].message.tool_calls
         return
     raise AssertionError("the model never called the calculator")
 
@@ -155,7 +171,6 @@ def test_publish_deploy_chat_evaluate_continue(srv, trained, other, nano_model_d
         openai.OpenAI(base_url=dep["base_url"], api_key=srv.key).models.list()
 
     # ---- evaluation: base vs tuned on the validation set, as JSON from the CLI
-    import json
     import os
     import subprocess
     import sys
@@ -181,6 +196,7 @@ def test_publish_deploy_chat_evaluate_continue(srv, trained, other, nano_model_d
                            val_rows=2, top={"model": "calc-best"}, batch_size=2, n_rollouts=2,
                            learning_rate=0.0, save_steps=1, n_epochs=1)
     j2 = srv.wait(job2, {"SUCCEEDED"}, timeout=600)
+    SHARED.update(job2=job2, evaluation=ev["evaluation_id"])
     assert j2["model"] == "calc-best"
     ckpt = srv.call("GET", f"/v1/jobs/{job2}/checkpoints")["checkpoints"][0]
     assert tensor_hashes(Path(ckpt["path"])) == tensor_hashes(published)
@@ -198,3 +214,60 @@ def test_publish_deploy_chat_evaluate_continue(srv, trained, other, nano_model_d
     chat_with_tool(openai.OpenAI(base_url=d2["base_url"], api_key=dep2["api_key"]),
                    "calc-best")
     srv.call("POST", f"/v1/deployments/{dep2['deployment_id']}/stop")
+
+
+def test_console_publish_deploy_playground_and_evaluation(page, srv):
+    """Publish from the Outputs tab, deploy from Models, chat in the playground (tool call
+    answered, tokens coloured), and read the evaluation side by side."""
+    from console_harness import login, shot
+    from playwright.sync_api import expect
+
+    if "job2" not in SHARED:
+        pytest.skip("needs the REST flow above (run the whole module)")
+    login(page, srv)
+    page.goto(f"{srv.url}/#/jobs/{SHARED['job2']}/outputs")
+    page.fill("#publish-name", "calc-ui")
+    page.click("#publish-btn")
+    expect(page.locator("#published-link")).to_have_text("calc-ui")
+    assert srv.call("GET", "/v1/models/calc-ui")["source_job"] == SHARED["job2"]
+    page.click("#published-link")
+    page.locator("#models-table tr[data-model='calc-ui'] .deploy-btn").click()
+    expect(page.locator("#deployment-key")).to_contain_text("rlt-")
+    link = page.locator("#deployments-table .playground-link")
+    expect(link).to_have_count(1, timeout=180_000)
+    shot(page, "models")
+    link.click()
+    expect(page.locator("#chat-model")).to_have_value("calc-ui")
+    page.fill("#chat-system", SYSTEM_PROMPT)
+    page.fill("#chat-temperature", "1")
+    for question in questions():
+        before = page.locator(".chat-msg.role-assistant").count()
+        page.fill("#chat-input", question)
+        page.click("#chat-send")
+        expect(page.locator(".chat-msg.role-assistant")).to_have_count(before + 1,
+                                                                       timeout=60_000)
+        last = page.locator(".chat-msg.role-assistant").last
+        assert last.locator(".playground-tokens .tok").count() > 0
+        if last.locator(".tool-call").count():
+            assert "calculator(" in last.locator(".tool-call").first.inner_text()
+            page.fill("#chat-input", "148")
+            page.click("#chat-send")
+            expect(page.locator(".chat-msg.role-tool")).to_have_count(1)
+            expect(page.locator(".chat-msg.role-assistant")).to_have_count(before + 2,
+                                                                           timeout=60_000)
+            break
+    else:
+        raise AssertionError("the model never called the calculator in the playground")
+    shot(page, "playground")
+    # the evaluation of the REST flow, side by side in the console
+    page.goto(f"{srv.url}/#/models")
+    page.locator(f"#evaluations-table tr[data-evaluation='{SHARED['evaluation']}'] "
+                 ".eval-open").click()
+    base = float(page.locator("#eval-totals tr[data-model='base'] .mean1").inner_text())
+    tuned = float(page.locator("#eval-totals tr[data-model='calc-best'] .mean1").inner_text())
+    assert tuned > base
+    expect(page.locator("#eval-prompts tr")).to_have_count(17)  # header + 16 prompts
+    shot(page, "evaluation")
+    for d in srv.call("GET", "/v1/deployments")["items"]:
+        if d["status"] in ("STARTING", "RUNNING"):
+            srv.call("POST", f"/v1/deployments/{d['deployment_id']}/stop")

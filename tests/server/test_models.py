@@ -28,9 +28,8 @@ def _until(get, cond, timeout=120.0):
         time.sleep(0.3)
 
 
-@pytest.fixture
-def finished(server_home, tmp_path, tiny_model_dir):
-    ws = make_workspace(tmp_path, tiny_model_dir, n_epochs=1)  # 4 steps, a checkpoint each
+def _finished_job(server_home, tmp_path, tiny_model_dir, **hp):
+    ws = make_workspace(tmp_path, tiny_model_dir, n_epochs=1, **hp)
     job = yaml.safe_load((ws / "job.yaml").read_text())
     job["tuned_model_name"] = "calc-auto"
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
@@ -39,10 +38,72 @@ def finished(server_home, tmp_path, tiny_model_dir):
     with srv.client() as c:
         done = _wait(c, job_id, lambda j: j["status"] in ("SUCCEEDED", "FAILED"))
         assert done["status"] == "SUCCEEDED", done
+    return srv, job_id
+
+
+@pytest.fixture
+def finished(server_home, tmp_path, tiny_model_dir):
+    srv, job_id = _finished_job(server_home, tmp_path, tiny_model_dir)  # 4 steps
     yield srv, job_id
     srv.kill(signal.SIGTERM)
 
 
+@pytest.fixture
+def short_job(server_home, tmp_path, tiny_model_dir):
+    srv, job_id = _finished_job(server_home, tmp_path, tiny_model_dir, batch_size=4,
+                                eval_steps=1)  # 2 steps, each saved and validated
+    yield srv, job_id
+    srv.kill(signal.SIGTERM)
+
+
+def test_publish_list_export_delete_job_and_other_workspace(short_job, tmp_path):
+    """Default run: auto-publish, publish by step / best, names, files, export, 404s, and the
+    model outliving its job."""
+    from rltune.client import AgenticRL
+
+    srv, job_id = short_job
+    with srv.client() as c:
+        other = srv.client(c.post("/v1/keys", json={"workspace": "other"}).json()["api_key"])
+        auto = _until(lambda: c.get("/v1/models/calc-auto").json(), lambda m: "name" in m, 10)
+        ckpts = c.get(f"/v1/jobs/{job_id}/checkpoints").json()["checkpoints"]
+        best = max(ckpts, key=lambda k: (k["validation_reward"], k["step"]))
+        assert auto["source_job"] == job_id and auto["auto"] is True
+        assert auto["checkpoint"] == best["name"]
+        assert c.get(f"/v1/jobs/{job_id}").json()["status"] == "SUCCEEDED"
+        sdk = AgenticRL(api_key=srv.key, base_url=srv.url)
+        first = sdk.publish_model(job_id, "calc-s1", checkpoint=1)
+        assert first["step"] == 1 and first["kind"] == "full"
+        assert first["base_model"] == c.get(f"/v1/jobs/{job_id}").json()["model"]
+        assert c.post("/v1/models", json={"job_id": job_id, "name": "calc-s1"}).status_code == 409
+        r = c.post(f"/v1/jobs/{job_id}/publish", json={"name": "x", "checkpoint": 99})
+        assert r.status_code == 404 and "steps saved: 1, 2" in r.json()["error"]["hint"]
+        assert c.post(f"/v1/jobs/{job_id}/publish", json={"name": "a b"}).status_code == 422
+        files = {f["path"] for f in sdk.get_model("calc-s1")["files"]}
+        assert {"config.json", "model.safetensors"} <= files
+        assert not files & {"training_state.pt", "rng_state.pt"}
+        assert [m["name"] for m in sdk.list_models()["items"]] == ["calc-s1", "calc-auto"]
+        for method, path in (("GET", "/v1/models/calc-s1"), ("DELETE", "/v1/models/calc-s1"),
+                             ("GET", "/v1/models/calc-s1/export")):
+            assert other.request(method, path).status_code == 404
+        assert other.post(f"/v1/jobs/{job_id}/publish", json={"name": "y"}).status_code == 404
+        assert other.post("/v1/deployments", json={"models": ["calc-s1"]}).status_code == 404
+        assert other.post("/v1/evaluations", json={"job_id": job_id}).status_code == 404
+        assert other.get("/v1/models").json()["total"] == 0
+        # the source job goes; the model stays whole (its files were linked, not moved)
+        ckpt_weights = (srv.home / "server" / "jobs" / job_id / "checkpoints" / "checkpoint-1"
+                        / "model.safetensors").read_bytes()
+        assert c.delete(f"/v1/jobs/{job_id}").status_code == 200
+        out = sdk.export_model("calc-s1", tmp_path / "export")
+        assert (out / "model.safetensors").read_bytes() == ckpt_weights
+        assert (out / "config.json").is_file()
+        r = c.get("/v1/models/calc-s1/export", params={"part": "adapter"})
+        assert r.status_code == 422 and "full fine-tune" in r.json()["error"]["message"]
+        assert c.delete("/v1/models/calc-s1").status_code == 200
+        assert c.get("/v1/models/calc-s1").status_code == 404
+        assert not (srv.home / "published" / "default" / "calc-s1").exists()
+
+
+@pytest.mark.slow
 def test_publish_deploy_restart_delete(finished, tmp_path):
     import openai
 

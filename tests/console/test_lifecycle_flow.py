@@ -178,7 +178,7 @@ def test_publish_deploy_chat_evaluate_continue(srv, trained, other, nano_model_d
     assert_404(other.post("/v1/evaluations", json={"job_id": job_id}))
     env = {**os.environ, "RLTUNE_BASE_URL": srv.url, "RLTUNE_API_KEY": srv.key}
     out = subprocess.run([sys.executable, "-m", "rltune.cli.main", "models", "evaluate", job_id,
-                          "-m", "base", "-m", "calc-best", "-n", "4", "-k", "2", "-o", "json"],
+                          "-m", "base", "-m", "calc-best", "-n", "8", "-k", "2", "-o", "json"],
                          env=env, capture_output=True, text=True, timeout=1200)
     assert out.returncode == 0, out.stderr
     ev = json.loads(out.stdout)

@@ -111,3 +111,39 @@ def test_router_authenticates_and_routes_by_model(tmp_path, tiny_model_dir):
                 await e.close()
 
     asyncio.run(go())
+
+
+def _fake_job(store, jobs_dir, job_id, rewards, tuned="m1"):
+    import time
+
+    for step, reward in enumerate(rewards, start=1):
+        ck = jobs_dir / job_id / "checkpoints" / f"checkpoint-{step}"
+        ck.mkdir(parents=True)
+        (ck / "trainer_state.json").write_text(json.dumps({"validation_reward": reward}))
+        (ck / "config.json").write_text("{}")
+        (ck / "model.safetensors").write_text(f"weights {job_id} {step}")
+    store.put("jobs", {"id": job_id, "workspace": "w", "status": "SUCCEEDED",
+                       "created_at": time.time(), "model": "nano", "algorithm": "gspo",
+                       "config": {"tuned_model_name": tuned,
+                                  "training": {"hyper_parameters": {"lora_rank": 4}}}})
+
+
+def test_auto_publish_takes_the_best_and_reports_a_taken_name(tmp_path):
+    from rltune.server.published import auto_publish, find_model
+    from rltune.server.store import open_store
+
+    store = open_store(":memory:")
+    jobs = tmp_path / "jobs"
+    _fake_job(store, jobs, "ft-1", [0.2, 0.9, 0.5])
+    assert auto_publish(store, tmp_path, jobs, "ft-1") == "m1"
+    rec = find_model(store, "w", "m1")
+    assert rec["checkpoint"] == "checkpoint-2" and rec["kind"] == "lora" and rec["auto"]
+    assert (tmp_path / "published" / "w" / "m1" / "model.safetensors").read_text() == \
+        "weights ft-1 2"
+    _fake_job(store, jobs, "ft-2", [0.1])
+    assert auto_publish(store, tmp_path, jobs, "ft-2") is None
+    job = store.get("jobs", "ft-2")
+    assert job["status"] == "SUCCEEDED" and "'m1' exists" in job["publish_error"]
+    assert find_model(store, "w", "m1")["source_job"] == "ft-1"
+    _fake_job(store, jobs, "ft-3", [0.1], tuned=None)
+    assert auto_publish(store, tmp_path, jobs, "ft-3") is None

@@ -64,12 +64,15 @@ def test_publish_list_export_delete_job_and_other_workspace(short_job, tmp_path)
     srv, job_id = short_job
     with srv.client() as c:
         other = srv.client(c.post("/v1/keys", json={"workspace": "other"}).json()["api_key"])
-        auto = _until(lambda: c.get("/v1/models/calc-auto").json(), lambda m: "name" in m, 10)
+        # the end-of-job hook runs right after the job is marked SUCCEEDED
+        _until(lambda: c.get(f"/v1/jobs/{job_id}").json(), lambda j: j["published_model"], 10)
+        auto = c.get("/v1/models/calc-auto").json()
         ckpts = c.get(f"/v1/jobs/{job_id}/checkpoints").json()["checkpoints"]
         best = max(ckpts, key=lambda k: (k["validation_reward"], k["step"]))
         assert auto["source_job"] == job_id and auto["auto"] is True
         assert auto["checkpoint"] == best["name"]
-        assert c.get(f"/v1/jobs/{job_id}").json()["status"] == "SUCCEEDED"
+        job = c.get(f"/v1/jobs/{job_id}").json()
+        assert job["status"] == "SUCCEEDED" and job["published_model"] == "calc-auto"
         sdk = AgenticRL(api_key=srv.key, base_url=srv.url)
         first = sdk.publish_model(job_id, "calc-s1", checkpoint=1)
         assert first["step"] == 1 and first["kind"] == "full"

@@ -92,6 +92,10 @@ def test_publish_list_export_delete_job_and_other_workspace(short_job, tmp_path)
         assert other.post("/v1/deployments", json={"models": ["calc-s1"]}).status_code == 404
         assert other.post("/v1/evaluations", json={"job_id": job_id}).status_code == 404
         assert other.get("/v1/models").json()["total"] == 0
+        r = c.post("/v1/deployments", json={"models": ["calc-s1", "missing"]})
+        assert r.status_code == 404 and r.json()["error"]["where"] == "missing"
+        r = c.post("/v1/evaluations", json={"job_id": job_id, "n": 2, "k": 4})
+        assert r.status_code == 422 and r.json()["error"]["where"] == "k"
         # the source job goes; the model stays whole (its files were linked, not moved)
         ckpt_weights = (srv.home / "server" / "jobs" / job_id / "checkpoints" / "checkpoint-1"
                         / "model.safetensors").read_bytes()
@@ -195,13 +199,3 @@ def test_publish_deploy_restart_delete(finished, tmp_path):
             assert not (srv.home / "published" / "default" / "calc-s2").exists()
     finally:
         srv.kill(signal.SIGTERM)
-
-
-def test_unserved_engine_and_unknown_model_are_refused(server):
-    with server.client() as c:
-        r = c.post("/v1/deployments", json={"models": ["missing"]})
-        assert r.status_code == 404 and r.json()["error"]["where"] == "missing"
-        r = c.post("/v1/evaluations", json={"job_id": "ft-nope"})
-        assert r.status_code == 404
-
-

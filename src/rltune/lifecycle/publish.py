@@ -40,6 +40,9 @@ def check_name(name: str, where: str = "name") -> str:
 
 def published_dir(home: str | Path, workspace: str, name: str) -> Path:
     """Where the files of a published model live (the one place that says so)."""
+    if workspace in ("", ".", "..") or "/" in workspace:
+        raise ValidationError(f"workspace {workspace!r} cannot hold published models",
+                              where="workspace", hint="use a workspace name with a letter")
     return Path(home) / "published" / workspace / name
 
 

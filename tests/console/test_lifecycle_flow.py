@@ -21,7 +21,6 @@ from console_harness import ServerProc, submit_calc_job
 from rltune.models.tasks import CALCULATOR_TOOL, SYSTEM_PROMPT
 
 pytestmark = pytest.mark.slow
-SHARED: dict = {}  # what the browser test reuses from the REST test (same module server)
 TRAIN_HP = {"batch_size": 8, "n_rollouts": 8, "ppo_mini_batch_size": 32, "learning_rate": 2e-4,
             "lr_scheduler_type": "constant", "kl_loss_coef": 0.0, "max_length": 256,
             "max_prompt_length": 200, "eval_steps": 3, "val_n_rollouts": 2, "save_steps": 3,
@@ -117,6 +116,74 @@ def chat_with_tool(client, model: str) -> None:
     raise AssertionError("the model never called the calculator")
 
 
+def test_console_publish_deploy_playground_and_evaluation(page, srv, trained):
+    """Publish from the Outputs tab, deploy from Models, chat in the playground (tool call
+    answered, tokens coloured), evaluate base vs the published model from the Models page
+    and read it side by side."""
+    from console_harness import login, shot
+    from playwright.sync_api import expect
+
+    login(page, srv)
+    page.goto(f"{srv.url}/#/jobs/{trained}/outputs")
+    page.fill("#publish-name", "calc-ui")
+    page.click("#publish-btn")
+    expect(page.locator("#published-link")).to_have_text("calc-ui")
+    published = srv.call("GET", "/v1/models/calc-ui")
+    assert published["source_job"] == trained and published["checkpoint"] == best_of(srv, trained)
+    page.click("#published-link")
+    page.locator("#models-table tr[data-model='calc-ui'] .deploy-btn").click()
+    expect(page.locator("#deployment-key")).to_contain_text("rlt-")
+    link = page.locator("#deployments-table .playground-link")
+    expect(link).to_have_count(1, timeout=180_000)
+    shot(page, "models")
+    link.click()
+    expect(page.locator("#chat-model")).to_have_value("calc-ui")
+    page.fill("#chat-system", SYSTEM_PROMPT)
+    page.fill("#chat-tools", json.dumps([CALCULATOR_TOOL]))
+    page.fill("#chat-temperature", "1")
+    for question in questions():
+        page.click("#chat-reset")
+        page.fill("#chat-input", question)
+        page.click("#chat-send")
+        last = page.locator(".chat-msg.role-assistant")
+        expect(last).to_have_count(1, timeout=60_000)
+        assert last.locator(".playground-tokens .tok").count() > 0
+        if last.locator(".tool-call").count():
+            assert "calculator(" in last.locator(".tool-call").first.inner_text()
+            page.fill("#chat-input", "7")
+            page.click("#chat-send")
+            expect(page.locator(".chat-msg.role-tool")).to_have_count(1)
+            expect(page.locator(".chat-msg.role-assistant")).to_have_count(2, timeout=60_000)
+            break
+    else:
+        raise AssertionError("the model never called the calculator in the playground")
+    shot(page, "playground")
+    # evaluate base vs the published model from the Models page; read it side by side
+    page.goto(f"{srv.url}/#/models")
+    page.fill("#eval-job", trained)
+    page.fill("#eval-models", "base, calc-ui")
+    page.fill("#eval-n", "8")
+    page.click("#eval-form button[type=submit]")
+    opener = page.locator("#evaluations-table .eval-open")
+    expect(opener).to_have_count(1, timeout=900_000)
+    opener.click()
+    base = float(page.locator("#eval-totals tr[data-model='base'] .mean1").inner_text())
+    tuned = float(page.locator("#eval-totals tr[data-model='calc-ui'] .mean1").inner_text())
+    assert tuned > base
+    expect(page.locator("#eval-prompts tr")).to_have_count(17)  # header + 16 prompts
+    shot(page, "evaluation")
+    for d in srv.call("GET", "/v1/deployments")["items"]:
+        if d["status"] in ("STARTING", "RUNNING"):
+            srv.call("POST", f"/v1/deployments/{d['deployment_id']}/stop")
+    srv.call("DELETE", "/v1/models/calc-ui")
+
+
+def best_of(srv, job_id: str) -> str:
+    ckpts = srv.call("GET", f"/v1/jobs/{job_id}/checkpoints")["checkpoints"]
+    return max((c for c in ckpts if c["validation_reward"] is not None),
+               key=lambda c: (c["validation_reward"], c["step"]))["name"]
+
+
 def test_publish_deploy_chat_evaluate_continue(srv, trained, other, nano_model_dir,
                                                tmp_path_factory):
     import openai
@@ -196,7 +263,6 @@ def test_publish_deploy_chat_evaluate_continue(srv, trained, other, nano_model_d
                            val_rows=2, top={"model": "calc-best"}, batch_size=2, n_rollouts=2,
                            learning_rate=0.0, save_steps=1, n_epochs=1)
     j2 = srv.wait(job2, {"SUCCEEDED"}, timeout=600)
-    SHARED.update(job2=job2, evaluation=ev["evaluation_id"])
     assert j2["model"] == "calc-best"
     ckpt = srv.call("GET", f"/v1/jobs/{job2}/checkpoints")["checkpoints"][0]
     assert tensor_hashes(Path(ckpt["path"])) == tensor_hashes(published)
@@ -215,59 +281,3 @@ def test_publish_deploy_chat_evaluate_continue(srv, trained, other, nano_model_d
                    "calc-best")
     srv.call("POST", f"/v1/deployments/{dep2['deployment_id']}/stop")
 
-
-def test_console_publish_deploy_playground_and_evaluation(page, srv):
-    """Publish from the Outputs tab, deploy from Models, chat in the playground (tool call
-    answered, tokens coloured), and read the evaluation side by side."""
-    from console_harness import login, shot
-    from playwright.sync_api import expect
-
-    if "job2" not in SHARED:
-        pytest.skip("needs the REST flow above (run the whole module)")
-    login(page, srv)
-    page.goto(f"{srv.url}/#/jobs/{SHARED['job2']}/outputs")
-    page.fill("#publish-name", "calc-ui")
-    page.click("#publish-btn")
-    expect(page.locator("#published-link")).to_have_text("calc-ui")
-    assert srv.call("GET", "/v1/models/calc-ui")["source_job"] == SHARED["job2"]
-    page.click("#published-link")
-    page.locator("#models-table tr[data-model='calc-ui'] .deploy-btn").click()
-    expect(page.locator("#deployment-key")).to_contain_text("rlt-")
-    link = page.locator("#deployments-table .playground-link")
-    expect(link).to_have_count(1, timeout=180_000)
-    shot(page, "models")
-    link.click()
-    expect(page.locator("#chat-model")).to_have_value("calc-ui")
-    page.fill("#chat-system", SYSTEM_PROMPT)
-    page.fill("#chat-temperature", "1")
-    for question in questions():
-        before = page.locator(".chat-msg.role-assistant").count()
-        page.fill("#chat-input", question)
-        page.click("#chat-send")
-        expect(page.locator(".chat-msg.role-assistant")).to_have_count(before + 1,
-                                                                       timeout=60_000)
-        last = page.locator(".chat-msg.role-assistant").last
-        assert last.locator(".playground-tokens .tok").count() > 0
-        if last.locator(".tool-call").count():
-            assert "calculator(" in last.locator(".tool-call").first.inner_text()
-            page.fill("#chat-input", "148")
-            page.click("#chat-send")
-            expect(page.locator(".chat-msg.role-tool")).to_have_count(1)
-            expect(page.locator(".chat-msg.role-assistant")).to_have_count(before + 2,
-                                                                           timeout=60_000)
-            break
-    else:
-        raise AssertionError("the model never called the calculator in the playground")
-    shot(page, "playground")
-    # the evaluation of the REST flow, side by side in the console
-    page.goto(f"{srv.url}/#/models")
-    page.locator(f"#evaluations-table tr[data-evaluation='{SHARED['evaluation']}'] "
-                 ".eval-open").click()
-    base = float(page.locator("#eval-totals tr[data-model='base'] .mean1").inner_text())
-    tuned = float(page.locator("#eval-totals tr[data-model='calc-best'] .mean1").inner_text())
-    assert tuned > base
-    expect(page.locator("#eval-prompts tr")).to_have_count(17)  # header + 16 prompts
-    shot(page, "evaluation")
-    for d in srv.call("GET", "/v1/deployments")["items"]:
-        if d["status"] in ("STARTING", "RUNNING"):
-            srv.call("POST", f"/v1/deployments/{d['deployment_id']}/stop")

@@ -1,6 +1,7 @@
 // Playground: chat with a deployed model through the job server (the workspace key; the
 // browser never holds a deployment key), tools included; every sampled token is coloured by
-// its log-prob as in the trajectory token view.
+// its log-prob as in the trajectory token view. The default tool is the calc template's
+// calculator, exactly as the demo agent was trained with it (small models notice any change).
 import { api } from "../api.js";
 import { errorBox, fmtNum, h, mount } from "../dom.js";
 import { logprobColor } from "./replay.js";
@@ -11,7 +12,11 @@ const CALCULATOR = [
     function: {
       name: "calculator",
       description: "Evaluate an arithmetic expression with + - * / and parentheses.",
-      parameters: { type: "object", properties: { expression: { type: "string" } }, required: ["expression"] },
+      parameters: {
+        type: "object",
+        properties: { expression: { type: "string", description: "for example 37 * 4" } },
+        required: ["expression"],
+      },
     },
   },
 ];
@@ -38,6 +43,11 @@ export function renderPlayground(el, route) {
   const input = h("textarea", { id: "chat-input", rows: 2, placeholder: "Your message, or the tool's result after a tool call" });
   const temp = h("input", { id: "chat-temperature", type: "number", value: 0, step: 0.1, min: 0, max: 2, style: { width: "5em" } });
   const err = h("div", { id: "chat-error" });
+  const reset = h("button", { class: "btn", type: "button", id: "chat-reset", onclick: () => {
+    messages.length = 0;
+    mount(log);
+    mount(err);
+  } }, "New chat");
   const head = h("div", { class: "muted" }, `Deployment ${depId}`);
 
   api
@@ -108,7 +118,7 @@ export function renderPlayground(el, route) {
     h("h2", {}, "Playground"),
     head,
     h("section", { class: "card" }, h("label", {}, "model ", model), " temperature ", temp, h("div", { class: "muted small" }, "System prompt"), system, h("div", { class: "muted small" }, "Tools (OpenAI JSON, empty for none)"), tools),
-    h("section", { class: "card" }, log, h("form", { id: "chat-form", onsubmit: send }, input, h("button", { class: "btn primary", type: "submit", id: "chat-send" }, "Send")), err),
+    h("section", { class: "card" }, log, h("form", { id: "chat-form", onsubmit: send }, input, h("button", { class: "btn primary", type: "submit", id: "chat-send" }, "Send"), " ", reset), err),
   );
   return () => {};
 }

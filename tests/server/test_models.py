@@ -81,6 +81,23 @@ def test_publish_list_export_delete_job_and_other_workspace(short_job, tmp_path)
         r = c.post(f"/v1/jobs/{job_id}/publish", json={"name": "x", "checkpoint": 99})
         assert r.status_code == 404 and "steps saved: 1" in r.json()["error"]["hint"]
         assert c.post(f"/v1/jobs/{job_id}/publish", json={"name": "a b"}).status_code == 422
+        # the CLI: publish, list, show as JSON (server found through RLTUNE_HOME)
+        import json
+
+        from typer.testing import CliRunner
+
+        from rltune.cli.main import app
+
+        cli = CliRunner()
+        res = cli.invoke(app, ["models", "publish", job_id, "--checkpoint", "last", "--name",
+                               "calc-cli", "-o", "json"])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.output)["checkpoint"] == ckpts[-1]["name"]
+        res = cli.invoke(app, ["models", "show", "calc-cli", "-o", "json"])
+        assert res.exit_code == 0 and json.loads(res.output)["source_job"] == job_id
+        res = cli.invoke(app, ["models", "publish", job_id, "--name", "calc-cli"])
+        assert res.exit_code == 1 and "exists" in res.output
+        assert cli.invoke(app, ["models", "delete", "calc-cli"]).exit_code == 0
         files = {f["path"] for f in sdk.get_model("calc-s1")["files"]}
         assert {"config.json", "model.safetensors"} <= files
         assert not files & {"training_state.pt", "rng_state.pt"}

@@ -147,3 +147,25 @@ def test_auto_publish_takes_the_best_and_reports_a_taken_name(tmp_path):
     assert find_model(store, "w", "m1")["source_job"] == "ft-1"
     _fake_job(store, jobs, "ft-3", [0.1], tuned=None)
     assert auto_publish(store, tmp_path, jobs, "ft-3") is None
+
+
+def test_lora_checkpoint_publishes_and_exports_merged_and_adapter(tmp_path):
+    pytest.importorskip("peft")
+    from transformers import AutoModelForCausalLM
+
+    from rltune.config import HyperParameters
+    from rltune.lifecycle.publish import has_adapter
+    from rltune.trainer.checkpoint import save_checkpoint
+    from rltune.trainer.lora import wrap_with_lora
+    from rltune.trainer.testing import tiny_qwen2
+
+    ckpt = save_checkpoint(tmp_path / "ckpts", step=1,
+                           model=wrap_with_lora(tiny_qwen2(), HyperParameters(lora_rank=4)))
+    pub = tmp_path / "published" / "w" / "lora-m"
+    link_model_files(ckpt, pub)
+    assert has_adapter(pub)
+    merged = export_dir(pub, tmp_path / "merged", "merged")
+    assert AutoModelForCausalLM.from_pretrained(merged).num_parameters() > 0
+    adapter = export_dir(pub, tmp_path / "adapter", "adapter")
+    assert {"adapter_config.json", "adapter_model.safetensors"} <= {
+        p.name for p in adapter.iterdir()}

@@ -73,8 +73,11 @@ def publish(store: Any, home: Path, jobs_dir: Path, workspace: str, job: dict[st
 
 def delete_model(store: Any, workspace: str, name: str) -> None:
     rec = get_model(store, workspace, name)
-    users, _ = store.list("deployments", workspace=workspace, statuses=["STARTING", "RUNNING"])
-    using = [d["id"] for d in users if name in d.get("models", [])]
+    # live ones, and those the server will start again (stopped only by a server restart)
+    users, _ = store.list("deployments", workspace=workspace,
+                          statuses=["STARTING", "RUNNING", "STOPPED"])
+    using = [d["id"] for d in users if name in d.get("models", [])
+             and (d["status"] != "STOPPED" or d.get("desired") == "running")]
     if using:
         raise ConflictError(f"model {name!r} is served by {', '.join(using)}", where=name,
                             hint=f"stop it first: POST /v1/deployments/{using[0]}/stop")

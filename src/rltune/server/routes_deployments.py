@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from rltune.lifecycle.publish import NAME_PATTERN
-from rltune.sdk.errors import ConflictError, NotFoundError
+from rltune.sdk.errors import ConflictError, NotFoundError, OverloadedError
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging
 from rltune.server.deployments import LIVE, RUNNING, DeploymentManager
@@ -137,7 +137,12 @@ async def playground_chat(dep_id: str, request: Request,
     client = httpx.AsyncClient(timeout=300)
     req = client.build_request("POST", rec["base_url"] + "/chat/completions", content=body,
                                headers=headers)
-    resp = await client.send(req, stream=True)
+    try:
+        resp = await client.send(req, stream=True)
+    except httpx.HTTPError as exc:
+        await client.aclose()
+        raise OverloadedError(f"deployment {dep_id} does not answer: {exc}", where=dep_id,
+                              hint=f"see its log: GET /v1/deployments/{dep_id}/logs") from None
     if resp.headers.get("content-type", "").startswith("text/event-stream"):
         async def relay():
             try:

@@ -49,14 +49,26 @@ def finished(server_home, tmp_path, tiny_model_dir):
 
 
 @pytest.fixture
-def short_job(server_home, tmp_path, tiny_model_dir):
+def fake_hub(tmp_path, monkeypatch):
+    """A local hub endpoint; the server (started after this) gets its token and URL."""
+    from .fake_hub import start
+
+    url, server = start(tmp_path / "hub", "hf-test-token")
+    monkeypatch.setenv("HF_TOKEN", "hf-test-token")
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    yield tmp_path / "hub"
+    server.should_exit = True
+
+
+@pytest.fixture
+def short_job(fake_hub, server_home, tmp_path, tiny_model_dir):
     srv, job_id = _finished_job(server_home, tmp_path, tiny_model_dir, batch_size=8,
                                 eval_steps=1)  # 1 step, saved and validated
     yield srv, job_id
     srv.kill(signal.SIGTERM)
 
 
-def test_publish_list_export_delete_job_and_other_workspace(short_job, tmp_path):
+def test_publish_list_export_delete_job_and_other_workspace(short_job, fake_hub, tmp_path):
     """Default run: auto-publish, publish by step / best, names, files, export, 404s, and the
     model outliving its job."""
     from rltune.client import AgenticRL
@@ -120,6 +132,13 @@ def test_publish_list_export_delete_job_and_other_workspace(short_job, tmp_path)
         out = sdk.export_model("calc-s1", tmp_path / "export")
         assert (out / "model.safetensors").read_bytes() == ckpt_weights
         assert (out / "config.json").is_file()
+        # push_to_hub with the server's token, to the local hub endpoint
+        pushed = sdk.push_model("calc-s1", "me/calc-s1")
+        assert pushed["commit_url"].endswith("/me/calc-s1/commit/" + "a" * 40)
+        assert (fake_hub / "me" / "calc-s1" / "model.safetensors").read_bytes() == ckpt_weights
+        assert other.post("/v1/models/calc-s1/push", json={"repo_id": "me/x"}).status_code == 404
+        r = c.post("/v1/models/calc-s1/push", json={"repo_id": "me/x", "part": "adapter"})
+        assert r.status_code == 422 and "full fine-tune" in r.json()["error"]["message"]
         r = c.get("/v1/models/calc-s1/export", params={"part": "adapter"})
         assert r.status_code == 422 and "full fine-tune" in r.json()["error"]["message"]
         assert c.delete("/v1/models/calc-s1").status_code == 200

@@ -66,6 +66,16 @@ def export(name: str, out: Path = typer.Option(..., "--out", help="a new folder"
     typer.echo(str(path))
 
 
+@models_app.command("push")
+def push(name: str, repo: str = typer.Option(..., "--repo", help="owner/name on the hub"),
+         adapter: bool = typer.Option(False, "--adapter", help="the LoRA adapter alone"),
+         public: bool = typer.Option(False, "--public", help="a public repository"),
+         api_key: Optional[str] = KEY, output: str = OUT) -> None:
+    """Upload a published model to a Hugging Face hub (the server's HF_TOKEN, HF_ENDPOINT)."""
+    _emit(_run(lambda: _client(api_key).push_model(name, repo, "adapter" if adapter
+                                                   else "merged", not public)), output, name)
+
+
 @models_app.command("deploy")
 def deploy(names: list[str] = typer.Argument(..., help="published models to serve together"),
            name: str = typer.Option("", "--name"),

@@ -64,6 +64,12 @@ class LifecycleMixin:
                 dest.write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
         return out
 
+    def push_model(self, name: str, repo_id: str, part: str = "merged",
+                   private: bool = True) -> dict:
+        """Upload to a Hugging Face hub with the server's HF_TOKEN; ``commit_url``."""
+        return self._call("POST", f"/v1/models/{name}/push", json={
+            "repo_id": repo_id, "part": part, "private": private})
+
     # ---- deployments
     def deploy(self, models: list[str], name: str = "", threads: int = 1) -> dict:
         """Serve published models on one endpoint; the answer carries ``api_key`` once."""

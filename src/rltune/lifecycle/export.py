@@ -39,6 +39,11 @@ def _source(model_dir: Path, part: str) -> tuple[Path, set[str]]:
     return model_dir, {ADAPTER_DIR, "rltune_model.json"}
 
 
+def check_part(model_dir: str | Path, part: str) -> None:
+    """Raise ``ValidationError`` when ``part`` cannot be exported from this model."""
+    _source(Path(model_dir), part)
+
+
 def export_dir(model_dir: str | Path, out: str | Path, part: str = "merged") -> Path:
     """Copy ``part`` of a published model into the new folder ``out``."""
     src, skip = _source(Path(model_dir), part)

@@ -96,3 +96,24 @@ def export_model(name: str, request: Request, background: BackgroundTasks,
                         filename=f"{name}-{part}.tar.gz")
 
 
+
+
+class PushRequest(BaseModel):
+    repo_id: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$",
+                         max_length=200, description="owner/name on the hub")
+    part: str = Field("merged", pattern="^(merged|adapter)$")
+    private: bool = True
+
+
+@router.post("/models/{name}/push")
+async def push_model(name: str, body: PushRequest, request: Request,
+                     caller: Caller = Depends(authenticate)) -> dict:
+    """Upload the model to a Hugging Face hub with the server's ``HF_TOKEN``
+    (``HF_ENDPOINT`` for a self-hosted hub); answers with the commit URL."""
+    from rltune.lifecycle.export import check_part
+    from rltune.lifecycle.hub import push_in_subprocess
+
+    rec = P.get_model(ctx_of(request).store, caller.workspace, name)
+    check_part(rec["path"], body.part)
+    url = await push_in_subprocess(rec["path"], body.repo_id, body.part, body.private)
+    return {"name": name, "repo_id": body.repo_id, "part": body.part, "commit_url": url}

@@ -5,6 +5,7 @@ Home directory: ``$RLTUNE_HOME``, else ``~/.rltune``::
     <home>/models/<name>/          demo models (``rltune models build-demo``) and your own
     <home>/server/                 the job server's database, server.json, admin.key
     <home>/functions/              registered functions and their venvs
+    <home>/published/<ws>/<name>/  published models of a job-server workspace
 
 Checkpoints of a run: ``<job dir>/checkpoints/checkpoint-<step>/``.
 
@@ -12,7 +13,7 @@ A model spec (``model.name`` of a job, ``rltune serve MODEL``, ``teacher_model``
 this order, to:
 
 1. a directory holding ``config.json`` (a ``save_pretrained`` output or a hub snapshot);
-2. a name under ``<home>/models``;
+2. a name under ``<home>/models``, else a model published in the ``default`` workspace;
 3. a demo size (``nano``, ``small``): built on first use;
 4. a Hugging Face hub id (``Qwen/Qwen2.5-0.5B-Instruct``): its snapshot in the HF cache
    (``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), downloaded
@@ -67,6 +68,16 @@ def server_home(home: Optional[PathLike] = None) -> Path:
 
 def functions_home(home: Optional[PathLike] = None) -> Path:
     return rltune_home(home) / "functions"
+
+
+def published_dir(home: Optional[PathLike], workspace: str, name: str) -> Path:
+    """Where the files of a published model live (``rltune.lifecycle.publish``)."""
+    if workspace in ("", ".", "..") or "/" in workspace:
+        from rltune.sdk.errors import ValidationError
+
+        raise ValidationError(f"workspace {workspace!r} cannot hold published models",
+                              where="workspace", hint="use a workspace name with a letter")
+    return rltune_home(home) / "published" / workspace / name
 
 
 # -- checkpoints ----------------------------------------------------------------------------
@@ -185,6 +196,9 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
     named = models_home(home) / spec
     if "/" not in spec and (named / "config.json").is_file():
         return ModelSource(spec, "named", named)
+    published = published_dir(home, "default", spec) if "/" not in spec else None
+    if published is not None and (published / "config.json").is_file():
+        return ModelSource(spec, "named", published)
     if spec in demo_sizes():
         return ModelSource(spec, "demo", named if (named / "config.json").is_file() else None)
     if is_hub_id(spec) and not path.exists():

@@ -165,9 +165,11 @@ def submit_calc_job(
     name: str,
     train_rows: int = 8,
     val_rows: int = 4,
+    top: dict[str, Any] | None = None,
     **hp: Any,
 ) -> str:
     """Submit the calc template job on ``model_dir`` through the REST API; returns the job id.
+    ``top`` sets top-level keys of the job config (``model`` is ``model_dir`` unless given).
 
     The questions are those the demo models were warm-started on (``recipe_for("nano")``)."""
     work.mkdir(parents=True, exist_ok=True)
@@ -189,6 +191,7 @@ def submit_calc_job(
         fn["entity_id"] = fn_ids[fn["name"]]
         fn.pop("fcmodel", None)
     job["training"]["hyper_parameters"].update({**QUICK_HYPER_PARAMETERS, **hp})
+    job.update(top or {})  # top-level keys, e.g. tuned_model_name
     return server.call("POST", "/v1/jobs", json={"config": job})["job_id"]
 
 

@@ -93,3 +93,23 @@ def test_routes_round_trip_and_progress(js):
 def test_logprob_colours_run_from_green_to_red(js):
     assert js("views/replay.js", "m.logprobColor(0)") == "hsl(120, 75%, 82%)"
     assert js("views/replay.js", "m.logprobColor(-30)") == "hsl(0, 75%, 82%)"
+
+
+def test_evaluation_side_by_side_and_playground_tokens(js):
+    ev = {"evaluation_id": "ev-1", "result": {
+        "n": 4, "k": 2, "threshold": 1.0, "prompts": 2,
+        "models": [{"model": "base", "mean@1": 0.25, "pass@k": 0.5, "failed": 0},
+                   {"model": "tuned", "mean@1": 0.75, "pass@k": 1.0, "failed": 1}],
+        "per_prompt": [{"row_index": i, "prompt": f"q{i}", "models": {
+            "base": {"mean@1": 0.25, "pass@k": 0.5}, "tuned": {"mean@1": 0.75, "pass@k": 1}}}
+            for i in range(2)]}}
+    out = js("views/models.js", f"""(() => {{
+        const el = m.evalDetail({json.dumps(ev)});
+        return [...el.querySelectorAll('#eval-totals .mean1')].map((td) => td.textContent)
+          .concat([String(el.querySelectorAll('#eval-prompts tr').length)]); }})()""")
+    assert out[:2] == ["0.25", "0.75"] and out[2] == "3"  # header + 2 prompts
+    spans = js("views/playground.js", """(() => {
+        const el = m.tokenSpans({content: [{token: 'a', logprob: 0}, {token: 'b', logprob: -5}]});
+        return [...el.querySelectorAll('.tok')].map((s) => [s.textContent, s.style.background]);
+    })()""")
+    assert [t for t, _ in spans] == ["a", "b"] and spans[0][1] != spans[1][1]

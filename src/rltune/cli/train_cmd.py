@@ -63,6 +63,13 @@ def train(
             job = job.model_copy(
                 update={"observability": with_trackers(job.observability, tracker)}
             )
+        if job.tuned_model_name:
+            from rltune.sdk.errors import ConfigError
+
+            raise ConfigError("tuned_model_name publishes through the job server; `rltune "
+                              "train` runs without one", where=f"{config}: tuned_model_name",
+                              hint="submit with `rltune run -c job.yaml`, or remove the key and "
+                              "publish later with `rltune models publish`")
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
         raise typer.Exit(2) from err

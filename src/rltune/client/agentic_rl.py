@@ -24,6 +24,7 @@ from typing import Any, Optional, TypeVar
 
 from rltune.client import discovery
 from rltune.client.http import Transport
+from rltune.client.lifecycle import LifecycleMixin
 from rltune.client.models import FineTune, FineTuneOutput
 from rltune.config import JobConfig, load_job_config
 from rltune.config.components import (  # noqa: F401 - importable from here, as in the cloud SDK
@@ -102,7 +103,7 @@ def _merge(base: Optional[dict], extra: Optional[dict]) -> dict:
     return {**(base or {}), **(extra or {})}
 
 
-class AgenticRL:
+class AgenticRL(LifecycleMixin):
     """Register functions, upload data, submit and follow jobs on an rltune server."""
 
     def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None,

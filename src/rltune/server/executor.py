@@ -57,6 +57,8 @@ class JobExecutor:
         self._watchers: set[asyncio.Task] = set()
         self._wake = asyncio.Event()
         self._task: Optional[asyncio.Task] = None
+        #: Called with the job id after a job SUCCEEDED (e.g. tuned_model_name publishing).
+        self.on_success: list[Any] = []
 
     def job_dir(self, job_id: str) -> Path:
         return self.jobs_dir / job_id
@@ -148,6 +150,11 @@ class JobExecutor:
         result = read_result(self.job_dir(job_id)) or {}
         if rc == 0 and result.get("status") == S.SUCCEEDED:
             self._finish(job_id, S.SUCCEEDED, exit_code=rc)
+            for hook in self.on_success:
+                try:
+                    await asyncio.to_thread(hook, job_id)
+                except Exception:  # a hook never decides the job's state
+                    log.exception("end-of-job hook failed for %s", job_id)
         else:
             error = result.get("error") or self._tail(job_id) or f"exit code {rc}"
             self._finish(job_id, S.FAILED, error=error, exit_code=rc)

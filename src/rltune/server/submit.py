@@ -129,11 +129,24 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
         for k in ("instance_id", "instance_url", "instance_token", "instance_status"):
             fixed.pop(k, None)
         functions.append(fixed)
-    for what, spec in job.model_specs().items():
+    data.update(datasets=datasets, functions=functions)
+    data.pop("workspace_dir", None)
+    _published_model(ctx, workspace, data, facts)
+    runnable = JobConfig.load_from_dict(data)
+    for what, spec in runnable.model_specs().items():
         # unknown, or a hub id not cached while offline: refused before a job record exists
         source = check_model(spec, ctx.settings.home, what=what)
         if what == "model.name" and source.path is not None:
-            check_context(job, source.path)
-    data.update(datasets=datasets, functions=functions)
-    data.pop("workspace_dir", None)
-    return JobConfig.load_from_dict(data), facts
+            check_context(runnable, source.path)
+    return runnable, facts
+
+
+def _published_model(ctx: ServerContext, workspace: str, data: dict, facts: dict) -> None:
+    """``model: <published name>`` (of this workspace) → the published model's folder."""
+    from rltune.server.published import find_model
+
+    name = (data.get("model") or {}).get("name")
+    rec = find_model(ctx.store, workspace, name) if name else None
+    if rec is not None:
+        data["model"] = {**data["model"], "name": rec["path"]}
+        facts["published_model"] = name

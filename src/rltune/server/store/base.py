@@ -18,7 +18,8 @@ from typing import Any, Optional
 from rltune.sdk.errors import ConfigError, ConflictError
 
 #: Tables of the store. ``keys`` rows use the key's sha256 as ``status``-free lookup column.
-TABLES = ("workspaces", "keys", "files", "functions", "instances", "jobs", "idempotency")
+TABLES = ("workspaces", "keys", "files", "functions", "instances", "jobs", "idempotency",
+          "models", "deployments", "evaluations")
 _COLUMNS = ("id", "workspace", "status", "created_at")
 
 

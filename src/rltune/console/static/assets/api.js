@@ -97,4 +97,18 @@ export const api = {
   functions: (params) => call("GET", "/v1/functions", { params }),
   instances: (params) => call("GET", "/v1/instances", { params }),
   testInstance: (id, input) => call("POST", `/v1/instances/${enc(id)}/test`, { body: { input } }),
+  // model lifecycle: published models, deployments, evaluations
+  models: () => call("GET", "/v1/models"),
+  publish: (jobId, name, checkpoint) =>
+    call("POST", `/v1/jobs/${enc(jobId)}/publish`, { body: { name, checkpoint } }),
+  deleteModel: (name) => call("DELETE", `/v1/models/${enc(name)}`),
+  deployments: () => call("GET", "/v1/deployments"),
+  deployment: (id) => call("GET", `/v1/deployments/${enc(id)}`),
+  deploy: (models) => call("POST", "/v1/deployments", { body: { models } }),
+  stopDeployment: (id) => call("POST", `/v1/deployments/${enc(id)}/stop`),
+  deleteDeployment: (id) => call("DELETE", `/v1/deployments/${enc(id)}`),
+  chat: (id, body) => call("POST", `/v1/deployments/${enc(id)}/chat/completions`, { body }),
+  evaluations: () => call("GET", "/v1/evaluations"),
+  evaluation: (id) => call("GET", `/v1/evaluations/${enc(id)}`),
+  evaluate: (body) => call("POST", "/v1/evaluations", { body }),
 };

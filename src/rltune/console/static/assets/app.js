@@ -8,6 +8,8 @@ import { renderDatasets } from "./views/datasets.js";
 import { renderFunctions } from "./views/functions.js";
 import { renderJob } from "./views/job.js";
 import { renderJobs } from "./views/jobs.js";
+import { renderModels } from "./views/models.js";
+import { renderPlayground } from "./views/playground.js";
 
 const root = document.getElementById("app");
 let cleanup = null;
@@ -65,6 +67,7 @@ function header(active) {
     link("#/jobs", "Jobs", "jobs"),
     link("#/functions", "Functions", "functions"),
     link("#/datasets", "Datasets", "datasets"),
+    link("#/models", "Models", "models"),
     h("span", { class: "grow" }),
     h("span", { class: "muted", id: "workspace" }, who ? `workspace ${who.workspace}` : ""),
     h(
@@ -109,6 +112,8 @@ async function route() {
     if (section === "jobs" && r.parts[1]) cleanup = renderJob(main, r);
     else if (section === "functions") cleanup = renderFunctions(main, r);
     else if (section === "datasets") cleanup = renderDatasets(main, r);
+    else if (section === "models") cleanup = renderModels(main, r);
+    else if (section === "playground") cleanup = renderPlayground(main, r);
     else cleanup = renderJobs(main, r);
   } catch (e) {
     mount(main, errorBox(e));

@@ -2,6 +2,40 @@
 import { api } from "../api.js";
 import { errorBox, fmtNum, fmtTime, h, mount, toEpoch } from "../dom.js";
 
+/** "Publish as model": a checkpoint (best preselected) and a name -> POST .../publish. */
+function publishForm(jobId, ckpts, best) {
+  const pick = h(
+    "select",
+    { id: "publish-ckpt" },
+    ckpts.map((c) => h("option", { value: String(c.step), selected: c === (best || ckpts[ckpts.length - 1]) }, `${c.name}${c === best ? " (best)" : ""}`)),
+  );
+  const name = h("input", { id: "publish-name", placeholder: "model name", size: 24, autocomplete: "off" });
+  const status = h("span", { class: "small", id: "publish-status", role: "status" });
+  const submit = async (ev) => {
+    ev.preventDefault();
+    status.textContent = "Publishing…";
+    try {
+      const m = await api.publish(jobId, name.value.trim(), Number(pick.value));
+      mount(status, "Published ", h("a", { href: "#/models", id: "published-link" }, m.name), ` (${m.checkpoint}).`);
+    } catch (e) {
+      status.textContent = e.message;
+      status.className = "small error";
+    }
+  };
+  return h(
+    "form",
+    { class: "publish-form", id: "publish-form", onsubmit: submit },
+    h("strong", {}, "Publish as model "),
+    pick,
+    " ",
+    name,
+    " ",
+    h("button", { class: "btn primary small", type: "submit", id: "publish-btn" }, "Publish"),
+    " ",
+    status,
+  );
+}
+
 /** The checkpoint with the highest validation reward (the latest among equals), or null. */
 export function bestCheckpoint(ckpts) {
   let best = null;
@@ -41,7 +75,8 @@ export function renderOutputs(el, ctx) {
             ),
           ),
         ),
-        h("p", { class: "muted small" }, "Publish a checkpoint as a model with ", h("code", {}, `rltune models publish ${ctx.jobId} --checkpoint ${best ? best.name : "best"}`)),
+        publishForm(ctx.jobId, ckpts, best),
+        h("p", { class: "muted small" }, "Or from a shell: ", h("code", {}, `rltune models publish ${ctx.jobId} --checkpoint ${best ? best.step : "best"} --name NAME`)),
       );
     })
     .catch((e) => mount(el, errorBox(e)));

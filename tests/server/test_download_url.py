@@ -40,12 +40,15 @@ def http_data():
 
 
 def job_yaml(url: str) -> str:
-    return (f"name: dl\nmodel: no-such-model\ndatasets:\n  - type: training\n"
+    return (f"name: dl\nmodel: stand-in\ndatasets:\n  - type: training\n"
             f"    data_source_type: download_url\n    download_url: {url}\n"
             "training: {hyper_parameters: {batch_size: 2, n_rollouts: 2}}\n")
 
 
 def test_server_fetches_and_stores_the_dataset(server, http_data):
+    model = server.home / "models" / "stand-in"  # weightless: the job fails once started
+    model.mkdir(parents=True)
+    (model / "config.json").write_text('{"model_type": "qwen2"}')
     with server.client() as c:
         res = c.post("/v1/jobs", json={"config_yaml": job_yaml(f"{http_data}/train.jsonl?x=1")})
         assert res.status_code == 201, res.text

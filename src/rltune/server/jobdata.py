@@ -49,6 +49,15 @@ def read_log_lines(job_dir: Path, offset: int = 1, lines: int = 1000,
     return out, offset + len(out)
 
 
+def job_config(job_dir: Path, rec: dict[str, Any]) -> dict[str, Any]:
+    """The config as submitted: ``config.json`` in the job's folder (kept out of the store, so
+    list pages never load it, and its secrets stay with the job)."""
+    try:
+        return json.loads((job_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return rec.get("config") or {}
+
+
 def read_progress(job_dir: Path) -> Optional[dict[str, Any]]:
     try:
         return json.loads((job_dir / "progress.json").read_text())

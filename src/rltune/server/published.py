@@ -21,7 +21,7 @@ from rltune.lifecycle.publish import (
 )
 from rltune.paths import published_dir
 from rltune.sdk.errors import ConflictError, NotFoundError
-from rltune.server.jobdata import list_checkpoints
+from rltune.server.jobdata import job_config, list_checkpoints
 
 HINT = "list models: GET /v1/models"
 
@@ -52,6 +52,7 @@ def publish(store: Any, home: Path, jobs_dir: Path, workspace: str, job: dict[st
             auto: bool = False) -> dict[str, Any]:
     """Publish checkpoint ``which`` (step, best, last) of ``job`` as ``name``; the record."""
     check_name(name)
+    job = {**job, "config": job_config(Path(jobs_dir) / job["id"], job)}
     if find_model(store, workspace, name) is not None:
         raise ConflictError(f"model {name!r} exists", where="name",
                             hint="choose another name or delete it: DELETE /v1/models/" + name)
@@ -90,7 +91,7 @@ def auto_publish(store: Any, home: Path, jobs_dir: Path, job_id: str) -> Optiona
     validated) as its ``tuned_model_name``. The job record gets ``published_model`` or
     ``publish_error``; a failure here never changes the job's status."""
     job = store.get("jobs", job_id)
-    name = ((job or {}).get("config") or {}).get("tuned_model_name")
+    name = job_config(Path(jobs_dir) / job_id, job).get("tuned_model_name") if job else None
     if not job or not name:
         return None
     try:

@@ -19,7 +19,7 @@ from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ServerContext, ctx_of, page, paging
 from rltune.server.idempotency import fingerprint, idempotent
-from rltune.server.jobdata import latest_metric, list_checkpoints, read_progress
+from rltune.server.jobdata import job_config, latest_metric, list_checkpoints, read_progress
 from rltune.server.redact import masked
 from rltune.server.submit import fetch_url_datasets, parse_config, resolve
 
@@ -50,15 +50,6 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
         out.update(config=config, config_yaml=dump_yaml(config),
                    checkpoints=len(list_checkpoints(job_dir)), exit_code=rec.get("exit_code"))
     return out
-
-
-def job_config(job_dir: Path, rec: dict) -> dict[str, Any]:
-    """The config as submitted: ``config.json`` in the job's folder (kept out of the store, so
-    list pages never load it)."""
-    try:
-        return json.loads((job_dir / "config.json").read_text())
-    except (OSError, ValueError):
-        return rec.get("config") or {}
 
 
 class JobCreate(BaseModel):

@@ -87,7 +87,7 @@ class InProcess:
         self.processor = plugin.__rltune_processor__()
         self.calls = 0
 
-    async def call(self, payload):
+    async def call(self, payload, headers=None):
         self.calls += 1
         return await call_process(self.processor, payload)
 

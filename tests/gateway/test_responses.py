@@ -105,7 +105,7 @@ async def test_agents_sdk_rollout_is_one_exact_row(nano_gateway):
         def __init__(self):
             self.processor = AgentsRollout()
 
-        async def call(self, payload):
+        async def call(self, payload, headers=None):
             return await call_process(self.processor, payload)
 
     runner = RolloutRunner(InProcess(), nano_gateway, job_id="j", model_name="nano",

@@ -33,8 +33,10 @@ log = logging.getLogger("rltune.functions.sandbox")
 
 MODES = ("auto", "bwrap", "none")
 #: Variables copied from the parent when set (none of them can carry a secret).
-_PASS_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "RLTUNE_LOG_LEVEL", "RLTUNE_WORKER_HTTP",
-              "RLTUNE_WORKER_LOOP")
+_PASS_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "RLTUNE_LOG_LEVEL", "LOG_LEVEL",
+              "RLTUNE_WORKER_HTTP", "RLTUNE_WORKER_LOOP", "ENABLE_TRAJECTORY", "RLTUNE_TRACE_DIR")
+#: Tracing settings (OTEL_*) reach workers, except collector credentials (``*_HEADERS``).
+_PASS_PREFIX, _SECRET_SUFFIX = "OTEL_", "_HEADERS"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 #: What of /etc a Python process needs (users, DNS, TLS roots, time zone, the linker cache).
 _ETC = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
@@ -90,6 +92,8 @@ def minimal_env(workspace: Path, private_dir: Path, extra: dict[str, str]) -> di
     import rltune
 
     env = {k: os.environ[k] for k in _PASS_VARS if k in os.environ}
+    env.update({k: v for k, v in os.environ.items()
+                if k.startswith(_PASS_PREFIX) and not k.endswith(_SECRET_SUFFIX)})
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = f"{bindir}:{DEFAULT_PATH}"
     env["HOME"] = env["TMPDIR"] = str(private_dir)
@@ -126,12 +130,12 @@ def homes_to_hide(workspace: Path) -> list[Path]:
 
 
 def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path,
-                  hidden: list[Path], files: tuple[Path, ...] = ()) -> list[str]:
+                  hidden: list[Path], writable: tuple[Path, ...] = ()) -> list[str]:
     """``cmd`` wrapped in a bubblewrap sandbox (see the module doc).
 
     ``hidden`` paths (``$RLTUNE_HOME``) get an empty tmpfs over them even if a Python
-    directory lies inside; ``workspace``, ``private_dir`` and the existing writable ``files``
-    (the job's log, which the function's output is appended to) are mounted after.
+    directory lies inside; ``workspace``, ``private_dir`` and the existing ``writable`` paths
+    (the job's log and trace folder, which the worker appends to) are mounted after.
     """
     args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
@@ -153,8 +157,8 @@ def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path,
             args += ["--ro-bind", d, d]
     args += ["--bind", str(workspace), str(workspace)]
     args += ["--bind", str(private_dir), str(private_dir)]
-    for f in files:
-        args += ["--bind", str(f), str(f)]
+    for path in writable:
+        args += ["--bind", str(path), str(path)]
     args += ["--chdir", str(workspace), "--"]
     return args + cmd
 

@@ -164,9 +164,11 @@ class LocalProcessBackend(WorkerBackend):
             cmd += ["--timeout", str(spec.timeout)]
         if isolation == "bwrap":
             ws = Path(spec.workspace).resolve()
-            log_file = job_log()
+            trace_dir = os.environ.get("RLTUNE_TRACE_DIR")  # spans kept in the job folder
+            writable = [p for p in (job_log(), Path(trace_dir) if trace_dir else None)
+                        if p is not None and p.exists()]
             cmd = sandbox.bwrap_command(cmd, ws, private, hidden=sandbox.homes_to_hide(ws),
-                                        files=(log_file,) if log_file else ())
+                                        writable=tuple(writable))
         with open(log_path, "ab") as log:
             # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
             proc = subprocess.Popen(

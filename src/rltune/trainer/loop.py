@@ -2,8 +2,10 @@
 
 ``Trainer.run``: start the runtime (``trainer/runtime.py``) → restore a checkpoint when
 resuming → validate before training → for every step: run it (``trainer/step.py``: collect
-groups → score → training rows → update → sync), validate every ``eval_steps``, write the
-step's outputs, report progress, checkpoint per ``save_strategy`` → summary → job-end hook.
+groups → score → training rows → update → sync; ``trainer/scheduler.py`` decides whether the
+next step's rollouts already sample during this step's update, ``max_staleness``), validate
+every ``eval_steps``, write the step's outputs, report progress, checkpoint per
+``save_strategy`` → summary → job-end hook.
 
 What the step learns from is the job's signal (``trainer/signals.py``), chosen by the
 advantage estimator: group advantages of rewards (GRPO, GSPO, DAPO) or the teacher's

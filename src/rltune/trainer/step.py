@@ -10,6 +10,8 @@ collect groups → score → training rows → update → sync.
 4. **update**: ``PolicyUpdater`` runs the mini-batch updates.
 5. **sync**: the new weights go to the engine (``TrainingRuntime.sync_weights``).
 
+``train`` runs the five in order (the synchronous step). ``gather`` (1-2), ``learn`` (3-4) and
+``sync`` (5) are the halves ``trainer/scheduler.py`` overlaps with ``max_staleness: 1``.
 ``validate`` runs the validation prompts through the same path without steps 3-5.
 """
 

@@ -284,3 +284,18 @@ def test_device_keys_are_checked():
         validate_hyper_parameters({"device": "tpu"})
     with pytest.raises(ConfigError, match="fp32_master_weights"):
         validate_hyper_parameters({"fp32_master_weights": True})
+
+
+def test_async_pipeline_keys_are_checked():
+    hp = validate_hyper_parameters({})
+    assert (hp.max_staleness, hp.partial_rollouts) == (0, False)
+    hp = validate_hyper_parameters({"max_staleness": 1, "partial_rollouts": True})
+    assert (hp.max_staleness, hp.partial_rollouts) == (1, True)
+    with pytest.raises(ConfigError, match=r"max_staleness = 2: is not supported yet.*0 .*or 1"):
+        validate_hyper_parameters({"max_staleness": 2})
+    with pytest.raises(ConfigError, match=r"partial_rollouts.*only applies with max_staleness"):
+        validate_hyper_parameters({"partial_rollouts": True})
+    with pytest.raises(ConfigError, match=r"temperature = 0\.7: must be 1\.0 with max_staleness"):
+        validate_hyper_parameters({"max_staleness": 1, "temperature": 0.7})
+    with pytest.raises(ConfigError, match="top_p"):
+        validate_hyper_parameters({"max_staleness": 1, "top_p": 0.9})

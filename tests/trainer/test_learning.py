@@ -81,3 +81,14 @@ async def test_gspo_raises_validation_reward_by_0_2(tmp_path, nano_model_dir):
 @pytest.mark.parametrize("algorithm", ["grpo", "dapo"])
 async def test_grpo_and_dapo_improve(tmp_path, nano_model_dir, algorithm):
     assert_rises(await train(tmp_path, nano_model_dir, algorithm, steps=10), by=0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("partial", [False, True], ids=["whole", "partial"])
+async def test_gspo_with_max_staleness_1_raises_validation_reward_by_0_2(
+        tmp_path, nano_model_dir, partial):
+    """The asynchronous pipeline (each step's rollouts sampled one version behind, corrected by
+    decoupled PPO) learns as the synchronous GSPO test does: the same gate."""
+    summary = await train(tmp_path, nano_model_dir, "gspo", steps=20, max_staleness=1,
+                          partial_rollouts=partial)
+    assert_rises(summary, by=0.2)

@@ -154,3 +154,56 @@ def test_bad_dataset_line_is_a_clear_error(tmp_path, tiny_model_dir):
         fh.write('{"messages": "not a list"}\n')
     with pytest.raises(DatasetError, match=r"train\.jsonl:13"):
         Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws)
+
+
+@pytest.mark.parametrize("partial", [False, True])
+async def test_max_staleness_1_overlaps_steps_and_accounts_for_staleness(
+        tmp_path, tiny_model_dir, partial):
+    """Step k+1's rollouts are sampled before step k's update reaches the engine: from step 2
+    on they are one version old (partial rollouts: some tokens already on the new weights);
+    checkpoints keep the data order of the steps trained, not of the rollouts sampled ahead,
+    so a resumed job trains the same prompts (checked once; the partial run is 3 steps)."""
+    n = 3 if partial else 6
+    ws = make_workspace(tmp_path, tiny_model_dir, eval_steps=3, max_staleness=1,
+                        partial_rollouts=partial, n_rollouts=4,
+                        save_strategy="no" if partial else "steps",
+                        **({"max_steps": n} if partial else {"n_epochs": 1}))
+    shutil.copytree(FIXTURES / "nanws" / "functions", ws / "functions", dirs_exist_ok=True)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["functions"][1]["fcmodel"]["classpath"] = "functions/nan_reward.py:LengthParity"
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    cfg = load_job_config(ws / "job.yaml")
+    job_dir = tmp_path / "job"
+    first = await Trainer(cfg, job_dir=job_dir, base_dir=ws).run()
+    steps = {r["step"]: r["metrics"] for r in read_metrics(job_dir)}
+    assert sorted(steps) == list(range(n + 1))
+    assert all(steps[s]["train/trainable_rows"] > 0 for s in range(1, n + 1))  # all update
+    assert steps[1]["fully_async/staleness/max"] == 0  # nothing was sampled ahead of step 1
+    for s in range(2, n + 1):
+        m = steps[s]
+        # partial rollouts: a turn that starts after the update is sampled by the new weights
+        assert m["fully_async/staleness/max"] in ((0.0, 1.0) if partial else (1.0,)), s
+        assert m["fully_async/dropped_stale_rollouts"] == 0
+        shares = [v for k, v in m.items() if k.startswith("fully_async/token_share/")]
+        assert sum(shares) == pytest.approx(1.0)
+        if not partial:  # the weights only change once the rollouts sampled ahead are in
+            assert m["fully_async/staleness/share_1"] == 1.0
+            assert m["fully_async/partial_rollout_share"] == 0.0
+        assert 0.5 < m["fully_async/behaviour_weight/mean"] < 2.0
+        for who in ("engine", "trainer"):
+            assert 0.0 <= m[f"fully_async/idle/{who}_share"] <= 1.0
+    assert "validation/data/reward/mean@1" in steps[3]
+
+    if partial:
+        return
+
+    def prompts(step):
+        path = job_dir / "trajectories" / f"step_{step:06d}.jsonl"
+        return sorted(json.loads(x)["row_index"] for x in path.open())
+
+    before = prompts(5)
+    ckpt = Path(first["checkpoints"][0])
+    assert ckpt.name == "checkpoint-4"
+    resumed = await Trainer(cfg, job_dir=job_dir, base_dir=ws).run(resume_from=ckpt)
+    assert resumed["steps"] == 2
+    assert prompts(5) == before

@@ -6,8 +6,11 @@ import pytest
 import torch
 
 from rltune.trainer.losses import (
+    BEHAVIOUR_WEIGHT_CAP,
     agg_normalizer,
     aggregate_loss,
+    behaviour_weight_BT,
+    decoupled_ppo_loss_BT,
     entropy_from_logits_BT,
     importance_ratio_BT,
     kl_penalty_BT,
@@ -106,3 +109,46 @@ def test_entropy():
     logits = torch.tensor([[[0.0, 0.0], [0.0, math.log(3.0)]]])
     h = entropy_from_logits_BT(logits)[0].tolist()
     assert h == pytest.approx([math.log(2), -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))])
+
+
+# --- off-policy correction (max_staleness >= 1): decoupled PPO, truncated behaviour weight ---
+BEHAV = torch.tensor([[0.0, -1.5, -1.0]])  # what the engine recorded when it sampled
+
+
+def test_behaviour_weight_per_token_and_per_sequence():
+    w, capped = behaviour_weight_BT(LOGP, BEHAV, MASK, "token")
+    # log w = prox - behav = 0.5 and -1.0 on the sampled tokens; position 0 is masked → 1.
+    assert w.tolist()[0] == pytest.approx([1.0, math.exp(0.5), math.exp(-1.0)])
+    assert capped.tolist() == [[False, False, False]]
+    w, _ = behaviour_weight_BT(LOGP, BEHAV, MASK, "sequence")
+    # GSPO: exp(mean(0.5, -1.0)) = exp(-0.25) on every sampled token
+    assert w.tolist()[0] == pytest.approx([1.0, math.exp(-0.25), math.exp(-0.25)])
+
+
+def test_behaviour_weight_is_truncated_at_the_cap():
+    assert BEHAVIOUR_WEIGHT_CAP == 2.0
+    w, capped = behaviour_weight_BT(LOGP, torch.tensor([[0.0, -3.0, -2.0]]), MASK, "token")
+    # log w = 2.0 (e^2 = 7.39, truncated to 2) and 0.0
+    assert w.tolist()[0] == pytest.approx([1.0, 2.0, 1.0])
+    assert capped.tolist() == [[False, True, False]]
+    w, capped = behaviour_weight_BT(LOGP, BEHAV, MASK, "token", cap=1.5)
+    assert w.tolist()[0] == pytest.approx([1.0, 1.5, math.exp(-1.0)])
+    assert capped.tolist() == [[False, True, False]]
+
+
+def test_decoupled_ppo_loss_against_hand_computed_values():
+    ratio = torch.tensor([[1.0, 1.1, 0.7]], requires_grad=True)  # pi_theta / pi_prox
+    adv = torch.tensor([[0.0, 1.0, -1.0]])
+    w = torch.tensor([[1.0, 1.5, 0.5]], requires_grad=True)
+    loss, clipped = decoupled_ppo_loss_BT(ratio, adv, w, 0.2, 0.2)
+    # token 1: A=1, r=1.1 inside [0.8, 1.2]: -1.1, x1.5 = -1.65
+    # token 2: A=-1, r=0.7 below 0.8: max(0.7, 0.8) = 0.8 (clipped), x0.5 = 0.4
+    assert loss.tolist()[0] == pytest.approx([0.0, -1.65, 0.4])
+    assert clipped.tolist() == [[False, False, True]]
+    (loss * MASK).sum().backward()
+    assert ratio.grad.tolist()[0] == pytest.approx([0.0, -1.5, 0.0])  # -A·w; clipped → 0
+    assert w.grad is None  # the behaviour weight is a constant of the loss
+    # fresh samples (w = 1): exactly the PPO clip loss
+    plain, _ = ppo_clip_loss_BT(ratio.detach(), adv, 0.2, 0.2)
+    same, _ = decoupled_ppo_loss_BT(ratio.detach(), adv, torch.ones_like(adv), 0.2, 0.2)
+    assert torch.equal(plain, same)

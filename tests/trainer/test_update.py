@@ -3,6 +3,8 @@ likelier, micro-batching is exact, and resuming from a checkpoint reproduces the
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -170,3 +172,31 @@ def test_checkpoint_rotation_and_rng(tmp_path):
     assert (random.random(), torch.rand(1).item()) == expected
     assert read_trainer_state(tmp_path / "checkpoint-4")["step"] == 4
     assert not any(p.name.startswith(".tmp") for p in tmp_path.iterdir())
+
+
+def test_off_policy_update_weighs_tokens_by_the_behaviour_weight():
+    """max_staleness 1: rows sampled by the current weights update exactly as the synchronous
+    loss does (w = 1); rows sampled by older weights are reweighted and the weights reported."""
+    rows = _rows()
+    probe = _updater(tiny_qwen2())
+    old = probe.compute_logprobs(rows)
+    for r, lp in zip(rows, old, strict=True):
+        r.old_logprobs, r.rollout_logprobs = lp, list(lp)
+    sync_model, async_model = tiny_qwen2(), tiny_qwen2()
+    m_sync = _updater(sync_model).update(rows)
+    m_async = _updater(async_model, max_staleness=1).update(rows)
+    assert m_async["actor/pg_loss"] == pytest.approx(m_sync["actor/pg_loss"], rel=1e-6)
+    assert m_async["fully_async/behaviour_weight/mean"] == pytest.approx(1.0)
+    assert "fully_async/behaviour_weight/mean" not in m_sync
+    for a, b in zip(sync_model.parameters(), async_model.parameters(), strict=True):
+        assert torch.allclose(a, b, atol=1e-7)
+
+    # every token was sampled 0.3 nats less likely than the policy now finds it: w = e^0.3
+    # on each, so the whole gradient (before clipping) is e^0.3 times the on-policy one
+    for r in rows:
+        r.rollout_logprobs = [x - 0.3 * m for x, m in zip(r.old_logprobs, r.loss_mask,
+                                                          strict=True)]
+    m_stale = _updater(tiny_qwen2(), max_staleness=1).update(rows)
+    assert m_stale["fully_async/behaviour_weight/mean"] == pytest.approx(math.exp(0.3), rel=1e-5)
+    assert m_stale["actor/grad_norm"] == pytest.approx(
+        math.exp(0.3) * m_sync["actor/grad_norm"], rel=1e-4)

@@ -29,6 +29,9 @@ from rltune.config.algorithm import (
     LossAggMode,
 )
 
+#: The scheduler looks one step ahead, so no rollout is ever more than one version old.
+MAX_STALENESS_SUPPORTED = 1
+
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
@@ -148,6 +151,19 @@ class HyperParameters(StrictModel):
         "once more than this share of its steps failed (1 = never)",
     )
     max_rollout_retries: int = Field(2, ge=0, le=20)
+    # --- the asynchronous pipeline (rltune's own; trainer/scheduler.py) ---
+    max_staleness: int = Field(
+        0, ge=0, le=1000,
+        description="0 = synchronous (rollouts, then the update, every step). 1 = the next "
+        "step's rollouts are sampled while this step updates, from weights one version old; "
+        "the loss corrects for it (decoupled PPO) and rollouts older than this are dropped",
+    )
+    partial_rollouts: bool = Field(
+        False,
+        description="with max_staleness 1: a rollout in flight when the weights change "
+        "continues on the new weights (every token keeps the version it was sampled with); "
+        "false = the weights change only once the in-flight rollouts have finished",
+    )
     val_n_rollouts: int = Field(
         1, ge=1, le=64,
         description="sampled rollouts per validation prompt; mean@1 is their average (more "
@@ -276,8 +292,37 @@ class HyperParameters(StrictModel):
                 "fp32_master_weights", True, "only applies with bf16 (weights are fp32 already)",
                 "set bf16: true, or remove fp32_master_weights",
             )
+        _check_async(self)
         _refuse_distributed(self)
         return self
+
+
+def _check_async(hp: HyperParameters) -> None:
+    """The asynchronous pipeline's couplings (``trainer/scheduler.py``)."""
+    if hp.max_staleness > MAX_STALENESS_SUPPORTED:
+        raise _coupling(
+            "max_staleness", hp.max_staleness,
+            f"is not supported yet: the scheduler samples at most one step ahead, so "
+            f"max_staleness may be 0 (synchronous) or {MAX_STALENESS_SUPPORTED}",
+            f"set max_staleness: {MAX_STALENESS_SUPPORTED}",
+        )
+    if hp.partial_rollouts and hp.max_staleness == 0:
+        raise _coupling(
+            "partial_rollouts", True,
+            "only applies with max_staleness >= 1 (a synchronous step never changes the "
+            "weights while rollouts run)",
+            "set max_staleness: 1, or remove partial_rollouts",
+        )
+    if hp.max_staleness and (hp.temperature != 1.0 or hp.top_p != 1.0):
+        name, value = ("temperature", hp.temperature) if hp.temperature != 1.0 \
+            else ("top_p", hp.top_p)
+        raise _coupling(
+            name, value,
+            "must be 1.0 with max_staleness >= 1: the off-policy correction divides by the "
+            "engine's recorded log-probs, which are those of the unscaled, unfiltered "
+            "distribution",
+            f"remove {name} (1.0), or set max_staleness: 0",
+        )
 
 
 #: The distributed-layout keys this build can honour, and the values it supports. Training and

@@ -101,6 +101,7 @@ class _Seq:
         self.stop_ids = set(sp.stop_token_ids) | (set() if sp.ignore_eos else eos_ids)
         self.eos_ids = eos_ids
         self.decode = decode
+        self.version = 0  # the weight version at prefill (no sequence spans two versions)
         generator = None
         if sp.seed is not None:
             import torch
@@ -143,7 +144,8 @@ class _Seq:
     def completion(self, reason: str, stop_reason: Optional[str | int] = None) -> Completion:
         return Completion(index=self.index, completion_ids=list(self.out_ids),
                           logprobs=list(self.out_lps), finish_reason=reason,
-                          stop_reason=stop_reason, top_logprobs=self.top)
+                          stop_reason=stop_reason, top_logprobs=self.top,
+                          weight_version=self.version)
 
     def _stop_string(self) -> Optional[str]:
         # Each token is at least one byte, so the last len(bytes)+1 tokens hold any new match.
@@ -452,7 +454,7 @@ class TransformersEngine(Engine):
         logits = self._forward(ids, mask, cache)
         self.stats["prefills"] += 1
         for s in seqs:
-            s.job.weight_version = self._version
+            s.version = s.job.weight_version = self._version
         keep = self._sample_and_record(seqs, logits)
         if not keep:
             return

@@ -72,6 +72,8 @@ class Completion(BaseModel):
     finish_reason: FinishReason
     stop_reason: Optional[str | int] = None
     top_logprobs: Optional[list[list[TopLogprob]]] = None
+    #: the engine weight version that sampled every token (None: the engine does not say)
+    weight_version: Optional[int] = None
 
 
 class GenerationResult(BaseModel):

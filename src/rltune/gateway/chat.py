@@ -226,7 +226,8 @@ class ChatService:
             rollout_id=rollout_id, call_index=call_index, choice_index=c.index,
             prompt_ids=p.prompt_ids, completion_ids=c.completion_ids,
             completion_logprobs=c.logprobs, finish_reason=c.finish_reason, latency_s=latency,
-            weight_version=weight_version, messages=p.messages, tools=p.tools,
+            weight_version=weight_version if c.weight_version is None else c.weight_version,
+            messages=p.messages, tools=p.tools,
             response_message=_response_message(out).model_dump(exclude_none=True),
             sampling=p.sampling.model_dump(exclude_defaults=True),
             tool_parse_error=out.error)

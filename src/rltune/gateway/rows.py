@@ -39,8 +39,11 @@ class Row(BaseModel):
     """One training sequence.
 
     ``sampled_logprobs[i]`` is the engine's log-prob of ``input_ids[i]`` where
-    ``loss_mask[i] == 1`` and 0.0 elsewhere. ``prompt_length`` is where the first sampled token
-    sits (the trainer's ``max_prompt_length`` applies to it).
+    ``loss_mask[i] == 1`` and 0.0 elsewhere; ``token_versions[i]`` is the engine weight version
+    that sampled it (-1 where nothing was sampled): a multi-turn rollout whose weights changed
+    between two calls carries both versions (the asynchronous pipeline's staleness).
+    ``prompt_length`` is where the first sampled token sits (the trainer's
+    ``max_prompt_length`` applies to it).
     """
 
     input_ids: list[int] = Field(default_factory=list)
@@ -49,16 +52,23 @@ class Row(BaseModel):
     prompt_length: int = 0
     call_indices: list[tuple[int, int]] = Field(default_factory=list)
     finish_reasons: list[str] = Field(default_factory=list)
-    weight_versions: list[int] = Field(default_factory=list)
+    weight_versions: list[int] = Field(default_factory=list)  # one per merged call
+    token_versions: list[int] = Field(default_factory=list)
 
     @property
     def num_sampled(self) -> int:
         return sum(self.loss_mask)
 
-    def _append(self, ids: Sequence[int], mask: int, lps: Optional[Sequence[float]]) -> None:
+    def sampled_versions(self) -> list[int]:
+        """The weight version of every sampled token, in order."""
+        return [v for v, m in zip(self.token_versions, self.loss_mask, strict=False) if m]
+
+    def _append(self, ids: Sequence[int], mask: int, lps: Optional[Sequence[float]],
+                version: int = -1) -> None:
         self.input_ids.extend(ids)
         self.loss_mask.extend([mask] * len(ids))
         self.sampled_logprobs.extend(lps if lps is not None else [0.0] * len(ids))
+        self.token_versions.extend([version if mask else -1] * len(ids))
 
 
 class RowBreak(BaseModel):
@@ -102,7 +112,7 @@ def build_rows(calls: Sequence[CapturedCall]) -> RowsResult:
             row._append(call.prompt_ids[len(row.input_ids):], 0, None)
             owners[target] = call
         row = rows[target]
-        row._append(call.completion_ids, 1, call.completion_logprobs)
+        row._append(call.completion_ids, 1, call.completion_logprobs, call.weight_version)
         row.call_indices.append((call.call_index, call.choice_index))
         row.finish_reasons.append(call.finish_reason)
         row.weight_versions.append(call.weight_version)

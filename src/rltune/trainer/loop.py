@@ -2,8 +2,10 @@
 
 ``Trainer.run``: start the runtime (``trainer/runtime.py``) → restore a checkpoint when
 resuming → validate before training → for every step: run it (``trainer/step.py``: collect
-groups → score → training rows → update → sync), validate every ``eval_steps``, write the
-step's outputs, report progress, checkpoint per ``save_strategy`` → summary → job-end hook.
+groups → score → training rows → update → sync; ``trainer/scheduler.py`` decides whether the
+next step's rollouts already sample during this step's update, ``max_staleness``), validate
+every ``eval_steps``, write the step's outputs, report progress, checkpoint per
+``save_strategy`` → summary → job-end hook.
 
 What the step learns from is the job's signal (``trainer/signals.py``), chosen by the
 advantage estimator: group advantages of rewards (GRPO, GSPO, DAPO) or the teacher's
@@ -34,6 +36,7 @@ from rltune.sdk.errors import ConfigError
 from rltune.trainer.outcome import FailedSteps
 from rltune.trainer.results import trajectory_record
 from rltune.trainer.runtime import TrainingRuntime
+from rltune.trainer.scheduler import StepScheduler
 from rltune.trainer.signals import build_signal
 from rltune.trainer.sink import Sink, build_sink
 from rltune.trainer.step import StepResult, StepRunner
@@ -107,31 +110,13 @@ class Trainer:
                                        has_rewards=bool(rt.rewarder.components))
             self.steps = StepRunner(rt, self.signal, job_id=self.job_id,
                                     train_rows=self.train_rows, sampler=self.sampler)
-            start_step = await self._restore(resume_from) if resume_from is not None else 0
-            failed = FailedSteps(planned=self.total_steps - start_step,
-                                 max_share=hp.max_failed_step_share)
-            val = None
-            if self.val_rows and start_step == 0:
-                val = await self.steps.validate(self.val_rows)
-                self.sink.metrics(0, val)
-                self.initial_validation = val.get(VAL_REWARD)
-                log(f"validation before training: reward {_fmt(self.initial_validation)}"
-                    + "".join(f", {label} {_fmt(val.get(metric.replace('actor/', 'validation/')))}"
-                              for metric, label in self.signal.progress_fields.values()))
-            for step in range(start_step + 1, self.total_steps + 1):
-                with self.obs.step(step):  # one trace per step
-                    result = await self.steps.train(step)
-                metrics = result.metrics
-                epoch_done = self.sampler.position + hp.batch_size > self.sampler.n_rows
-                if self.val_rows and (step % hp.eval_steps == 0 or step == self.total_steps):
-                    val = await self.steps.validate(self.val_rows)
-                    metrics.update(val)
-                self._write_outputs(step, result)
-                self._report(step, metrics, val)
-                failed.add(step, result.failures, rollouts=len(result.results))
-                if self._should_save(step, epoch_done):
-                    log(f"saved checkpoint {self._save(step)}")
-            summary = self._summary()
+            self.scheduler = StepScheduler(self.steps, total_steps=self.total_steps,
+                                           max_staleness=hp.max_staleness,
+                                           partial_rollouts=hp.partial_rollouts)
+            try:
+                summary = await self._train(resume_from)
+            finally:
+                await self.scheduler.close()  # rollouts sampled ahead of a failed step
         last = self.history[-1]["step"] if self.history else 0
         self.sink.progress(
             {**summary, "step": last, "total_steps": self.total_steps, "state": "finished"}
@@ -139,6 +124,36 @@ class Trainer:
         log(f"finished: {summary}")
         self._on_job_end(summary)
         return summary
+
+    async def _train(self, resume_from: str | Path | None) -> dict[str, Any]:
+        """Validate, then every step: run it, validate, write, report, checkpoint."""
+        hp, log = self.hp, self.sink.log
+        start_step = await self._restore(resume_from) if resume_from is not None else 0
+        failed = FailedSteps(planned=self.total_steps - start_step,
+                             max_share=hp.max_failed_step_share)
+        val = None
+        if self.val_rows and start_step == 0:
+            val = await self.steps.validate(self.val_rows)
+            self.sink.metrics(0, val)
+            self.initial_validation = val.get(VAL_REWARD)
+            log(f"validation before training: reward {_fmt(self.initial_validation)}"
+                + "".join(f", {label} {_fmt(val.get(metric.replace('actor/', 'validation/')))}"
+                          for metric, label in self.signal.progress_fields.values()))
+        for step in range(start_step + 1, self.total_steps + 1):
+            with self.obs.step(step):  # one trace per step
+                result = await self.scheduler.run_step(step)
+            metrics = result.metrics
+            order = self.scheduler.data_order()  # not moved by rollouts sampled ahead
+            epoch_done = order["position"] + hp.batch_size > order["n_rows"]
+            if self.val_rows and (step % hp.eval_steps == 0 or step == self.total_steps):
+                val = await self.steps.validate(self.val_rows)
+                metrics.update(val)
+            self._write_outputs(step, result)
+            self._report(step, metrics, val)
+            failed.add(step, result.failures, rollouts=len(result.results))
+            if self._should_save(step, epoch_done):
+                log(f"saved checkpoint {self._save(step)}")
+        return self._summary()
 
     def _write_outputs(self, step: int, result: StepResult) -> None:
         """The step's metrics and trajectories (each replaces what a replayed step wrote)."""
@@ -167,7 +182,7 @@ class Trainer:
         state = {"job_id": self.job_id, "step": step, "total_steps": self.total_steps,
                  "validation_reward": vals[-1] if vals else None,
                  "trackers": self.obs.run_ids(),  # a resumed job continues the same runs
-                 "data_order": self.sampler.state_dict()}
+                 "data_order": self.scheduler.data_order()}
         return save_checkpoint(self.rt.ckpt_root, step=step, model=self.rt.model,
                                tokenizer=self.rt.tokenizer, updater=self.rt.updater,
                                trainer_state=state, save_total_limit=self.hp.save_total_limit)

@@ -75,6 +75,56 @@ def ppo_clip_loss_BT(
     return loss_BT, was_clipped_BT
 
 
+#: Largest behaviour weight ``pi_prox / pi_behav`` (truncated importance sampling, C = 2 as
+#: in the truncated-IS fix for rollout/trainer mismatch). With one step of staleness the
+#: weights sit near 1; the cap only bounds the variance a rare token would otherwise add.
+BEHAVIOUR_WEIGHT_CAP = 2.0
+
+
+def behaviour_weight_BT(
+    prox_logp_BT: torch.Tensor,
+    behav_logp_BT: torch.Tensor,
+    mask_BT: torch.Tensor,
+    level: Literal["token", "sequence"] = "token",
+    cap: float = BEHAVIOUR_WEIGHT_CAP,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decoupled PPO's behaviour weight ``min(pi_prox / pi_behav, cap)`` (no gradient), and
+    where the cap was active.
+
+    ``prox`` is the policy the update starts from (the trainer's recomputed old log-probs),
+    ``behav`` the one that sampled the tokens (the engine's recorded log-probs, possibly an
+    older weight version). ``level`` follows the importance ratio: per token, or GSPO's
+    ``exp(mean_t(prox - behav))`` over the row, the same at every position. Masked positions
+    get weight 1.
+    """
+    log_w_BT = ((prox_logp_BT - behav_logp_BT) * mask_BT).detach()
+    if level == "sequence":
+        log_w_BT = masked_mean(log_w_BT, mask_BT, dim=-1).unsqueeze(-1).expand_as(log_w_BT)
+    w_BT = torch.exp(log_w_BT.clamp(max=20.0))
+    capped_BT = (w_BT > cap) & (mask_BT > 0)
+    w_BT = torch.where(mask_BT > 0, w_BT.clamp(max=cap), torch.ones_like(w_BT))
+    return w_BT, capped_BT
+
+
+def decoupled_ppo_loss_BT(
+    ratio_BT: torch.Tensor,
+    adv_BT: torch.Tensor,
+    behaviour_weight_BT: torch.Tensor,
+    clip_low: Optional[float],
+    clip_high: Optional[float],
+    clip_c: Optional[float] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The off-policy-corrected surrogate: ``w · ppo_clip_loss(pi/pi_prox, A)``.
+
+    ``ratio_BT`` is ``pi_theta / pi_prox`` (the trust region stays centred on the policy the
+    update starts from), ``behaviour_weight_BT`` corrects for the tokens having been sampled by
+    an older policy (``behaviour_weight_BT``). With fresh samples w = 1 and this is
+    ``ppo_clip_loss_BT``.
+    """
+    loss_BT, clipped_BT = ppo_clip_loss_BT(ratio_BT, adv_BT, clip_low, clip_high, clip_c)
+    return behaviour_weight_BT.detach() * loss_BT, clipped_BT
+
+
 def kl_penalty_BT(
     logp_BT: torch.Tensor, ref_logp_BT: torch.Tensor, estimator: Literal["k1", "k2", "k3"] = "k3"
 ) -> torch.Tensor:

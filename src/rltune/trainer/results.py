@@ -109,6 +109,7 @@ def trajectory_record(r: RolloutResult) -> dict[str, Any]:
                 "input_ids": row.input_ids,
                 "loss_mask": row.loss_mask,
                 "logprobs": [round(x, 4) for x in row.sampled_logprobs],
+                "weight_versions": sorted(set(row.sampled_versions())),
             }
             for row in r.rows
         ],

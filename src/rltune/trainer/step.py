@@ -10,6 +10,8 @@ collect groups → score → training rows → update → sync.
 4. **update**: ``PolicyUpdater`` runs the mini-batch updates.
 5. **sync**: the new weights go to the engine (``TrainingRuntime.sync_weights``).
 
+``train`` runs the five in order (the synchronous step). ``gather`` (1-2), ``learn`` (3-4) and
+``sync`` (5) are the halves ``trainer/scheduler.py`` overlaps with ``max_staleness: 1``.
 ``validate`` runs the validation prompts through the same path without steps 3-5.
 """
 
@@ -34,11 +36,22 @@ class StepResult:
     metrics: dict[str, float]
     results: list[RolloutResult]
     failures: Counter = field(default_factory=Counter)  # failure message -> rollouts
+    updated: bool = False  # the policy changed (its weights still have to reach the engine)
 
     @property
     def failed(self) -> bool:
         """No rollout of the step could be learned from (nothing ran or scored)."""
         return bool(self.results) and sum(self.failures.values()) == len(self.results)
+
+
+@dataclass
+class Collected:
+    """One step's scored rollouts, and how long collecting them took."""
+
+    step: int
+    results: list[RolloutResult]
+    rounds: int
+    seconds: float
 
 
 class StepRunner:
@@ -50,33 +63,63 @@ class StepRunner:
         self.hp, self.knobs = rt.hp, rt.knobs
         self.job_id, self.train_rows, self.sampler = job_id, train_rows, sampler
         self.memory = MemoryMeter(rt.device)
+        self._asleep = False  # the engine was put to sleep for this step's update
 
     async def train(self, step: int) -> StepResult:
+        """One synchronous step: collect, learn, sync (``max_staleness: 0``)."""
         t_step = time.perf_counter()
         self.memory.start()
+        result = await self.learn(await self.gather(step), sleep_engine=True)
+        if result.updated:
+            result.metrics["timing/s/sync"] = await self.sync()
+        return self.finish(result, t_step)
+
+    async def gather(self, step: int) -> Collected:
+        """The step's rollouts, scored (the engine's half of a step)."""
+        t0 = time.perf_counter()
         results, rounds = await self.collect(step)
-        t_rollout = time.perf_counter() - t_step
+        return Collected(step, results, rounds, time.perf_counter() - t0)
+
+    async def learn(self, collected: Collected, *, sleep_engine: bool) -> StepResult:
+        """Training rows from the collected rollouts, then the update (the trainer's half).
+
+        ``sleep_engine``: let the engine free its accelerator memory for the update (only when
+        no rollout is sampling meanwhile); ``sync`` wakes it.
+        """
+        step, results = collected.step, collected.results
         rows, signal_metrics = await self.signal.rows(results)
         metrics = rollout_metrics(results, scored=self.signal.scores_rollouts)
         metrics.update(signal_metrics)
-        metrics["timing/s/rollout"] = t_rollout
-        metrics["train/sampling_rounds"] = float(rounds)
+        metrics["timing/s/rollout"] = collected.seconds
+        metrics["train/sampling_rounds"] = float(collected.rounds)
         if rows:
-            await self.rt.engine.sleep()  # vLLM on a shared GPU frees its memory; else no-op
+            if sleep_engine:
+                await self.rt.engine.sleep()  # vLLM on a shared GPU frees its memory; else no-op
+                self._asleep = True
             metrics.update(await self.rt.updater.aupdate(rows))
-            t_sync = time.perf_counter()
-            await self.rt.sync_weights()
-            await self.rt.engine.wake_up()
-            metrics["timing/s/sync"] = time.perf_counter() - t_sync
         else:
             self.rt.log(f"step {step}: no rollout carried a learning signal; no update",
                         level="WARNING")
-        metrics["timing/s/step"] = time.perf_counter() - t_step
-        tokens = sum(r.response_tokens for r in results if r.ok)
-        metrics["perf/throughput"] = tokens / max(metrics["timing/s/step"], 1e-9)
         metrics["train/trainable_rows"] = float(len(rows))
+        return StepResult(metrics, results, self._failures(step, results), updated=bool(rows))
+
+    async def sync(self) -> float:
+        """Send the updated weights to the engine (and wake it); returns the seconds taken."""
+        t_sync = time.perf_counter()
+        await self.rt.sync_weights()
+        if self._asleep:
+            await self.rt.engine.wake_up()
+            self._asleep = False
+        return time.perf_counter() - t_sync
+
+    def finish(self, result: StepResult, t_step: float) -> StepResult:
+        """The step's wall-clock metrics, measured from ``t_step``."""
+        metrics = result.metrics
+        metrics["timing/s/step"] = time.perf_counter() - t_step
+        tokens = sum(r.response_tokens for r in result.results if r.ok)
+        metrics["perf/throughput"] = tokens / max(metrics["timing/s/step"], 1e-9)
         metrics.update(self.memory.metrics())
-        return StepResult(metrics, results, self._failures(step, results))
+        return result
 
     def _failures(self, step: int, results: list[RolloutResult]) -> Counter:
         """Log each rollout that cannot train (or trains without its reward); count why."""

@@ -39,6 +39,8 @@ from rltune.trainer.lora import adapters_disabled, is_lora
 from rltune.trainer.losses import (
     agg_normalizer,
     aggregate_loss,
+    behaviour_weight_BT,
+    decoupled_ppo_loss_BT,
     importance_ratio_BT,
     kl_penalty_BT,
     ppo_clip_loss_BT,
@@ -88,6 +90,7 @@ class _Batch:
     old: torch.Tensor
     ref: Optional[torch.Tensor]
     weight: torch.Tensor
+    behav: Optional[torch.Tensor] = None  # the engine's log-probs (off-policy correction)
 
 
 def _device_of(model: torch.nn.Module) -> torch.device:
@@ -139,6 +142,9 @@ class PolicyUpdater:
         # without KL or entropy terms; they still count in the normaliser, so only their
         # forward/backward passes are skipped (~half the rows of a typical GRPO step).
         self.skip_inert_rows = True
+        # max_staleness >= 1: rollouts may come from older weights; the loss is decoupled PPO
+        # (losses.decoupled_ppo_loss_BT) with the engine's recorded log-probs as behaviour.
+        self.off_policy = hp.max_staleness > 0
 
     # ---- log-probs ----
     def _collate(self, rows: Sequence[TrainingRow], key: str) -> torch.Tensor:
@@ -205,7 +211,8 @@ class PolicyUpdater:
         missing = [r for r, a in zip(rows, active, strict=True) if a and r.old_logprobs is None]
         if missing:
             # Old log-probs are recomputed by the trainer (DESIGN.md §6); the engine's
-            # sampling log-probs only feed the mismatch metric.
+            # sampling log-probs feed the mismatch metric and, with max_staleness >= 1, the
+            # behaviour weight of the off-policy correction.
             for r, lp in zip(missing, self.compute_logprobs(missing), strict=True):
                 r.old_logprobs = lp
         ref = self.reference_logprobs(rows) if self.use_kl else None
@@ -257,7 +264,11 @@ class PolicyUpdater:
         old = self._collate(sub, "old_logprobs")
         ref_t = pad_rows([ref[i] for i in idx], dtype=torch.float32)[0] if ref else None
         weight = rollout_weights_B(torch.tensor([index_of[r.rollout_id] for r in sub]))
-        return _Batch(ids, attn, mask, adv, old, ref_t, weight)
+        behav = None
+        if self.off_policy:  # a row without recorded log-probs counts as on-policy (w = 1)
+            behav = pad_rows([r.rollout_logprobs or r.old_logprobs or [0.0] * len(r.input_ids)
+                              for r in sub], dtype=torch.float32)[0]
+        return _Batch(ids, attn, mask, adv, old, ref_t, weight, behav)
 
     def _mini_batch(self, rows: Sequence[TrainingRow], idx: list[int], ref: Any,
                     index_of: dict[str, int], active: list[bool]) -> dict[str, float]:
@@ -269,7 +280,8 @@ class PolicyUpdater:
         # entropy / clip / ppo_kl are averaged over the tokens that were run
         run_mask = full.mask[run] if run else full.mask
         tokens = float(run_mask.sum().clamp(min=1))
-        sums = {"pg": 0.0, "kl": 0.0, "ent": 0.0, "clip": 0.0, "ppo_kl": 0.0}
+        sums = {"pg": 0.0, "kl": 0.0, "ent": 0.0, "clip": 0.0, "ppo_kl": 0.0,
+                "bw": 0.0, "bw_capped": 0.0}
         self.optimizer.zero_grad(set_to_none=True)
         params = [p for p in self.model.parameters() if p.requires_grad]
         if not run:  # the same zero gradient a pass over these rows would leave (Adam moves)
@@ -285,8 +297,16 @@ class PolicyUpdater:
             ratio = importance_ratio_BT(logp, b.old.to(logp.device), mask,
                                         k.importance_sampling_level)
             adv = b.adv.to(logp.device)
-            pg_BT, clipped_BT = ppo_clip_loss_BT(ratio, adv, k.clip_ratio_low,
-                                                 k.clip_ratio_high, k.clip_ratio_c)
+            if b.behav is not None:
+                bw, capped = behaviour_weight_BT(b.old.to(logp.device), b.behav.to(logp.device),
+                                                 mask, k.importance_sampling_level)
+                pg_BT, clipped_BT = decoupled_ppo_loss_BT(ratio, adv, bw, k.clip_ratio_low,
+                                                          k.clip_ratio_high, k.clip_ratio_c)
+                sums["bw"] += float((bw * mask).sum()) / tokens
+                sums["bw_capped"] += float((capped.float() * mask).sum()) / tokens
+            else:
+                pg_BT, clipped_BT = ppo_clip_loss_BT(ratio, adv, k.clip_ratio_low,
+                                                     k.clip_ratio_high, k.clip_ratio_c)
             weight = b.weight.to(logp.device)
             pg = aggregate_loss(pg_BT, mask, mode, row_weight_B=weight, normalizer=norm)
             loss = pg
@@ -311,7 +331,7 @@ class PolicyUpdater:
         else:
             # A non-finite gradient would poison the weights and Adam's moments: skip it.
             self.optimizer.zero_grad(set_to_none=True)
-        return {
+        out = {
             "actor/pg_loss": sums["pg"],
             "actor/kl_loss": sums["kl"],
             "actor/entropy": sums["ent"],
@@ -320,6 +340,10 @@ class PolicyUpdater:
             "actor/grad_norm": grad_norm,
             "actor/skipped_updates": 0.0 if math.isfinite(grad_norm) else 1.0,
         }
+        if self.off_policy and run:
+            out["fully_async/behaviour_weight/mean"] = sums["bw"]
+            out["fully_async/behaviour_weight/capped_frac"] = sums["bw_capped"]
+        return out
 
     def _mismatch(self, rows: Sequence[TrainingRow]) -> Optional[float]:
         have = [r for r in rows if r.rollout_logprobs is not None and r.old_logprobs is not None]

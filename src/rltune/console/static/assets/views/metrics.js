@@ -12,6 +12,7 @@ const GROUPS = [
   ["trace", "Trace"],
   ["timing", "Timing"],
   ["perf", "Perf"],
+  ["fully_async", "Fully async"],
   ["validation", "Validation"],
   ["custom", "Custom reward metrics"],
   ["other", "Other"],

@@ -209,3 +209,30 @@ def as_typed_component(comp: Any) -> Any:
     if isinstance(comp, AgenticRLFunctionComponent):
         comp = comp.model_dump(exclude_unset=True) | {"type": comp.type}
     return TypeAdapter(FunctionComponent).validate_python(comp)
+
+
+class FunctionBackend(StrictModel):
+    """Where a job's function instances run (rltune's own key; ``function_backend: ray`` is
+    short for ``{type: ray}``).
+
+    ``local`` (default): worker processes on this machine. ``ray``: one Ray actor per instance
+    on the cluster at ``address`` (``host:port`` of the head's GCS, or ``auto`` on a node of
+    the cluster); unset, ``RAY_ADDRESS`` gives it. Needs the ``ray`` extra.
+    """
+
+    type: Literal["local", "ray"] = "local"
+    address: Optional[str] = Field(None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"type": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _address_needs_ray(self) -> FunctionBackend:
+        if self.address and self.type != "ray":
+            raise ValueError(
+                f"function_backend.address ({self.address}) only applies to type ray; "
+                "set type: ray, or remove address"
+            )
+        return self

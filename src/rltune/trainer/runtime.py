@@ -180,12 +180,14 @@ class TrainingRuntime:
 
     async def _start_functions(self) -> None:
         """The rollout caller, the reward pools, the rewarder and the rollout runner."""
+        from rltune.functions.backends import backend_for
         from rltune.functions.pool import FunctionPool
 
         hp = self.hp
 
         async def start_pool(comp: Any, ftype: FunctionType) -> Any:
-            pool = await FunctionPool.start(component_spec(comp, ftype, self.base_dir))
+            pool = await FunctionPool.start(component_spec(comp, ftype, self.base_dir),
+                                            backend_for(self.config.function_backend))
             self._closers.append(pool.close)
             self.log(f"started {ftype.value} function {comp.name} ({comp.fcmodel.classpath})")
             return pool

@@ -26,8 +26,9 @@ Example (one script, ``torchrun --standalone --nproc-per-node 2 script.py``):
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import torch
 import torch.distributed as dist

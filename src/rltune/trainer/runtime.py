@@ -189,7 +189,9 @@ class TrainingRuntime:
             pool = await FunctionPool.start(component_spec(comp, ftype, self.base_dir),
                                             backend_for(self.config.function_backend))
             self._closers.append(pool.close)
-            self.log(f"started {ftype.value} function {comp.name} ({comp.fcmodel.classpath})")
+            where = type(pool.backend).__name__
+            self.log(f"started {ftype.value} function {comp.name} ({comp.fcmodel.classpath}) "
+                     f"on {where}: {len(pool.workers)} instance(s)")
             return pool
 
         rollout = self.config.rollout

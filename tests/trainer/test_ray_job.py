@@ -1,0 +1,50 @@
+"""A job whose rollout and reward functions run as Ray actors (``function_backend: ray``) on a
+local two-node Ray cluster: the steps run, every rollout succeeds, and the cluster's CPUs are
+free again when the job ends. Slow tier (cluster start + a 2-step job, ~1-2 min on 2 cores)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import yaml
+
+from ray_cluster import LocalRayCluster
+from rltune.config import load_job_config
+from rltune.templates import create_workspace
+from rltune.trainer.loop import Trainer
+from rltune.trainer.sink import read_metrics
+from rltune.trainer.testing import QUICK_HYPER_PARAMETERS
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+
+async def test_calc_job_with_functions_on_ray_actors(tmp_path, tiny_model_dir):
+    ws = tmp_path / "ws"
+    create_workspace(ws, train_rows=8, val_rows=2)
+    with LocalRayCluster(head_cpus=1, worker_nodes=1, worker_cpus=1) as cluster:
+        job = yaml.safe_load((ws / "job.yaml").read_text())
+        job["model"]["name"] = str(tiny_model_dir)
+        job["training"]["hyper_parameters"].update({**QUICK_HYPER_PARAMETERS, "max_steps": 2})
+        job["function_backend"] = {"type": "ray", "address": cluster.address}
+        for fn in job["functions"]:  # one instance each: 2 functions, 2 CPUs in the cluster
+            fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
+                             "min_capacity": 1, "max_capacity": 1}
+        (ws / "job.yaml").write_text(yaml.safe_dump(job))
+        job_dir = tmp_path / "job"
+        trainer = Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws)
+        await trainer.run()
+        log = (job_dir / "train.log").read_text()
+        assert log.count("on RayBackend: 1 instance(s)") == len(job["functions"]), log[:2000]
+        last = read_metrics(job_dir)[-1]["metrics"]
+        assert last["trace/success_rate/agent"] == 1.0
+        assert "critic/rewards/mean" in last
+        ray.init(address=cluster.address)
+        try:
+            deadline = time.monotonic() + 30
+            while ray.available_resources().get("CPU", 0) < 2:
+                assert time.monotonic() < deadline, ray.available_resources()
+                time.sleep(0.2)
+        finally:
+            ray.shutdown()

@@ -91,6 +91,10 @@ async def test_calls_run_on_actors_with_the_knobs_and_close_frees_the_cluster(cl
                     - ray.available_resources().get("memory", 0.0))
         assert used_mem == pytest.approx(2 * 300 * 2**20)
         assert len(nodes) == 2  # one instance per node: each node has 1 CPU
+        # max_capacity is capped at what the cluster's CPUs hold (2 CPUs / cpu 1).
+        big = spec(runtime={"cpu": 1, "max_capacity": 8, "capacity": 3}).resolved_runtime()
+        fitted = pool.backend.fit_runtime(big, "x")
+        assert (fitted.capacity, fitted.max_capacity) == (2, 2)
     finally:
         await pool.close()
     await wait_until(lambda: free_cpus() == 2.0)

@@ -12,9 +12,9 @@ import asyncio
 import time
 
 import pytest
-from ray_cluster import LocalRayCluster
 
 from conftest import WS, rollout_input
+from ray_cluster import LocalRayCluster
 from rltune.functions import FunctionComponentSpec, FunctionPool
 from rltune.sdk import TaskStatus
 from rltune.sdk.errors import ConfigError, UserCodeError

@@ -14,11 +14,11 @@ import torch
 FIXTURE = Path(__file__).parent / "fixtures" / "dp_update.py"
 
 
-def _torchrun(nproc: int, out: Path) -> dict:
+def _torchrun(nproc: int, out: Path, *args: str) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone",
-         f"--nproc-per-node={nproc}", str(FIXTURE), str(out)],
+         f"--nproc-per-node={nproc}", str(FIXTURE), str(out), *args],
         capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return torch.load(out, weights_only=False)
@@ -56,6 +56,20 @@ def test_two_rank_fsdp_step_equals_the_one_process_step(tmp_path, monkeypatch):
     for key in ("actor/pg_loss", "actor/grad_norm", "actor/entropy", "actor/pg_clipfrac"):
         assert two["metrics"][key] == pytest.approx(one["metrics"][key], rel=1e-5, abs=1e-7), key
     assert two["metrics"]["actor/num_mini_batches"] == 2.0
+
+
+@pytest.mark.slow
+def test_resume_from_a_two_rank_checkpoint_continues_exactly(tmp_path):
+    ckpt = tmp_path / "step1.pt"
+    straight = _torchrun(2, tmp_path / "a.pt", "--steps", "2", "--save-after", "1", str(ckpt))
+    assert torch.load(ckpt, weights_only=False)["step"] == 1
+    resumed = _torchrun(2, tmp_path / "b.pt", "--steps", "2", "--resume", str(ckpt))
+    assert (straight["updates"], resumed["updates"]) == (2, 1)  # B ran only step 2
+    for name, w in straight["state"].items():
+        assert torch.equal(resumed["state"][name], w), name
+    assert resumed["metrics"] == {k: v for k, v in straight["metrics"].items()
+                                  if k != "timing/s/update"} | {
+        "timing/s/update": resumed["metrics"]["timing/s/update"]}
 
 
 def test_kl_and_lora_are_refused_by_name():

@@ -134,6 +134,33 @@ class DataParallelUpdater(PolicyUpdater):
         return out
 
 
+    # ---- checkpoints ----
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the full (unsharded) weights, optimizer and schedule to ``path`` from rank 0.
+        Every rank must call it (it gathers the shards)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+        model_sd, optim_sd = get_state_dict(
+            self.model, self.optimizer,
+            options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        if self.dp.is_main:
+            torch.save({"model": model_sd, "optimizer": optim_sd,
+                        "scheduler": self.scheduler.state_dict(), "step": self.step,
+                        "world_size": self.dp.world_size}, path)
+        dist.barrier()
+
+    def load(self, path: str | os.PathLike) -> None:
+        """Continue from ``save``'s file: every rank reads it and keeps its shards."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
+
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"],
+                       optim_state_dict=state["optimizer"],
+                       options=StateDictOptions(full_state_dict=True))
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step = int(state["step"])
+
+
 def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The whole model's weights on rank 0 (CPU tensors); ``{}`` elsewhere. Every rank must
     call it (it gathers the shards)."""

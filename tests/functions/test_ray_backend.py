@@ -120,6 +120,13 @@ async def test_failures_keep_the_local_error_codes(cluster):
         assert "fatal: exiting with 7" in out.error  # the worker's last words, from its node
         await wait_until(lambda: len(pool.workers) == 1 and not pool.starting, 90)
         assert (await pool.call(rollout_input())).status == TaskStatus.SUCCESS
+    s = spec(runtime={"capacity": 1, "min_capacity": 1, "max_capacity": 1, "memory_size": 160,
+                      "memory_scale_threshold": 1.0}, max_retries=0)
+    backend = RayBackend(cluster.address)
+    async with await FunctionPool.start(s, backend, scale_interval=0.05) as pool:
+        out = await asyncio.wait_for(pool.call(rollout_input(alloc_mb=300, hold=30)), 60)
+        assert out.error_code == "memory_exceeded", out.error
+        assert "exceeded memory_size 160 MB" in out.error
     with pytest.raises(UserCodeError, match=r"setup\(\) raised RuntimeError"):
         await FunctionPool.start(spec("functions.bad_setup.BadSetup", "reward"),
                                  RayBackend(cluster.address))

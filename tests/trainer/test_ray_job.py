@@ -1,6 +1,7 @@
-"""A job whose rollout and reward functions run as Ray actors (``function_backend: ray``) on a
-local two-node Ray cluster: the steps run, every rollout succeeds, and the cluster's CPUs are
-free again when the job ends. Slow tier (cluster start + a 2-step job, ~1-2 min on 2 cores)."""
+"""A job whose rollout and reward functions run as Ray actors on a local two-node Ray cluster,
+started with ``rltune train --ray-address``: the steps run, every rollout succeeds, and the
+cluster's CPUs are free again when the job ends. Slow tier (cluster start + a 2-step job,
+~1-2 min on 2 cores)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import time
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from ray_cluster import LocalRayCluster
-from rltune.config import load_job_config
+from rltune.cli.main import app
 from rltune.templates import create_workspace
-from rltune.trainer.loop import Trainer
 from rltune.trainer.sink import read_metrics
 from rltune.trainer.testing import QUICK_HYPER_PARAMETERS
 
@@ -20,21 +21,21 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
 
 
-async def test_calc_job_with_functions_on_ray_actors(tmp_path, tiny_model_dir):
+def test_calc_job_with_functions_on_ray_actors(tmp_path, tiny_model_dir):
     ws = tmp_path / "ws"
     create_workspace(ws, train_rows=8, val_rows=2)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = str(tiny_model_dir)
+    job["training"]["hyper_parameters"].update({**QUICK_HYPER_PARAMETERS, "max_steps": 2})
+    for fn in job["functions"]:  # one instance each: 2 functions, 2 CPUs in the cluster
+        fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
+                         "min_capacity": 1, "max_capacity": 1}
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    job_dir = tmp_path / "job"
     with LocalRayCluster(head_cpus=1, worker_nodes=1, worker_cpus=1) as cluster:
-        job = yaml.safe_load((ws / "job.yaml").read_text())
-        job["model"]["name"] = str(tiny_model_dir)
-        job["training"]["hyper_parameters"].update({**QUICK_HYPER_PARAMETERS, "max_steps": 2})
-        job["function_backend"] = {"type": "ray", "address": cluster.address}
-        for fn in job["functions"]:  # one instance each: 2 functions, 2 CPUs in the cluster
-            fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
-                             "min_capacity": 1, "max_capacity": 1}
-        (ws / "job.yaml").write_text(yaml.safe_dump(job))
-        job_dir = tmp_path / "job"
-        trainer = Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws)
-        await trainer.run()
+        res = CliRunner().invoke(app, ["train", "-c", str(ws / "job.yaml"), "-O", str(job_dir),
+                                       "--quiet", "--ray-address", cluster.address])
+        assert res.exit_code == 0, res.output
         log = (job_dir / "train.log").read_text()
         assert log.count("on RayBackend: 1 instance(s)") == len(job["functions"]), log[:2000]
         last = read_metrics(job_dir)[-1]["metrics"]

@@ -241,7 +241,11 @@ class RayBackend(WorkerBackend):
         """The actor's Ray runtime environment: workspace, rltune and the worker's env vars."""
         runtime = spec.resolved_runtime()
         threads = str(max(1, math.ceil(runtime.cpu or 1)))
-        env = dict.fromkeys(_THREAD_VARS, threads)
+        from rltune.functions.sandbox import passed_env
+
+        # As for local workers, minus the job folder's trace dir: it is not on other nodes.
+        env = {k: v for k, v in passed_env().items() if k != "RLTUNE_TRACE_DIR"}
+        env.update(dict.fromkeys(_THREAD_VARS, threads))
         env.update(TOKENIZERS_PARALLELISM="false", RLTUNE_WORKER_CPU=threads)
         env.update(runtime.env_strings())
         workspace = Path(spec.workspace)

@@ -30,6 +30,7 @@ def test_ray_shorthand_and_address_round_trip():
 
 @pytest.mark.parametrize("text, words", [
     ("function_backend: {type: local, address: h:1}\n", "only applies to type ray"),
+    ("function_backend: {gateway_host: 10.0.0.2}\n", "gateway_host (10.0.0.2) only applies"),
     ("function_backend: kubernetes\n", "function_backend"),
     ("function_backend: {type: ray, adress: h:1}\n", "address"),
 ])
@@ -37,3 +38,11 @@ def test_bad_backend_is_refused_by_name(text, words):
     with pytest.raises(ConfigError) as info:
         load_job_config_text(JOB + text)
     assert words in str(info.value)
+
+
+def test_an_explicit_gateway_host_is_used_as_given():
+    pytest.importorskip("ray")
+    from rltune.functions.backends.ray_backend import gateway_host
+
+    job = load_job_config_text(JOB + "function_backend: {type: ray, gateway_host: 10.0.0.2}\n")
+    assert gateway_host(job.function_backend) == "10.0.0.2"  # no cluster needed

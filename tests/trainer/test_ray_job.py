@@ -1,6 +1,7 @@
 """A job whose rollout and reward functions run as Ray actors on a local two-node Ray cluster,
-started with ``rltune train --ray-address``: the steps run, every rollout succeeds, and the
-cluster's CPUs are free again when the job ends. Slow tier (cluster start + a 2-step job,
+started with ``rltune train --ray-address``: the policy gateway binds the machine's cluster
+address, the steps run, every rollout succeeds, and the cluster's CPUs are free again when the
+job ends. Slow tier (cluster start + a 2-step job,
 ~1-2 min on 2 cores)."""
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ def test_calc_job_with_functions_on_ray_actors(tmp_path, tiny_model_dir):
         assert "critic/rewards/mean" in last
         ray.init(address=cluster.address)
         try:
+            # The gateway bound this machine's cluster address, which every node reaches.
+            nodes = {n["NodeManagerAddress"] for n in ray.nodes()}
+            gateway = log.split("policy gateway at http://", 1)[1].split(":", 1)[0]
+            assert gateway in nodes and gateway != "127.0.0.1", (gateway, nodes)
             deadline = time.monotonic() + 30
             while ray.available_resources().get("CPU", 0) < 2:
                 assert time.monotonic() < deadline, ray.available_resources()

@@ -222,6 +222,9 @@ class FunctionBackend(StrictModel):
 
     type: Literal["local", "ray"] = "local"
     address: Optional[str] = Field(None, min_length=1)
+    #: ray only: the address the policy gateway binds and gives rollouts, reachable from
+    #: every node. Unset: this machine's address in the Ray cluster (local: 127.0.0.1).
+    gateway_host: Optional[str] = Field(None, min_length=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -230,9 +233,11 @@ class FunctionBackend(StrictModel):
 
     @model_validator(mode="after")
     def _address_needs_ray(self) -> FunctionBackend:
-        if self.address and self.type != "ray":
-            raise ValueError(
-                f"function_backend.address ({self.address}) only applies to type ray; "
-                "set type: ray, or remove address"
-            )
+        for key in ("address", "gateway_host"):
+            value = getattr(self, key)
+            if value and self.type != "ray":
+                raise ValueError(
+                    f"function_backend.{key} ({value}) only applies to type ray; "
+                    f"set type: ray, or remove {key}"
+                )
         return self

@@ -90,6 +90,19 @@ def disconnect() -> None:
             ray.shutdown()
 
 
+def gateway_host(config: Any) -> str:
+    """Where the policy gateway binds for a job whose functions run on Ray: the job's
+    ``function_backend.gateway_host``, else this machine's address in the cluster (the one Ray
+    itself gives other nodes for this process), so rollouts on any node reach it. Connects."""
+    if config.gateway_host:
+        return config.gateway_host
+    ray = connect(config.address)
+    try:
+        return ray.util.get_node_ip_address()
+    finally:
+        disconnect()
+
+
 class RayActorHandle(WorkerHandle):
     """One instance: its Ray actor and the worker's URL on the actor's node."""
 

@@ -27,6 +27,7 @@ import logging
 import math
 import os
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -145,8 +146,6 @@ class RayActorHandle(WorkerHandle):
         code = res["code"]
         if code < 0:
             try:
-                import signal
-
                 return f"killed by signal {signal.Signals(-code).name}"
             except ValueError:
                 return f"killed by signal {-code}"

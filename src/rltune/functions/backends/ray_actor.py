@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -128,15 +129,15 @@ class FunctionActor:
         return _tail(self.log_path, n_chars)
 
     async def stop(self, grace: float = 3.0) -> None:
-        """SIGTERM the worker, SIGKILL it after ``grace`` seconds."""
-        if self.proc is None or self.proc.returncode is not None:
-            return
-        self.proc.terminate()
-        try:
-            await asyncio.wait_for(self.proc.wait(), grace)
-        except asyncio.TimeoutError:
-            self.proc.kill()
-            await self.proc.wait()
+        """SIGTERM the worker, SIGKILL it after ``grace`` seconds, remove its folder."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), grace)
+            except asyncio.TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _ACTOR_CLASS: Any = None

@@ -195,10 +195,16 @@ class RayBackend(WorkerBackend):
         self.address = address
         self.ship_rltune = ship_rltune
         self._ray: Any = None
-        self._dir = Path(tempfile.mkdtemp(prefix="rltune-ray-"))
+        self._tmp: Optional[Path] = None  # made on first use, removed on close
         self._archives: dict[Path, Path] = {}
         self._uris: dict[str, dict[str, Any]] = {}
         self._actors: list[Any] = []
+
+    @property
+    def _dir(self) -> Path:
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="rltune-ray-"))
+        return self._tmp
 
     def _connect(self) -> Any:
         if self._ray is None:
@@ -346,7 +352,9 @@ class RayBackend(WorkerBackend):
             self._actors.clear()
             self._ray = None
             disconnect()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
 
 def _missing(spec: FunctionComponentSpec) -> bool:

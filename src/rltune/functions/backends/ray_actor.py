@@ -90,11 +90,14 @@ class FunctionActor:
                             "pid": self.proc.pid,
                             "node": ray.get_runtime_context().get_node_id()}
                 await self.proc.wait()
+                shutil.rmtree(self.dir, ignore_errors=True)
                 return {"ok": False, "error": info.get("error", "worker failed to start"),
                         "where": info.get("where"), "hint": info.get("hint")}
             if self.proc.returncode is not None:
+                tail = _tail(self.log_path, 2000)
+                shutil.rmtree(self.dir, ignore_errors=True)
                 return {"ok": False, "error": f"worker exited during start "
-                        f"({self.proc.returncode}):\n{_tail(self.log_path, 2000)}"}
+                        f"({self.proc.returncode}):\n{tail}"}
             if time.monotonic() > deadline:
                 self.proc.kill()
                 return {"ok": False, "error": f"worker did not start within {start_timeout} s",
@@ -105,7 +108,9 @@ class FunctionActor:
         """Resolves when the worker exits: its exit code and the end of its output."""
         assert self.proc is not None
         code = await self.proc.wait()
-        return {"code": code, "tail": _tail(self.log_path, 2000)}
+        tail = _tail(self.log_path, 2000)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return {"code": code, "tail": tail}
 
     async def rss(self) -> int:
         """Resident memory of the worker and its children, bytes (0 once it is gone)."""

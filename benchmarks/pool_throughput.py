@@ -4,6 +4,8 @@ Usage:
     python benchmarks/pool_throughput.py [--workers 2] [--concurrency 64] [--calls 5000]
     python benchmarks/pool_throughput.py --client httpx   # same load, httpx straight to workers
     python benchmarks/pool_throughput.py --client lean    # same load, rltune's client, no pool
+    python benchmarks/pool_throughput.py --backend ray    # workers as Ray actors on a local
+                                                          # cluster it starts (or --ray-address)
 
 It measures the runtime (HTTP, JSON, validation, dispatch), not user code: the processor returns
 a constant. The client modes bypass the pool's dispatch to compare HTTP clients side by side.
@@ -46,13 +48,24 @@ async def drive(call, concurrency: int, n: int) -> tuple[float, list[float]]:
     return time.perf_counter() - t0, sorted(latencies)
 
 
-async def run(workers: int, concurrency: int, calls: int, warmup: int, client: str) -> dict:
+async def run(workers: int, concurrency: int, calls: int, warmup: int, client: str,
+              backend: str = "local", ray_address: str | None = None) -> dict:
     spec = FunctionComponentSpec(
         classpath="functions.trivial.Trivial", func_type="reward", workspace=WS,
         runtime={"capacity": workers, "min_capacity": workers, "max_capacity": workers,
                  "concurrency": concurrency},
     )
-    async with await FunctionPool.start(spec) as pool:
+    if backend == "ray":
+        from rltune.functions.backends.ray_backend import RayBackend
+
+        chosen = RayBackend(ray_address)
+    else:
+        from rltune.functions.backends.local import LocalProcessBackend
+
+        chosen = LocalProcessBackend()
+    t_start = time.perf_counter()
+    async with await FunctionPool.start(spec, chosen) as pool:
+        start_s = time.perf_counter() - t_start
         if client == "pool":
             async def call() -> None:
                 out = await pool.call(INPUT)
@@ -79,6 +92,7 @@ async def run(workers: int, concurrency: int, calls: int, warmup: int, client: s
         elapsed, lat = await drive(call, concurrency, calls)
         m = pool.metrics()
     return {
+        "backend": backend, "pool_start_s": round(start_s, 2),
         "client": client, "workers": workers, "concurrent_calls": concurrency, "calls": calls,
         "calls_per_s": round(calls / elapsed, 1),
         "p50_ms": round(lat[len(lat) // 2] * 1000, 2),
@@ -94,8 +108,26 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=5000)
     p.add_argument("--warmup", type=int, default=500)
     p.add_argument("--client", choices=["pool", "httpx", "lean"], default="pool")
+    p.add_argument("--backend", choices=["local", "ray"], default="local")
+    p.add_argument("--ray-address", default=None,
+                   help="an existing cluster; unset with --backend ray: start a local one "
+                        "(one CPU per worker, stopped at the end)")
     a = p.parse_args()
-    print(json.dumps(asyncio.run(run(a.workers, a.concurrency, a.calls, a.warmup, a.client))))
+    cluster = None
+    if a.backend == "ray" and not a.ray_address:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from ray_cluster import LocalRayCluster
+
+        cluster = LocalRayCluster(head_cpus=a.workers).start()
+        a.ray_address = cluster.address
+    try:
+        print(json.dumps(asyncio.run(run(a.workers, a.concurrency, a.calls, a.warmup, a.client,
+                                         a.backend, a.ray_address))))
+    finally:
+        if cluster is not None:
+            cluster.stop()
 
 
 if __name__ == "__main__":

@@ -45,6 +45,11 @@ def train(
         help="also log to this experiment tracker (repeatable): tensorboard, wandb, mlflow, "
         "swanlab, trackio; options come from the job's observability block",
     ),
+    ray_address: Optional[str] = typer.Option(
+        None, "--ray-address",
+        help="run the functions as Ray actors on this cluster (sets function_backend: ray; "
+        "see docs/ray.md)",
+    ),
 ) -> None:
     """Train a job in this process: rollouts, rewards, updates, validation, checkpoints."""
     from rltune.config import load_job_config
@@ -63,6 +68,11 @@ def train(
             job = job.model_copy(
                 update={"observability": with_trackers(job.observability, tracker)}
             )
+        if ray_address:
+            from rltune.config import FunctionBackend
+
+            job = job.model_copy(update={"function_backend": FunctionBackend(
+                type="ray", address=ray_address)})
         if job.tuned_model_name:
             from rltune.sdk.errors import ConfigError
 

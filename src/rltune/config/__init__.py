@@ -10,6 +10,7 @@ Example:
 from rltune.config.algorithm import PRESETS, AlgorithmKnobs, resolve_algorithm
 from rltune.config.components import (
     AgenticRLFunctionComponent,
+    FunctionBackend,
     FunctionComponent,
     FunctionComponentModel,
     FunctionComponentRuntime,
@@ -50,6 +51,7 @@ __all__ = [
     "DatasetsType",
     "EpochSampler",
     "FoundationModel",
+    "FunctionBackend",
     "FunctionComponent",
     "FunctionComponentModel",
     "FunctionComponentRuntime",

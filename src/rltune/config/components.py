@@ -209,3 +209,35 @@ def as_typed_component(comp: Any) -> Any:
     if isinstance(comp, AgenticRLFunctionComponent):
         comp = comp.model_dump(exclude_unset=True) | {"type": comp.type}
     return TypeAdapter(FunctionComponent).validate_python(comp)
+
+
+class FunctionBackend(StrictModel):
+    """Where a job's function instances run (rltune's own key; ``function_backend: ray`` is
+    short for ``{type: ray}``).
+
+    ``local`` (default): worker processes on this machine. ``ray``: one Ray actor per instance
+    on the cluster at ``address`` (``host:port`` of the head's GCS, or ``auto`` on a node of
+    the cluster); unset, ``RAY_ADDRESS`` gives it. Needs the ``ray`` extra.
+    """
+
+    type: Literal["local", "ray"] = "local"
+    address: Optional[str] = Field(None, min_length=1)
+    #: ray only: the address the policy gateway binds and gives rollouts, reachable from
+    #: every node. Unset: this machine's address in the Ray cluster (local: 127.0.0.1).
+    gateway_host: Optional[str] = Field(None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"type": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _address_needs_ray(self) -> FunctionBackend:
+        for key in ("address", "gateway_host"):
+            value = getattr(self, key)
+            if value and self.type != "ray":
+                raise ValueError(
+                    f"function_backend.{key} ({value}) only applies to type ray; "
+                    f"set type: ray, or remove {key}"
+                )
+        return self

@@ -40,6 +40,7 @@ from pydantic_core import PydanticCustomError
 from rltune.config._base import StrictModel
 from rltune.config.algorithm import AlgorithmKnobs, resolve_algorithm
 from rltune.config.components import (
+    FunctionBackend,
     FunctionComponent,
     GroupRewardFunctionComponent,
     RewardFunctionComponent,
@@ -131,6 +132,9 @@ class JobConfig(StrictModel):
     #: Publish the job's best checkpoint (its last when nothing was validated) under this
     #: name when the job SUCCEEDS (job server only); later jobs can say ``model: <name>``.
     tuned_model_name: Optional[str] = Field(None, pattern=MODEL_NAME_PATTERN)
+    #: rltune's own: where the function instances run (``local`` processes or ``ray`` actors).
+    #: Unset = ``local``.
+    function_backend: Optional[FunctionBackend] = None
 
     @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:

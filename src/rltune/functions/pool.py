@@ -108,8 +108,8 @@ class FunctionPool:
         from rltune.functions.backends.local import LocalProcessBackend
 
         self.spec = spec
-        self.runtime = fit_to_machine(spec.resolved_runtime(), spec.display_name)
         self.backend = backend or LocalProcessBackend()
+        self.runtime = self.backend.fit_runtime(spec.resolved_runtime(), spec.display_name)
         self.scale_interval = scale_interval
         self.workers: list[_Worker] = []
         self.starting = 0
@@ -329,7 +329,8 @@ class FunctionPool:
     async def _confirm_death(self, worker: _Worker) -> None:
         # The kernel closes a dying process's sockets a moment before it can be reaped, so a
         # dropped connection may come just before the exit is visible: wait for it briefly.
-        for _ in range(25):
+        deadline = time.monotonic() + worker.handle.death_notice_s
+        while time.monotonic() < deadline:
             if not worker.handle.is_alive():
                 self.mark_dead(worker, exit_reason(worker.handle))
                 return

@@ -87,13 +87,20 @@ def active_isolation() -> str:
     return "none"
 
 
+def passed_env() -> dict[str, str]:
+    """This process's variables a worker inherits: the harmless ``_PASS_VARS`` and the
+    tracing settings (``OTEL_*`` without collector credentials)."""
+    env = {k: os.environ[k] for k in _PASS_VARS if k in os.environ}
+    env.update({k: v for k, v in os.environ.items()
+                if k.startswith(_PASS_PREFIX) and not k.endswith(_SECRET_SUFFIX)})
+    return env
+
+
 def minimal_env(workspace: Path, private_dir: Path, extra: dict[str, str]) -> dict[str, str]:
     """The whole environment of a worker: nothing inherited but the harmless variables."""
     import rltune
 
-    env = {k: os.environ[k] for k in _PASS_VARS if k in os.environ}
-    env.update({k: v for k, v in os.environ.items()
-                if k.startswith(_PASS_PREFIX) and not k.endswith(_SECRET_SUFFIX)})
+    env = passed_env()
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = f"{bindir}:{DEFAULT_PATH}"
     env["HOME"] = env["TMPDIR"] = str(private_dir)

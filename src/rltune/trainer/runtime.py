@@ -138,7 +138,7 @@ class TrainingRuntime:
         self.teacher = self._load_teacher() if self.config.training.type is \
             TrainingType.PG_OPD else None
         self.gateway = await Gateway.start(
-            self.engine, tool_parser=parser,
+            self.engine, host=self._gateway_host(), tool_parser=parser,
             chat_template_kwargs=self.config.model.chat_template_kwargs)
         self._closers.append(self.gateway.stop)
         self.log(f"policy gateway at {self.gateway.base_url}, model {self.model_path}, "
@@ -178,16 +178,35 @@ class TrainingRuntime:
                  "for on-policy distillation")
         return loaded
 
+    def _gateway_host(self) -> str:
+        """127.0.0.1, or with functions on Ray an address every node reaches."""
+        backend = self.config.function_backend
+        if backend is None or backend.type != "ray":
+            return "127.0.0.1"
+        from rltune.functions.backends.ray_backend import connect, disconnect, gateway_host
+
+        connect(backend.address)  # held until the job ends: the pools share it
+
+        async def leave() -> None:
+            disconnect()
+
+        self._closers.append(leave)
+        return gateway_host(backend)
+
     async def _start_functions(self) -> None:
         """The rollout caller, the reward pools, the rewarder and the rollout runner."""
+        from rltune.functions.backends import backend_for
         from rltune.functions.pool import FunctionPool
 
         hp = self.hp
 
         async def start_pool(comp: Any, ftype: FunctionType) -> Any:
-            pool = await FunctionPool.start(component_spec(comp, ftype, self.base_dir))
+            pool = await FunctionPool.start(component_spec(comp, ftype, self.base_dir),
+                                            backend_for(self.config.function_backend))
             self._closers.append(pool.close)
-            self.log(f"started {ftype.value} function {comp.name} ({comp.fcmodel.classpath})")
+            where = type(pool.backend).__name__
+            self.log(f"started {ftype.value} function {comp.name} ({comp.fcmodel.classpath}) "
+                     f"on {where}: {len(pool.workers)} instance(s)")
             return pool
 
         rollout = self.config.rollout

@@ -200,6 +200,11 @@ class PolicyUpdater:
         size = self.hp.micro_batch_size or len(indices) or 1
         return [indices[i : i + size] for i in range(0, len(indices), size)]
 
+    def _run_chunks(self, run: list[int]) -> list[list[int]]:
+        """The forward/backward passes of a mini-batch (positions in it); a data-parallel
+        updater (``rltune.trainer.distributed``) runs only its rank's share."""
+        return self._chunks(run)
+
     # ---- the update ----
     def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
         """Run the mini-batch updates of one training step and return its metrics."""
@@ -287,7 +292,7 @@ class PolicyUpdater:
         if not run:  # the same zero gradient a pass over these rows would leave (Adam moves)
             for p in params:
                 p.grad = torch.zeros_like(p)
-        for chunk in self._chunks(run):
+        for chunk in self._run_chunks(run):
             b = self._tensors(rows, [idx[i] for i in chunk], ref, index_of)
             logp, entropy = token_logprobs_BT(
                 self.model, b.ids, b.attn, temperature=self.hp.temperature, bf16=self.hp.bf16,
@@ -319,6 +324,9 @@ class PolicyUpdater:
                 ent_term = aggregate_loss(entropy, mask, mode, row_weight_B=weight,
                                           normalizer=norm)
                 loss = loss - k.entropy_coeff * ent_term
+            if getattr(chunk, "dummy", False):  # a pass that only keeps ranks in step
+                (loss * 0.0).backward()
+                continue
             loss.backward()
             sums["pg"] += float(pg.detach())
             sums["ent"] += float((entropy * mask).sum()) / tokens

@@ -6,7 +6,7 @@ A backend knows nothing about scaling or retries; the pool decides, the backend 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Optional
+from typing import Any, Optional
 
 from rltune.functions.spec import FunctionComponentSpec
 
@@ -17,6 +17,9 @@ class WorkerHandle(ABC):
     worker_id: str
     base_url: str  # http://127.0.0.1:PORT
     pid: Optional[int]
+    #: Seconds the pool waits for ``is_alive()`` to turn False after the worker's connection
+    #: dropped (a process exit shows at once; a remote actor's death takes longer to report).
+    death_notice_s: float = 0.25
 
     @property
     def url(self) -> str:
@@ -53,6 +56,10 @@ class WorkerBackend(ABC):
     @abstractmethod
     async def start_worker(self, spec: FunctionComponentSpec, worker_id: str) -> WorkerHandle:
         """Start one worker and return once it serves; raise ``UserCodeError`` if setup fails."""
+
+    def fit_runtime(self, runtime: Any, name: str) -> Any:
+        """``runtime`` with its capacities capped at what this backend can run (as is here)."""
+        return runtime
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release backend resources (all workers are already stopped)."""

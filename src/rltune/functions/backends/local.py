@@ -124,6 +124,12 @@ class LocalProcessBackend(WorkerBackend):
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="rltune-workers-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
 
+    def fit_runtime(self, runtime, name: str):
+        """Capacities capped at what this machine's cores can start (``fit_to_machine``)."""
+        from rltune.functions.pool import fit_to_machine
+
+        return fit_to_machine(runtime, name)
+
     async def close(self) -> None:
         if self._own_dir:
             import shutil

@@ -1,0 +1,158 @@
+"""The Ray actor behind one function instance: it runs ``python -m rltune.functions.worker`` on
+its node and reports on it.
+
+The actor is created with the instance's resources (``num_cpus``, ``memory``) and a runtime
+environment that unpacks the workspace archive as its working directory, so the worker process
+it starts runs the same code, the same HTTP app and the same error codes as a local worker. The
+worker binds the node's IP address (the pool calls it over HTTP from the driver's node) and gets
+SIGKILL when the actor process dies, so killing the actor ends the instance.
+
+This module imports ``ray`` only inside ``actor_class``; the methods run in the actor process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _tail(path: Path, n_chars: int) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - n_chars))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def node_address(ray) -> str:
+    """The IP address this node registered with the cluster (``ray start --node-ip-address``),
+    which is where the driver can reach it."""
+    node_id = ray.get_runtime_context().get_node_id()
+    for node in ray.nodes():
+        if node.get("NodeID") == node_id and node.get("NodeManagerAddress"):
+            return node["NodeManagerAddress"]
+    return ray.util.get_node_ip_address()
+
+
+class FunctionActor:
+    """One function instance: a worker process on this actor's node (an async Ray actor)."""
+
+    def __init__(self) -> None:
+        self.proc: Optional[asyncio.subprocess.Process] = None
+        self.dir = Path(tempfile.mkdtemp(prefix="rltune-ray-worker-"))
+        self.log_path = self.dir / "worker.log"
+
+    async def start(self, args: list[str], start_timeout: float) -> dict[str, Any]:
+        """Start the worker with ``args`` (after ``-m rltune.functions.worker``); return
+        ``{"ok": True, "host", "port", "pid"}`` once it serves, or ``{"ok": False, ...}``."""
+        import ray
+
+        import rltune
+
+        host = node_address(ray)
+        ready = self.dir / "ready.json"
+        env = dict(os.environ)  # the runtime_env's env_vars are already in it
+        rltune_root = str(Path(rltune.__file__).resolve().parent.parent)  # py_modules or site
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (os.getcwd(), rltune_root, env.get("PYTHONPATH", "")) if p)
+        env["PYTHONUNBUFFERED"] = "1"
+        cmd = [sys.executable, "-m", "rltune.functions.worker", *args, "--workspace",
+               os.getcwd(), "--host", host, "--port", "0", "--ready-file", str(ready)]
+        with open(self.log_path, "ab") as log:
+            self.proc = await asyncio.create_subprocess_exec(
+                *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        deadline = time.monotonic() + start_timeout
+        while True:
+            if ready.exists():
+                info = json.loads(ready.read_text())
+                if info.get("ok"):
+                    return {"ok": True, "host": host, "port": int(info["port"]),
+                            "pid": self.proc.pid,
+                            "node": ray.get_runtime_context().get_node_id()}
+                await self.proc.wait()
+                shutil.rmtree(self.dir, ignore_errors=True)
+                return {"ok": False, "error": info.get("error", "worker failed to start"),
+                        "where": info.get("where"), "hint": info.get("hint")}
+            if self.proc.returncode is not None:
+                tail = _tail(self.log_path, 2000)
+                shutil.rmtree(self.dir, ignore_errors=True)
+                return {"ok": False, "error": f"worker exited during start "
+                        f"({self.proc.returncode}):\n{tail}"}
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                return {"ok": False, "error": f"worker did not start within {start_timeout} s",
+                        "hint": "make setup() faster or raise start_timeout"}
+            await asyncio.sleep(0.05)
+
+    async def wait(self) -> dict[str, Any]:
+        """Resolves when the worker exits: its exit code and the end of its output."""
+        assert self.proc is not None
+        code = await self.proc.wait()
+        tail = _tail(self.log_path, 2000)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return {"code": code, "tail": tail}
+
+    async def rss(self) -> int:
+        """Resident memory of the worker and its children, bytes (0 once it is gone)."""
+        import psutil
+
+        if self.proc is None or self.proc.returncode is not None:
+            return 0
+        try:
+            ps = psutil.Process(self.proc.pid)
+            total = ps.memory_info().rss
+            for child in ps.children(recursive=True):
+                try:
+                    total += child.memory_info().rss
+                except psutil.Error:
+                    pass
+            return total
+        except psutil.Error:
+            return 0
+
+    async def log_tail(self, n_chars: int = 2000) -> str:
+        return _tail(self.log_path, n_chars)
+
+    async def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM the worker, SIGKILL it after ``grace`` seconds, remove its folder."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), grace)
+            except asyncio.TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_ACTOR_CLASS: Any = None
+
+
+def actor_class() -> Any:
+    """``FunctionActor`` as a Ray actor class (made once per process)."""
+    global _ACTOR_CLASS
+    if _ACTOR_CLASS is None:
+        import ray
+
+        _ACTOR_CLASS = ray.remote(FunctionActor)
+    return _ACTOR_CLASS

@@ -45,7 +45,7 @@ async def evaluate_model(config: Any, rows: list[Any], *, label: str, n: int, k:
 
         groups = await asyncio.gather(*(group(i, row) for i, row in enumerate(rows)))
     for results in groups:
-        rewards = [r.reward if r.scored and r.reward_error is None else None for r in results]
+        rewards = [r.score if r.usable else None for r in results]  # the raw reward score
         per_prompt.append(prompt_scores(rewards, k, threshold))
     out = {"model": label, **model_totals(per_prompt), "per_prompt": per_prompt,
            "seconds": round(time.perf_counter() - t0, 1)}

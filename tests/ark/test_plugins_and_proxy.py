@@ -41,7 +41,11 @@ async def wrapped(context, proxy, sample):
         openai.AsyncOpenAI(base_url=proxy.url, api_key=proxy.jwt_token), proxy=proxy)
     messages = [m.to_openai() for m in sample.messages]
     for follow_up in ("and again", None):
-        completion = await client.chat.completions.create(model="m", messages=messages)
+        # An untrained model that stops on an end token the chat template does not render
+        # (<|endoftext|> here) rightly starts a new row: min_tokens = max_tokens rules that
+        # out, and a seed keeps the sampled text the same.
+        completion = await client.chat.completions.create(
+            model="m", messages=messages, extra_body={"seed": 11, "min_tokens": 6})
         messages.append(completion.choices[0].message.model_dump(exclude_none=True))
         if follow_up:
             messages.append({"role": "user", "content": follow_up})

@@ -146,6 +146,7 @@ def load_fn(
     timeout: Optional[float] = typer.Option(None, help="seconds per call"),
 ) -> None:
     """Load a registered function as an instance (pool + URL) until Ctrl-C."""
+    from rltune.functions.front import run_instance
     from rltune.functions.registry import FunctionRegistry
 
     runtime = {k: v for k, v in {"concurrency": concurrency, "capacity": capacity,
@@ -153,14 +154,20 @@ def load_fn(
                                  "memory_size": memory_size}.items() if v is not None}
 
     async def run() -> None:
-        async with FunctionRegistry().load(entity_id, runtime, timeout, port=port) as loaded:
-            typer.echo(f"{loaded.instance.instance_id} {loaded.instance.trigger_url}")
-            sys.stdout.flush()
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):  # stop cleanly: workers, record
-                loop.add_signal_handler(sig, stop.set)
-            await stop.wait()
+        reg = FunctionRegistry()
+        spec = reg.spec_for(entity_id, runtime, timeout)
+        async with run_instance(spec, port=port) as (_pool, url):
+            instance = reg.record_instance(entity_id, url, spec.runtime, timeout)
+            try:
+                typer.echo(f"{instance.instance_id} {instance.trigger_url}")
+                sys.stdout.flush()
+                stop = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):  # stop cleanly: workers, record
+                    loop.add_signal_handler(sig, stop.set)
+                await stop.wait()
+            finally:
+                reg.mark_stopped(instance.instance_id)
 
     try:
         asyncio.run(run())

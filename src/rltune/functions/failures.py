@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+from pydantic import ValidationError as PydanticValidationError
+
 from rltune.sdk.data import (
     OUTPUT_MODELS,
     FunctionType,
@@ -52,3 +55,32 @@ def failed_output(func_type: str | FunctionType, error: str, *, code: str) -> An
 
 def output_model(func_type: str | FunctionType) -> type:
     return OUTPUT_MODELS[FunctionType(func_type)]
+
+
+def output_from_reply(func_type: str | FunctionType, model: type, status: int,
+                      content: bytes) -> Any:
+    """A worker's HTTP reply as the output ``model``; a non-200 or invalid one as FAILED."""
+    text = content[:500].decode("utf-8", "replace")
+    try:
+        data = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        data = {"message": text}
+    if not isinstance(data, dict):
+        data = {"message": text}
+    if status == 200:
+        try:
+            return model.model_validate(data)
+        except PydanticValidationError as exc:
+            return failed_output(func_type, f"process() returned something that is not a "
+                                            f"{model.__name__}: {exc}", code=INVALID_OUTPUT)
+    message = data.get("message") or data.get("detail") or text
+    if status == 500 and data.get("invalid_output"):
+        return failed_output(func_type, str(message), code=INVALID_OUTPUT)
+    if status == 500:
+        return failed_output(func_type, f"process() raised {data.get('error_type', 'an error')}"
+                                        f": {message}", code=USER_EXCEPTION)
+    if status == 504:
+        return failed_output(func_type, str(message), code=TIMEOUT)
+    if status == 503:
+        return failed_output(func_type, str(message), code=OVERLOADED)
+    return failed_output(func_type, f"worker answered {status}: {message}", code=BAD_REQUEST)

@@ -4,10 +4,15 @@
 a FAILED output is a 200 with ``status: "failed"``), ``GET /health`` returns the pool metrics.
 Bad input is a 422 with the reason, like a single worker.
 
+``run_instance`` is what loading a function means: start its pool and serve it; the caller (the
+CLI's ``functions load``, the server's ``InstanceManager``) keeps whatever record it needs.
+
 Example (inside a coroutine)::
 
     async with serve_pool(pool) as url:
         httpx.post(f"{url}/api/v1", json=reward_input)
+    async with run_instance(spec) as (pool, url):
+        ...
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator
+from typing import Optional
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from rltune.functions.backends.base import WorkerBackend
 from rltune.functions.pool import FunctionPool
+from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import ValidationError
 
 
@@ -78,3 +86,17 @@ async def serve_pool(pool: FunctionPool, host: str = "127.0.0.1",
         server.should_exit = True
         await asyncio.wait({task}, timeout=5)
         sock.close()
+
+
+@contextlib.asynccontextmanager
+async def run_instance(spec: FunctionComponentSpec, *, host: str = "127.0.0.1", port: int = 0,
+                       backend: Optional[WorkerBackend] = None,
+                       ) -> AsyncIterator[tuple[FunctionPool, str]]:
+    """Start a pool for ``spec`` and serve it while the block runs; yield ``(pool, base_url)``.
+
+    Raises ``UserCodeError`` when the workers cannot start; on exit the endpoint and every
+    worker are stopped.
+    """
+    async with await FunctionPool.start(spec, backend) as pool, \
+            serve_pool(pool, host=host, port=port) as url:
+        yield pool, url

@@ -4,7 +4,9 @@
 model with ``status=FAILED`` and the error. A crashed or killed worker is replaced; calls that
 were on it are retried on another worker (at most ``spec.max_retries`` times). Calls that run
 past ``spec.timeout`` fail with ``error_code="timeout"`` without a retry (it would only time out
-again). Scaling and memory enforcement live in ``rltune.functions.scaler``.
+again). Every ``scale_interval`` seconds the pool's control loop takes a snapshot of its workers,
+asks ``rltune.functions.scaler.decide`` what to do (reap, kill for memory, probe, scale out or
+in) and does it; the pool is the only writer of its own state.
 
 Example:
     >>> import asyncio
@@ -38,6 +40,18 @@ from rltune.functions import failures as F
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.http import WorkerConnectionError, WorkerHTTPClient, WorkerTimeout
 from rltune.functions.metrics import LatencyWindow, PoolMetrics, WorkerMetrics
+from rltune.functions.scaler import (
+    Action,
+    Kill,
+    PoolSnapshot,
+    Probe,
+    Reap,
+    Retire,
+    ScalePolicy,
+    Start,
+    WorkerState,
+    decide,
+)
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.data import INPUT_MODELS, TaskStatus
 from rltune.sdk.errors import ValidationError
@@ -111,6 +125,13 @@ class FunctionPool:
         self.backend = backend or LocalProcessBackend()
         self.runtime = self.backend.fit_runtime(spec.resolved_runtime(), spec.display_name)
         self.scale_interval = scale_interval
+        rt = self.runtime
+        self.policy = ScalePolicy(
+            concurrency=rt.concurrency, min_capacity=rt.min_capacity,
+            max_capacity=rt.max_capacity, memory_size_mb=rt.memory_size,
+            concurrency_scale_threshold=rt.concurrency_scale_threshold,
+            memory_scale_threshold=rt.memory_scale_threshold,
+            scale_in_cooldown=spec.scale_in_cooldown, health_interval=spec.health_interval)
         self.workers: list[_Worker] = []
         self.starting = 0
         self.queued = 0
@@ -132,8 +153,6 @@ class FunctionPool:
     async def start(cls, spec: FunctionComponentSpec, backend: Optional[WorkerBackend] = None,
                     **kwargs: Any) -> FunctionPool:
         """Start ``runtime.capacity`` workers (raise ``UserCodeError`` if setup fails)."""
-        from rltune.functions.scaler import Autoscaler
-
         pool = cls(spec, backend, **kwargs)
         try:
             n = pool.runtime.capacity or 0
@@ -143,7 +162,7 @@ class FunctionPool:
         except BaseException:
             await pool.close()
             raise
-        pool._scaler_task = asyncio.ensure_future(Autoscaler(pool).run())
+        pool._scaler_task = asyncio.ensure_future(pool._control_loop())
         return pool
 
     async def __aenter__(self) -> FunctionPool:
@@ -193,7 +212,7 @@ class FunctionPool:
             log.info("%s: worker %s up (%s)", self.spec.display_name, handle.worker_id, reason)
             self._wake(all_waiters=True)
 
-        self.starting += 1  # counted now, not when the task runs: the scaler reads it at once
+        self.starting += 1  # counted now, not when the task runs: the next snapshot reads it
         task = asyncio.ensure_future(grow())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -213,6 +232,82 @@ class FunctionPool:
                     worker.handle.worker_id, reason)
         if not self._closed:
             self.add_worker_soon("replacement")
+
+    # ---- the control loop: snapshot -> scaler.decide -> apply ----------------------------
+    async def _control_loop(self) -> None:
+        while True:
+            try:
+                await self.apply(decide(self.snapshot()))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the control loop must survive its own bugs
+                log.exception("%s: control loop tick failed", self.spec.display_name)
+            await asyncio.sleep(self.scale_interval)
+
+    def snapshot(self) -> PoolSnapshot:
+        """The facts ``scaler.decide`` reads: liveness, RSS and load of every worker."""
+        states = []
+        for w in self.workers:
+            alive = w.handle.is_alive()
+            states.append(WorkerState(
+                w.handle.worker_id, alive=alive, rss_bytes=w.handle.rss_bytes() if alive else 0,
+                in_flight=w.in_flight, available=w.available, idle_since=w.idle_since,
+                last_probe=w.last_probe, probing=w.probing))
+        return PoolSnapshot(now=time.monotonic(), policy=self.policy, workers=tuple(states),
+                            starting=self.starting, queued=self.queued,
+                            start_failing=bool(self.start_error))
+
+    async def apply(self, actions: list[Action]) -> None:
+        """Carry out ``decide``'s actions (a worker gone since the snapshot is skipped)."""
+        by_id = {w.handle.worker_id: w for w in self.workers}
+        for action in actions:
+            if isinstance(action, Start):
+                if action.scale_out:
+                    self.counters["scale_outs"] += 1
+                for _ in range(action.count):
+                    self.add_worker_soon(action.reason)
+                continue
+            worker = by_id.get(action.worker_id)
+            if worker is None or worker not in self.workers:
+                continue
+            if isinstance(action, Reap):
+                self.mark_dead(worker, exit_reason(worker.handle))
+            elif isinstance(action, Kill):
+                self.mark_dead(worker, action.reason, code=action.code)
+            elif isinstance(action, Probe):
+                self._probe(worker)
+            elif isinstance(action, Retire):
+                await self._retire(worker)
+
+    def _probe(self, worker: _Worker) -> None:
+        """Ask a busy worker's ``/health`` in the background; kill it if it hangs."""
+        worker.probing = True
+        worker.last_probe = time.monotonic()
+        hang = self.spec.hang_timeout
+
+        async def probe() -> None:
+            try:
+                await worker.http.request("GET", "/health", timeout=hang)
+            except WorkerTimeout:
+                self.mark_dead(worker, f"hung: /health unanswered for {hang} s (a call blocks "
+                                       "its event loop; use def process or await instead of "
+                                       "blocking)", code=F.WORKER_HUNG)
+            except WorkerConnectionError:
+                pass  # it died; the next snapshot reaps it
+            finally:
+                worker.probing = False
+
+        task = asyncio.ensure_future(probe())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _retire(self, worker: _Worker) -> None:
+        worker.retiring = True  # no new calls; it has none in flight
+        self.workers.remove(worker)
+        self.counters["scale_ins"] += 1
+        log.info("%s: scale in: stopping idle worker %s", self.spec.display_name,
+                 worker.handle.worker_id)
+        await worker.handle.stop(grace=2.0)
 
     # ---- dispatch --------------------------------------------------------------------------
     def _pick(self) -> Optional[_Worker]:
@@ -324,7 +419,7 @@ class FunctionPool:
                 busy_retries += 1  # worker queue full: back off briefly, try again
                 await asyncio.sleep(0.05 * busy_retries)
                 continue
-            return self._to_output(status, content)
+            return F.output_from_reply(self.spec.func_type, self._output_model, status, content)
 
     async def _confirm_death(self, worker: _Worker) -> None:
         # The kernel closes a dying process's sockets a moment before it can be reaped, so a
@@ -335,35 +430,6 @@ class FunctionPool:
                 self.mark_dead(worker, exit_reason(worker.handle))
                 return
             await asyncio.sleep(0.01)
-
-    def _to_output(self, status: int, content: bytes) -> Any:
-        ftype = self.spec.func_type
-        text = content[:500].decode("utf-8", "replace")
-        try:
-            data = orjson.loads(content)
-        except orjson.JSONDecodeError:
-            data = {"message": text}
-        if not isinstance(data, dict):
-            data = {"message": text}
-        if status == 200:
-            try:
-                return self._output_model.model_validate(data)
-            except PydanticValidationError as exc:
-                return F.failed_output(
-                    ftype, f"process() returned something that is not a "
-                           f"{self._output_model.__name__}: {exc}", code=F.INVALID_OUTPUT)
-        message = data.get("message") or data.get("detail") or text
-        if status == 500 and data.get("invalid_output"):
-            return F.failed_output(ftype, str(message), code=F.INVALID_OUTPUT)
-        if status == 500:
-            return F.failed_output(ftype, f"process() raised {data.get('error_type', 'an error')}"
-                                          f": {message}", code=F.USER_EXCEPTION)
-        if status == 504:
-            return F.failed_output(ftype, str(message), code=F.TIMEOUT)
-        if status == 503:
-            return F.failed_output(ftype, str(message), code=F.OVERLOADED)
-        return F.failed_output(ftype, f"worker answered {status}: {message}",
-                               code=F.BAD_REQUEST)
 
     # ---- metrics ---------------------------------------------------------------------------
     def metrics(self) -> PoolMetrics:

@@ -1,16 +1,17 @@
-"""The function registry: registered components (entities) and loaded instances, on disk.
+"""The function registry: records of registered components (entities) and of loaded instances.
 
 Layout under ``$RLTUNE_HOME/functions/`` (``~/.rltune`` when unset)::
 
     archives/<sha256>.zip        one per distinct workspace content
     workspaces/<sha256>/         the archive extracted, what instances run
     entities/<ro|rw|grw>-….json  FunctionEntity records
-    instances/<…>-ins-….json     FunctionInstance records
+    instances/<…>-ins-….json     FunctionInstance records of ``rltune functions load``
 
 Registering zips the workspace (``rltune.functions.archive``) and returns an entity id
-(``ro-…``, ``rw-…``, ``grw-…`` as on the cloud); loading starts a pool plus its instance
-endpoint and returns an instance id (``ro-ins-…``) with its URL. Records are plain JSON so the
-job server can serve them over REST.
+(``ro-…``, ``rw-…``, ``grw-…`` as on the cloud). The registry keeps records only and starts
+nothing: ``spec_for`` turns an entity into the spec a pool runs, and whoever loads it
+(``rltune.functions.front.run_instance``) starts the processes. The CLI records its instances
+here; the job server keeps its own in its store (``rltune.server.instances.InstanceManager``).
 
 Example:
     >>> import tempfile, pathlib
@@ -23,13 +24,10 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -62,7 +60,7 @@ class FunctionEntity(BaseModel):
 
 
 class FunctionInstance(BaseModel):
-    """A loaded function: a pool of workers behind one URL (alive while its owner runs)."""
+    """A loaded function: a pool of workers behind one URL (alive while its owner process runs)."""
 
     instance_id: str
     entity_id: str
@@ -83,16 +81,13 @@ def _write_json(path: Path, model: BaseModel) -> None:
     os.replace(tmp, path)
 
 
-@dataclass
-class LoadedInstance:
-    """What ``FunctionRegistry.load`` yields: the record and the running pool."""
-
-    instance: FunctionInstance
-    pool: Any  # FunctionPool
+def new_instance_id(func_type: str | FunctionType) -> str:
+    """A fresh instance id: ``ro-ins-…``, ``rw-ins-…`` or ``grw-ins-…``."""
+    return f"{PREFIX[FunctionType(func_type)]}-ins-{uuid.uuid4().hex[:16]}"
 
 
 class FunctionRegistry:
-    """Register workspaces as function entities and load them as instances."""
+    """Records of function entities (and of CLI-loaded instances); it starts no process."""
 
     def __init__(self, home: str | Path | None = None):
         self.root = functions_home(home)
@@ -171,30 +166,24 @@ class FunctionRegistry:
             workspace=self.workspace_of(entity), name=entity.name, timeout=timeout,
             runtime=runtime or FunctionComponentRuntime(), **fields)
 
-    @contextlib.asynccontextmanager
-    async def load(self, entity_id: str,
-                   runtime: FunctionComponentRuntime | dict | None = None,
-                   timeout: Optional[float] = None, port: int = 0,
-                   **fields: Any) -> AsyncIterator[LoadedInstance]:
-        """Start a pool and its endpoint for ``entity_id``; the instance lives inside the block."""
-        from rltune.functions.front import serve_pool
-        from rltune.functions.pool import FunctionPool
-
-        spec = self.spec_for(entity_id, runtime, timeout, **fields)
+    def record_instance(self, entity_id: str, url: str,
+                        runtime: FunctionComponentRuntime, timeout: Optional[float] = None,
+                        owner_pid: Optional[int] = None) -> FunctionInstance:
+        """Record a running instance of ``entity_id`` served at ``url`` (status ``active``)."""
         entity = self.get(entity_id)
-        async with await FunctionPool.start(spec) as pool, serve_pool(pool, port=port) as url:
-            instance = FunctionInstance(
-                instance_id=f"{PREFIX[entity.func_type]}-ins-{uuid.uuid4().hex[:16]}",
-                entity_id=entity_id, func_type=entity.func_type, url=url,
-                trigger_url=f"{url}/api/v1", runtime=spec.runtime, timeout=timeout,
-                owner_pid=os.getpid(), created_at=time.time())
-            path = self._dir("instances") / f"{instance.instance_id}.json"
-            _write_json(path, instance)
-            try:
-                yield LoadedInstance(instance, pool)
-            finally:
-                instance.status = "stopped"
-                _write_json(path, instance)
+        instance = FunctionInstance(
+            instance_id=new_instance_id(entity.func_type), entity_id=entity_id,
+            func_type=entity.func_type, url=url, trigger_url=f"{url}/api/v1", runtime=runtime,
+            timeout=timeout, owner_pid=owner_pid or os.getpid(), created_at=time.time())
+        _write_json(self._dir("instances") / f"{instance.instance_id}.json", instance)
+        return instance
+
+    def mark_stopped(self, instance_id: str) -> FunctionInstance:
+        """Record that the instance stopped serving."""
+        instance = self.get_instance(instance_id)
+        instance.status = "stopped"
+        _write_json(self._dir("instances") / f"{instance_id}.json", instance)
+        return instance
 
     def get_instance(self, instance_id: str) -> FunctionInstance:
         path = self.root / "instances" / f"{instance_id}.json"

@@ -1,131 +1,174 @@
-"""The pool's control loop: reap dead workers, enforce ``memory_size``, scale out and in.
+"""The pool's scaling policy as a pure function: ``decide(snapshot) -> actions``.
 
-Every ``scale_interval`` seconds:
+The pool (``rltune.functions.pool``) takes a :class:`PoolSnapshot` every ``scale_interval``
+seconds, calls :func:`decide` and applies the actions itself. Nothing here touches a worker, a
+clock or the pool; every fact (liveness, RSS, in-flight calls, timestamps) comes in the snapshot.
 
-- a worker that exited is replaced (its in-flight calls are retried by ``pool.call``);
-- a worker whose RSS exceeds ``memory_size`` MB is killed and replaced, and the calls on it
-  fail with ``error_code="memory_exceeded"`` once their retries are spent;
-- scale out by one worker (up to ``max_capacity``) when (in flight + queued) / (workers ×
-  concurrency) ≥ ``concurrency_scale_threshold``, or mean RSS / ``memory_size`` ≥
-  ``memory_scale_threshold``;
-- scale in by one worker (down to ``min_capacity``) that has been idle ``scale_in_cooldown`` s;
-- every ``health_interval`` s a busy worker's ``/health`` is probed: one that does not answer in
-  ``hang_timeout`` s (its event loop is stuck) is killed and replaced, and its calls retried.
+The rules, in order:
+
+- a worker that exited is reaped and replaced (:class:`Reap`; its in-flight calls are retried
+  by ``pool.call``);
+- a worker whose RSS exceeds ``memory_size`` MB is killed and replaced (:class:`Kill` with
+  ``error_code="memory_exceeded"``);
+- a busy worker whose last ``/health`` probe is ``health_interval`` s old is probed again
+  (:class:`Probe`; the pool kills one that does not answer in ``hang_timeout`` s);
+- below ``min_capacity`` (workers + starting, counting replacements), start the missing ones;
+- when setup keeps failing, no worker is up or starting and nobody waits: do nothing more;
+- scale out by one worker (below ``max_capacity``, none starting) when (in flight + queued) /
+  (workers × concurrency) ≥ ``concurrency_scale_threshold`` or mean RSS / ``memory_size`` ≥
+  ``memory_scale_threshold`` (:class:`Start` with ``scale_out=True``);
+- otherwise scale in by one worker (above ``min_capacity``, nothing queued) that has been idle
+  ``scale_in_cooldown`` s (:class:`Retire`, the last such worker).
+
+Example:
+    >>> policy = ScalePolicy(concurrency=2, min_capacity=1, max_capacity=3, memory_size_mb=100,
+    ...                      concurrency_scale_threshold=0.8, memory_scale_threshold=0.9,
+    ...                      scale_in_cooldown=30, health_interval=5)
+    >>> busy = WorkerState("w1", in_flight=2, last_probe=9.0)
+    >>> decide(PoolSnapshot(now=10.0, policy=policy, workers=(busy,)))
+    [Start(count=1, reason='scale out: utilisation 1.00, memory 0.00', scale_out=True)]
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Union
 
 from rltune.functions import failures as F
-from rltune.functions.pool import exit_reason
 
-if TYPE_CHECKING:
-    from rltune.functions.pool import FunctionPool
-
-log = logging.getLogger("rltune.functions.scaler")
 _MB = 2**20
 
 
-class Autoscaler:
-    def __init__(self, pool: FunctionPool):
-        self.pool = pool
-        self.runtime = pool.runtime
+@dataclass(frozen=True)
+class ScalePolicy:
+    """The runtime knobs ``decide`` reads (from ``FunctionComponentRuntime`` and the spec)."""
 
-    async def run(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the control loop must survive its own bugs
-                log.exception("autoscaler tick failed")
-            await asyncio.sleep(self.pool.scale_interval)
+    concurrency: int
+    min_capacity: int
+    max_capacity: int
+    memory_size_mb: int
+    concurrency_scale_threshold: float
+    memory_scale_threshold: float
+    scale_in_cooldown: float
+    health_interval: float
 
-    def utilisation(self) -> float:
-        pool = self.pool
-        slots = len(pool.workers) * self.runtime.concurrency
-        demand = sum(w.in_flight for w in pool.workers) + pool.queued
-        if slots == 0:
-            return float("inf") if demand else 0.0
-        return demand / slots
 
-    async def tick(self) -> None:
-        pool, rt = self.pool, self.runtime
-        limit = rt.memory_size * _MB
-        rss_total = 0
-        for w in list(pool.workers):
-            if not w.handle.is_alive():
-                pool.mark_dead(w, exit_reason(w.handle))
-                continue
-            rss = w.handle.rss_bytes()
-            if rss > limit:
-                pool.mark_dead(
-                    w, f"was killed: RSS {rss / _MB:.0f} MB exceeded memory_size "
-                       f"{rt.memory_size} MB (raise runtime.memory_size or use less memory)",
-                    code=F.MEMORY_EXCEEDED)
-                continue
-            rss_total += rss
-            self.maybe_probe(w)
-        n = len(pool.workers)
-        planned = n + pool.starting
-        if planned < rt.min_capacity:
-            for _ in range(rt.min_capacity - planned):
-                pool.add_worker_soon("min_capacity")
-            return
-        if pool.start_error and pool.starting == 0 and n == 0 and pool.queued == 0:
-            return  # setup keeps failing and nobody is waiting: don't spin restarting it
-        mem_ratio = rss_total / (n * limit) if n else 0.0
-        if planned < rt.max_capacity and pool.starting == 0 and (
-            self.utilisation() >= rt.concurrency_scale_threshold
-            or mem_ratio >= rt.memory_scale_threshold
-        ):
-            pool.counters["scale_outs"] += 1
-            pool.add_worker_soon(f"scale out: utilisation {self.utilisation():.2f}, "
-                                 f"memory {mem_ratio:.2f}")
-            return
-        if n > rt.min_capacity and pool.queued == 0:
-            now = time.monotonic()
-            idle = [w for w in pool.workers if w.in_flight == 0 and w.available
-                    and now - w.idle_since >= pool.spec.scale_in_cooldown]
-            if idle:
-                await self.retire(idle[-1])
+@dataclass(frozen=True)
+class WorkerState:
+    """One worker as the pool sees it at snapshot time (timestamps are ``time.monotonic``)."""
 
-    def maybe_probe(self, worker) -> None:
-        spec = self.pool.spec
-        now = time.monotonic()
-        due = now - worker.last_probe >= spec.health_interval
-        if worker.probing or worker.in_flight == 0 or not due:
-            return
-        worker.probing = True
-        worker.last_probe = now
+    worker_id: str
+    alive: bool = True
+    rss_bytes: int = 0
+    in_flight: int = 0
+    available: bool = True
+    idle_since: float = 0.0
+    last_probe: float = 0.0
+    probing: bool = False
 
-        async def probe() -> None:
-            from rltune.functions.http import WorkerConnectionError, WorkerTimeout
 
-            try:
-                await worker.http.request("GET", "/health", timeout=spec.hang_timeout)
-            except WorkerTimeout:
-                self.pool.mark_dead(worker, f"hung: /health unanswered for {spec.hang_timeout} s "
-                                            "(a call blocks its event loop; use def process or "
-                                            "await instead of blocking)", code=F.WORKER_HUNG)
-            except WorkerConnectionError:
-                pass  # it died; the reaper handles that
-            finally:
-                worker.probing = False
+@dataclass(frozen=True)
+class PoolSnapshot:
+    """Everything ``decide`` needs: the workers, what is starting and waiting, the policy."""
 
-        task = asyncio.ensure_future(probe())
-        self.pool._tasks.add(task)
-        task.add_done_callback(self.pool._tasks.discard)
+    now: float
+    policy: ScalePolicy
+    workers: tuple[WorkerState, ...] = ()
+    starting: int = 0
+    queued: int = 0
+    #: the last worker start failed (and no start succeeded since)
+    start_failing: bool = False
 
-    async def retire(self, worker) -> None:
-        pool = self.pool
-        worker.retiring = True  # no new calls; it has none in flight
-        pool.workers.remove(worker)
-        pool.counters["scale_ins"] += 1
-        log.info("%s: scale in: stopping idle worker %s", pool.spec.display_name,
-                 worker.handle.worker_id)
-        await worker.handle.stop(grace=2.0)
+
+@dataclass(frozen=True)
+class Reap:
+    """The worker exited: record how, take it out and start a replacement."""
+
+    worker_id: str
+
+
+@dataclass(frozen=True)
+class Kill:
+    """Kill the worker, fail its calls with ``code`` once retries are spent, replace it."""
+
+    worker_id: str
+    reason: str
+    code: str
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Ask the busy worker's ``/health``; kill it as hung if it does not answer in time."""
+
+    worker_id: str
+
+
+@dataclass(frozen=True)
+class Start:
+    """Start ``count`` more workers in the background."""
+
+    count: int
+    reason: str
+    scale_out: bool = False
+
+
+@dataclass(frozen=True)
+class Retire:
+    """Stop the idle worker (no new calls go to it; it has none in flight)."""
+
+    worker_id: str
+
+
+Action = Union[Reap, Kill, Probe, Start, Retire]
+
+
+def utilisation(in_flight: int, queued: int, workers: int, concurrency: int) -> float:
+    """Demand over slots: (in flight + queued) / (workers × concurrency); inf with no slots."""
+    slots = workers * concurrency
+    demand = in_flight + queued
+    if slots == 0:
+        return float("inf") if demand else 0.0
+    return demand / slots
+
+
+def decide(snap: PoolSnapshot) -> list[Action]:
+    """The actions the pool should take now (see the module docstring for the rules)."""
+    p = snap.policy
+    limit = p.memory_size_mb * _MB
+    actions: list[Action] = []
+    live: list[WorkerState] = []
+    rss_total = 0
+    for w in snap.workers:
+        if not w.alive:
+            actions.append(Reap(w.worker_id))
+            continue
+        if w.rss_bytes > limit:
+            actions.append(Kill(
+                w.worker_id, f"was killed: RSS {w.rss_bytes / _MB:.0f} MB exceeded memory_size "
+                             f"{p.memory_size_mb} MB (raise runtime.memory_size or use less "
+                             "memory)", F.MEMORY_EXCEEDED))
+            continue
+        rss_total += w.rss_bytes
+        live.append(w)
+        if not w.probing and w.in_flight > 0 and snap.now - w.last_probe >= p.health_interval:
+            actions.append(Probe(w.worker_id))
+    n = len(live)
+    starting = snap.starting + (len(snap.workers) - n)  # every reaped or killed one is replaced
+    planned = n + starting
+    if planned < p.min_capacity:
+        return [*actions, Start(p.min_capacity - planned, "min_capacity")]
+    if snap.start_failing and starting == 0 and n == 0 and snap.queued == 0:
+        return actions  # setup keeps failing and nobody is waiting: don't spin restarting it
+    util = utilisation(sum(w.in_flight for w in live), snap.queued, n, p.concurrency)
+    mem_ratio = rss_total / (n * limit) if n else 0.0
+    if planned < p.max_capacity and starting == 0 and (
+        util >= p.concurrency_scale_threshold or mem_ratio >= p.memory_scale_threshold
+    ):
+        return [*actions, Start(1, f"scale out: utilisation {util:.2f}, memory {mem_ratio:.2f}",
+                                scale_out=True)]
+    if n > p.min_capacity and snap.queued == 0:
+        idle = [w for w in live if w.in_flight == 0 and w.available
+                and snap.now - w.idle_since >= p.scale_in_cooldown]
+        if idle:
+            actions.append(Retire(idle[-1].worker_id))
+    return actions

@@ -2,14 +2,14 @@
 
 An upload is extracted with every safety check of ``rltune.functions.archive`` (no absolute or
 ``..`` paths, no symlinks, size limits) before ``FunctionRegistry`` registers it, so an unsafe
-archive never reaches disk outside a staging folder.
+archive never reaches disk outside a staging folder. Instances are read and changed only through
+``ctx.instances`` (``rltune.server.instances.InstanceManager``), the one owner of their records.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,14 +18,13 @@ from pydantic import BaseModel, Field
 
 from rltune.functions.archive import extract_archive
 from rltune.sdk.data import FunctionType
-from rltune.sdk.errors import ConflictError, ValidationError
+from rltune.sdk.errors import ValidationError
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging, read_body_limited
 from rltune.server.idempotency import fingerprint, idempotent
 
 router = APIRouter(prefix="/v1", tags=["functions"])
 FN_HINT = "list functions: GET /v1/functions"
-INS_HINT = "list instances: GET /v1/instances; load one: POST /v1/functions/{id}/load"
 
 
 def function_view(rec: dict) -> dict:
@@ -94,10 +93,7 @@ async def delete_function(entity_id: str, request: Request,
     """Forget a function; its loaded instances are stopped (jobs keep their own copies)."""
     ctx = ctx_of(request)
     ctx.owned("functions", entity_id, caller.workspace, "function", FN_HINT)
-    rows, _ = ctx.store.list("instances", workspace=caller.workspace)
-    for inst in rows:
-        if inst["entity_id"] == entity_id:
-            await ctx.instances.stop(inst["id"])
+    await ctx.instances.stop_entity(caller.workspace, entity_id)
     ctx.store.delete("functions", entity_id)
     return {"entity_id": entity_id, "deleted": True}
 
@@ -123,9 +119,8 @@ async def load_function(entity_id: str, body: LoadRequest, request: Request,
                               hint="see FunctionComponentRuntime fields") from None
 
     async def create():
-        rec = await ctx.instances.load(caller.workspace, entity_id,
-                                       runtime.model_dump(exclude_none=True), body.timeout)
-        return 201, ctx.instances.view(rec)
+        return 201, await ctx.instances.load(caller.workspace, entity_id,
+                                             runtime.model_dump(exclude_none=True), body.timeout)
 
     return await idempotent(ctx.store, caller.workspace, idempotency_key,
                             fingerprint("load", entity_id, body.model_dump()), create)
@@ -135,19 +130,15 @@ async def load_function(entity_id: str, body: LoadRequest, request: Request,
 def list_instances(request: Request, page_no: int = Query(1, ge=1, le=10**6),
                    page_size: int = Query(50, ge=1, le=500),
                    caller: Caller = Depends(authenticate)) -> dict:
-    ctx = ctx_of(request)
     off, lim = paging(page_no, page_size)
-    rows, total = ctx.store.list("instances", workspace=caller.workspace, offset=off, limit=lim,
-                                 newest_first=True)
-    return page([ctx.instances.view(r) for r in rows], total, page_no, page_size)
+    views, total = ctx_of(request).instances.list(caller.workspace, off, lim)
+    return page(views, total, page_no, page_size)
 
 
 @router.get("/instances/{instance_id}")
 def get_instance(instance_id: str, request: Request,
                  caller: Caller = Depends(authenticate)) -> dict:
-    ctx = ctx_of(request)
-    return ctx.instances.view(ctx.owned("instances", instance_id, caller.workspace,
-                                        "function instance", INS_HINT))
+    return ctx_of(request).instances.get(caller.workspace, instance_id)
 
 
 class TestRequest(BaseModel):
@@ -159,24 +150,8 @@ class TestRequest(BaseModel):
 async def test_instance(instance_id: str, body: TestRequest, request: Request,
                         caller: Caller = Depends(authenticate)) -> dict:
     """Send one input to a loaded instance; the output is validated by its type's model."""
-    from rltune.functions.harness import run_single
-
-    ctx = ctx_of(request)
-    rec = ctx.owned("instances", instance_id, caller.workspace, "function instance", INS_HINT)
-    if instance_id not in ctx.instances.live:
-        raise ConflictError(f"instance {instance_id} is stopped", where=instance_id,
-                            hint="load the function again: POST /v1/functions/{id}/load")
-    if body.type is not None and body.type.value != rec["type"]:
-        raise ValidationError(f"instance {instance_id} is a {rec['type']} function, not "
-                              f"{body.type.value}", where="type",
-                              hint=f"pass type {rec['type']} or omit it")
-    t0 = time.perf_counter()
-    out = await run_single(body.input, func_type=rec["type"], instance_url=rec["url"],
-                           timeout=rec.get("timeout") or 600)
-    seconds = time.perf_counter() - t0
-    ctx.instances.event(instance_id, f"test: {out.status.value} in {seconds:.2f}s")
-    return {"instance_id": instance_id, "status": out.status.value, "seconds": seconds,
-            "output": out.model_dump(mode="json")}
+    return await ctx_of(request).instances.test(
+        caller.workspace, instance_id, body.input, body.type.value if body.type else None)
 
 
 @router.get("/instances/{instance_id}/logs")
@@ -184,9 +159,7 @@ def instance_logs(instance_id: str, request: Request, offset: int = Query(1, ge=
                   lines: int = Query(1000, ge=1, le=100000),
                   caller: Caller = Depends(authenticate)) -> dict:
     """Events of the instance (load, tests, stop), 1-based ``offset``."""
-    ctx = ctx_of(request)
-    ctx.owned("instances", instance_id, caller.workspace, "function instance", INS_HINT)
-    events = ctx.instances.events.get(instance_id, [])
+    events = ctx_of(request).instances.events(caller.workspace, instance_id)
     chunk = events[offset - 1: offset - 1 + lines]
     return {"instance_id": instance_id, "logs": chunk, "offset": offset,
             "next_offset": offset + len(chunk), "total": len(events)}
@@ -195,8 +168,5 @@ def instance_logs(instance_id: str, request: Request, offset: int = Query(1, ge=
 @router.delete("/instances/{instance_id}")
 async def delete_instance(instance_id: str, request: Request,
                           caller: Caller = Depends(authenticate)) -> dict:
-    ctx = ctx_of(request)
-    ctx.owned("instances", instance_id, caller.workspace, "function instance", INS_HINT)
-    await ctx.instances.stop(instance_id)
-    ctx.store.delete("instances", instance_id)
+    await ctx_of(request).instances.delete(caller.workspace, instance_id)
     return {"instance_id": instance_id, "deleted": True}

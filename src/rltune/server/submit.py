@@ -104,7 +104,7 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
         where = f"functions[{i}] ({fn.name})"
         entity_id = fn.entity_id
         if not entity_id and fn.instance_id:
-            inst = ctx.store.get("instances", fn.instance_id, workspace=workspace)
+            inst = ctx.instances.record(workspace, fn.instance_id)
             if inst is None:
                 raise NotFoundError(f"no function instance {fn.instance_id!r}",
                                     where=f"{where}.instance_id",

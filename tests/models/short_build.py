@@ -1,8 +1,8 @@
 """A short demo-model recipe for build tests, in process and through the real CLI.
 
 Two phases on the ``tiny`` shape (batches of 4, 4 evaluation episodes, 1 thread): copy until
-step 20 (its first evaluation, where the tool path "qualifies" at once), then the mix phase
-until step 30 (an always-reachable band). A few seconds, where the nano recipe takes minutes.
+step 40 (its first evaluation, where the tool path "qualifies" at once), then the mix phase
+until step 50 (an always-reachable band). Seconds, where the nano recipe takes minutes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rltune.models.tasks import TaskConfig
 from rltune.models.warmstart import WarmStartConfig
 
 SHORT = dict(task=TaskConfig(digits=1, heldout_percent=30), batch_size=4, eval_episodes=4,
-             threads=1, max_steps=60, eval_every=20, min_tool_accuracy=0.0,
+             threads=1, max_steps=80, eval_every=40, min_tool_accuracy=0.0,
              min_tool_episodes=0, mix_tool_fraction=0.3, mix_eval_every=10, mix_max_steps=20,
              band=(0.0, 1.0))
 

@@ -4,6 +4,7 @@ The builds run the short recipe of ``short_build`` (a few seconds each)."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import time
@@ -142,6 +143,35 @@ def test_a_failed_build_removes_its_partial(tmp_path, monkeypatch):
     assert saved_at[7] == 5 and saved_at[40] == 40 and saved_at[60] == 60
     assert not state.exists()
     assert not (tmp_path / "models" / "tiny").exists()
+
+
+def test_a_second_build_waits_for_the_first_and_reuses_its_model(tmp_path, tiny_recipe,
+                                                                 tiny_model_dir):
+    """flock conflicts between two opens in one process as between processes: while the
+    test holds the build lock, a build in a thread waits; the model "the first build" saves
+    in the meantime is then returned, not rebuilt."""
+    import shutil
+    import threading
+
+    from rltune.models.partial import build_lock
+
+    state = partial_build_file(tmp_path, "tiny")
+    notes: list[str] = []
+    result: list = []
+    with build_lock(state):
+        waiter = threading.Thread(target=lambda: result.append(_build(tmp_path, notes)))
+        waiter.start()
+        deadline = time.monotonic() + 60
+        while not notes and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert notes == [f"another process (pid {os.getpid()}) is building tiny; "
+                         "waiting for it"]
+        assert waiter.is_alive() and not result
+        shutil.copytree(tiny_model_dir, tmp_path / "models" / "tiny")
+    waiter.join(timeout=60)
+    assert result == [tmp_path / "models" / "tiny"]
+    assert read_meta(result[0])["trained"] is False  # ours, not a second build
+    assert not state.exists()
 
 
 def test_a_killed_cli_build_resumes_to_the_same_weights(tmp_path, reference):

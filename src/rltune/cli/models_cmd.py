@@ -100,14 +100,14 @@ def build_demo(
                 raise typer.Exit(1) from None
             except KeyboardInterrupt:
                 bar.stop()
-                console.print(_INTERRUPTED.format(size=size))
+                console.print(_INTERRUPTED.format(size=size, seed=seed))
                 raise typer.Exit(130) from None
     console.print(f"[green]built[/green] {path}")
     _print_meta(console, read_meta(path) or {})
 
 
 _INTERRUPTED = ("interrupted: the build's state is saved; run the same `rltune models build-demo "
-                "--size {size}` again to resume it")
+                "--size {size} --seed {seed}` again to resume it")
 
 
 def _build_with_lines(size: str, seed: int, home: Path | None, force: bool) -> Path:
@@ -123,7 +123,7 @@ def _build_with_lines(size: str, seed: int, home: Path | None, force: bool) -> P
         typer.echo(f"build failed: {exc}", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        typer.echo(_INTERRUPTED.format(size=size), err=True)
+        typer.echo(_INTERRUPTED.format(size=size, seed=seed), err=True)
         raise typer.Exit(130) from None
 
 

@@ -79,7 +79,7 @@ def build_demo(
 
             def on_event(event: dict[str, Any]) -> None:
                 if "message" in event:  # resuming, waiting for another build
-                    bar.console.print(event["message"])
+                    bar.console.print(event["message"], markup=False, highlight=False)
                     return
                 fields = {"loss": f"{event['loss']:.3f}", "phase": event.get("curriculum", "")}
                 if event["phase"] == "eval":

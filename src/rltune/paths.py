@@ -3,6 +3,7 @@
 Home directory: ``$RLTUNE_HOME``, else ``~/.rltune``::
 
     <home>/models/<name>/          demo models (``rltune models build-demo``) and your own
+    <home>/models/.partial/        unfinished demo-model builds (resumed by the next build)
     <home>/server/                 the job server's database, server.json, admin.key
     <home>/functions/              registered functions and their venvs
     <home>/published/<ws>/<name>/  published models of a job-server workspace
@@ -60,6 +61,12 @@ def rltune_home(home: Optional[PathLike] = None) -> Path:
 
 def models_home(home: Optional[PathLike] = None) -> Path:
     return rltune_home(home) / "models"
+
+
+def partial_build_file(home: Optional[PathLike], name: str) -> Path:
+    """The saved state of an unfinished build of demo model ``name`` (``rltune.models.partial``);
+    its lock is the same path with the suffix ``.lock``."""
+    return models_home(home) / ".partial" / f"{name}.pt"
 
 
 def server_home(home: Optional[PathLike] = None) -> Path:

@@ -5,7 +5,6 @@ Heavy imports (torch, transformers) happen inside the commands, so ``rltune --he
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ def _quiet_transformers() -> None:
 
 @models_app.command("build-demo")
 def build_demo(
-    size: str = typer.Option("nano", "--size", help="nano (~0.8M, ~1-2 min) or small (~4.2M)."),
+    size: str = typer.Option("nano", "--size", help="nano (~0.8M, ~1.5-4 min) or small (~4.2M)."),
     seed: int = typer.Option(0, "--seed", help="Seed of tokenizer, weights and data."),
     force: bool = typer.Option(False, "--force", help="Rebuild even if cached."),
     home: Path | None = typer.Option(None, "--home", help="RLTUNE_HOME (default ~/.rltune)."),
@@ -70,7 +69,7 @@ def build_demo(
         f"{recipe.config.min_tool_accuracy:.0%}"
     )
     if not console.is_terminal:  # CI logs, pipes: a line per evaluation, at least every 10 s
-        path = _build_with_lines(size, seed, home, force, recipe.config.max_steps)
+        path = _build_with_lines(size, seed, home, force)
     else:
         with Progress(*columns, console=console) as bar:
             task = bar.add_task(
@@ -79,6 +78,9 @@ def build_demo(
             )
 
             def on_event(event: dict[str, Any]) -> None:
+                if "message" in event:  # resuming, waiting for another build
+                    bar.console.print(event["message"], markup=False, highlight=False)
+                    return
                 fields = {"loss": f"{event['loss']:.3f}", "phase": event.get("curriculum", "")}
                 if event["phase"] == "eval":
                     last_eval.update(event)
@@ -87,7 +89,7 @@ def build_demo(
                         tool=f"{event['tool_rate']:.2f}",
                         tool_acc=f"{event['tool_accuracy']:.2f}",
                     )
-                bar.update(task, completed=event["step"], **fields)
+                bar.update(task, completed=event["step"], total=event["max_steps"], **fields)
 
             try:
                 path = ensure_demo_model(size, seed=seed, home=home, progress=on_event,
@@ -96,45 +98,33 @@ def build_demo(
                 bar.stop()
                 console.print(f"[red]build failed:[/red] {exc}")
                 raise typer.Exit(1) from None
+            except KeyboardInterrupt:
+                bar.stop()
+                console.print(_INTERRUPTED.format(size=size, seed=seed))
+                raise typer.Exit(130) from None
     console.print(f"[green]built[/green] {path}")
     _print_meta(console, read_meta(path) or {})
 
 
-#: Most seconds between two progress lines when the output is not a terminal.
-LINE_EVERY_S = 10.0
+_INTERRUPTED = ("interrupted: the build's state is saved; run the same `rltune models build-demo "
+                "--size {size} --seed {seed}` again to resume it")
 
 
-def _build_with_lines(size: str, seed: int, home: Path | None, force: bool,
-                      max_steps: int) -> Path:
-    """The build with plain progress lines (no live display): the first step, every
-    evaluation, and at least one line per ``LINE_EVERY_S`` seconds."""
-    import time
-
-    from rltune.models.registry import ensure_demo_model
+def _build_with_lines(size: str, seed: int, home: Path | None, force: bool) -> Path:
+    """The build with plain progress lines on stderr (``rltune.models.progress_lines``)."""
+    from rltune.models.progress_lines import line_progress
+    from rltune.models.registry import ensure_demo_model, model_name
     from rltune.sdk.errors import BuildError
 
-    started = time.monotonic()
-    last = [-LINE_EVERY_S]
-    acc = {"accuracy": "-", "tool_rate": "-", "tool_accuracy": "-"}
-
-    def on_event(event: dict[str, Any]) -> None:
-        now = time.monotonic()
-        if event["phase"] == "eval":
-            acc.update({k: f"{event[k]:.2f}" for k in acc})
-        elif now - last[0] < LINE_EVERY_S:
-            return
-        last[0] = now
-        phase = event.get("curriculum") or ""
-        typer.echo(f"{size}: step {event['step']}/{max_steps} {phase} loss {event['loss']:.3f} "
-                   f"acc {acc['accuracy']} tool {acc['tool_rate']}/{acc['tool_accuracy']} "
-                   f"({now - started:.0f} s)".replace("  ", " "))
-        sys.stdout.flush()
-
     try:
-        return ensure_demo_model(size, seed=seed, home=home, progress=on_event, force=force)
+        lines = line_progress(model_name(size, seed))
+        return ensure_demo_model(size, seed=seed, home=home, progress=lines, force=force)
     except BuildError as exc:
         typer.echo(f"build failed: {exc}", err=True)
         raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        typer.echo(_INTERRUPTED.format(size=size, seed=seed), err=True)
+        raise typer.Exit(130) from None
 
 
 def _print_meta(console: Any, meta: dict[str, Any]) -> None:

@@ -7,7 +7,8 @@ Public API (see each module for details):
   ``extract_answer``, ``make_dataset_rows``, ``write_jsonl`` (pure Python).
 * ``train_tokenizer``, ``load_tokenizer``, ``CHAT_TEMPLATE``, ``render_chat``.
 * ``build_model``, ``build_tiny_model``, ``save_model``, ``SHAPES``.
-* ``ensure_demo_model``, ``models_home``, ``list_models`` (warm-started ``nano`` / ``small``).
+* ``ensure_demo_model``, ``models_home``, ``list_models`` (warm-started ``nano`` / ``small``;
+  an interrupted build resumes: :mod:`rltune.models.partial`).
 * ``run_episodes`` — the calculator agent loop over ``model.generate``.
 """
 

@@ -4,7 +4,9 @@ Models are saved under ``$RLTUNE_HOME/models/<name>`` (``RLTUNE_HOME`` defaults 
 ``~/.rltune``); ``<name>`` is the size (``nano``, ``small``) for seed 0 and ``<size>-seed<k>``
 otherwise. A directory counts as built once its ``rltune_model.json`` exists: building writes
 into a temporary sibling directory and renames it at the end, so an interrupted build never
-leaves a half model behind.
+leaves a half model behind. The build's own state is saved as it goes
+(``rltune.models.partial``), so the next build after an interruption resumes where it stopped;
+a lock keeps two builds of one model from running at once (the second waits, then reuses).
 
 Example:
     >>> path = ensure_demo_model("nano")      # doctest: +SKIP  (1-2 min the first time)
@@ -21,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from rltune.models.factory import META_FILE, count_parameters, read_meta
-from rltune.models.recipes import recipe_for
+from rltune.models.partial import SAVE_EVERY, Notify, PartialBuild, build_lock, recipe_key
+from rltune.models.progress_lines import line_progress
+from rltune.models.recipes import Recipe, recipe_for
 from rltune.models.warmstart import Progress
-from rltune.paths import models_home, resolve_model, rltune_home
+from rltune.paths import models_home, partial_build_file, resolve_model, rltune_home
 from rltune.sdk.errors import BuildError
 
 __all__ = ["ensure_demo_model", "list_models", "model_name", "models_home", "resolve_model",
@@ -41,29 +45,53 @@ def ensure_demo_model(
     progress: Progress | None = None,
     *,
     force: bool = False,
+    save_every: int = SAVE_EVERY,
 ) -> Path:
     """Path of the warm-started ``size`` model, building it first if it is not cached.
 
     ``progress`` receives the warm start's events (dicts with ``phase``, ``step``, ``loss``,
-    and on evaluations ``accuracy``, ``tool_rate`` ...). ``force`` rebuilds.
+    and on evaluations ``accuracy``, ``tool_rate`` ...) and notes (dicts with a ``message``:
+    resuming, waiting for another build); without one, plain lines go to stderr
+    (``progress_lines``). ``force`` rebuilds. The build saves its state every ``save_every``
+    steps and after each evaluation (``rltune.models.partial``); a build of the same size,
+    seed and recipe after an interruption resumes from there.
     """
+    recipe = recipe_for(size)
+    name = model_name(size, seed)
+    target = models_home(home) / name
+    if not force and (target / META_FILE).is_file():
+        return target
+    report = progress or line_progress(name)
+
+    def notify(message: str) -> None:
+        report({"phase": "note", "message": message})
+
+    state_file = partial_build_file(home, name)
+    with build_lock(state_file, notify):
+        if not force and (target / META_FILE).is_file():  # the build we waited for made it
+            return target
+        return _build(recipe, seed, target, state_file, report, notify, save_every)
+
+
+def _build(recipe: Recipe, seed: int, target: Path, state_file: Path, progress: Progress,
+           notify: Notify, save_every: int) -> Path:
     import torch
 
     from rltune.models.factory import build_model, save_model
     from rltune.models.tokenizer import train_tokenizer
     from rltune.models.warmstart import warm_start
 
-    recipe = recipe_for(size)
-    target = models_home(home) / model_name(size, seed)
-    if not force and (target / META_FILE).is_file():
-        return target
+    size = recipe.size
     t0 = time.perf_counter()
     config = recipe.warm_start(seed)
     tokenizer = train_tokenizer(seed=seed)
+    partial = PartialBuild(state_file, recipe_key(recipe, seed, tokenizer), target.name,
+                           every=save_every, notify=notify)
     with torch.random.fork_rng(devices=[]):
         model = build_model(size, tokenizer, seed=seed, copy_gain=recipe.copy_gain)
-        result = warm_start(model, tokenizer, config, progress)
+        result = warm_start(model, tokenizer, config, progress, checkpoint=partial)
     if not result.ok:
+        partial.discard()  # a recipe that missed its target must not resume
         raise BuildError(
             f"the {size} warm start (seed {seed}) missed its target: stopped at step "
             f"{result.steps} ({result.reason}) with held-out {_describe(result.metrics)}; "
@@ -89,6 +117,7 @@ def ensure_demo_model(
         "eval_episodes": config.eval_episodes,
         "train_seconds": round(result.train_seconds, 1),
         "build_seconds": round(time.perf_counter() - t0, 1),
+        "resumed_from_step": partial.resumed_from,
         "torch_threads": result.threads,
         "history": result.history,
     }
@@ -101,6 +130,7 @@ def ensure_demo_model(
         tmp.rename(target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    partial.discard()
     return target
 
 

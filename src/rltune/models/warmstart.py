@@ -28,10 +28,11 @@ metrics instead of saving the model.
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rltune.models.agent import run_episodes, summarize
 from rltune.models.chat_template import IM_END, IM_START
@@ -183,8 +184,15 @@ def warm_start(
     tokenizer: PreTrainedTokenizerFast,
     config: WarmStartConfig | None = None,
     progress: Progress | None = None,
+    *,
+    checkpoint: Checkpoint | None = None,
 ) -> WarmStartResult:
-    """Train ``model`` in place until held-out sampled accuracy lands in ``config.band``."""
+    """Train ``model`` in place until held-out sampled accuracy lands in ``config.band``.
+
+    ``checkpoint``: the run starts from ``checkpoint.load()`` when that is not None, and
+    saves its whole state there every ``checkpoint.every`` steps and after each evaluation,
+    so a run resumed from any saved step ends with the same weights (same thread count).
+    """
     import torch
 
     cfg = config or WarmStartConfig()
@@ -192,9 +200,36 @@ def warm_start(
     if cfg.threads != 0:
         torch.set_num_threads(cfg.threads or auto_threads())
     try:
-        return _train(model, tokenizer, cfg, progress)
+        return _train(model, tokenizer, cfg, progress, checkpoint)
     finally:
         torch.set_num_threads(threads_before)
+
+
+@dataclass
+class LoopState:
+    """Where a run stands between two steps: with the weights, the optimizer, the scheduler
+    and the RNG states, all a resumed run needs. The training data is a function of the step
+    (``make_transcripts(seed=cfg.seed * 1_000_003 + step)``), so ``step`` is also the data
+    stream's position."""
+
+    step: int = 0
+    phase: str = "copy"
+    mix_start: int = 0
+    reason: str = "max_steps"
+    loss_ema: float = float("nan")
+    train_seconds: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Checkpoint(Protocol):
+    """Where a run saves its state and finds it again (``rltune.models.partial``)."""
+
+    every: int  # save after every ``every`` steps, and after each evaluation
+
+    def load(self) -> dict[str, Any] | None: ...
+
+    def save(self, state: dict[str, Any]) -> None: ...
 
 
 def _train(
@@ -202,6 +237,7 @@ def _train(
     tokenizer: PreTrainedTokenizerFast,
     cfg: WarmStartConfig,
     progress: Progress | None,
+    checkpoint: Checkpoint | None = None,
 ) -> WarmStartResult:
     import torch
 
@@ -221,21 +257,35 @@ def _train(
         task_to_row(t)
         for t in sample_tasks(cfg.eval_episodes, "heldout", cfg.seed, cfg.task, unique=True)
     ]
-    lo, hi = cfg.band
-    history: list[dict[str, Any]] = []
-    reason, metrics, loss_ema, t_train = "max_steps", {}, float("nan"), 0.0
-    step, mix_start = 0, 0
-    phase = "single" if cfg.mix_tool_fraction is None else "copy"
+    st = LoopState(phase="single" if cfg.mix_tool_fraction is None else "copy")
+    saved = checkpoint.load() if checkpoint else None
+    if saved is not None:
+        st = LoopState(**saved["loop"])
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        sched.load_state_dict(saved["scheduler"])
+        torch.set_rng_state(saved["rng"]["torch"])
+        random.setstate(saved["rng"]["python"])
+        del saved
 
     def budget() -> int:  # the step by which the current phase must meet its target
-        return mix_start + cfg.mix_max_steps if phase == "mix" else cfg.max_steps
+        return st.mix_start + cfg.mix_max_steps if st.phase == "mix" else cfg.max_steps
 
-    while step < budget():
+    def snapshot() -> dict[str, Any]:
+        return {
+            "loop": asdict(st),
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(),
+            "rng": {"torch": torch.get_rng_state(), "python": random.getstate()},
+        }
+
+    while st.reason == "max_steps" and st.step < budget():
         t0 = time.perf_counter()
         convs = make_transcripts(
             cfg.batch_size,
-            seed=cfg.seed * 1_000_003 + step,
-            tool_fraction=cfg.mix_tool_fraction if phase == "mix" else cfg.tool_fraction,
+            seed=cfg.seed * 1_000_003 + st.step,
+            tool_fraction=cfg.mix_tool_fraction if st.phase == "mix" else cfg.tool_fraction,
             config=cfg.task,
             guess_direct=cfg.guess_direct,
         )
@@ -247,53 +297,61 @@ def _train(
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        step += 1
-        t_train += time.perf_counter() - t0
-        loss_ema = loss.item() if math.isnan(loss_ema) else 0.9 * loss_ema + 0.1 * loss.item()
+        st.step += 1
+        st.train_seconds += time.perf_counter() - t0
+        value = loss.item()
+        st.loss_ema = value if math.isnan(st.loss_ema) else 0.9 * st.loss_ema + 0.1 * value
         event: dict[str, Any] = {
             "phase": "train",
-            "step": step,
+            "step": st.step,
             "max_steps": budget(),
-            "loss": loss_ema,
-            "train_seconds": t_train,
-            "curriculum": phase,
+            "loss": st.loss_ema,
+            "train_seconds": st.train_seconds,
+            "curriculum": st.phase,
         }
-        every = cfg.mix_eval_every if phase == "mix" else cfg.eval_every
-        if step % every == 0 or step == budget():
+        every = cfg.mix_eval_every if st.phase == "mix" else cfg.eval_every
+        evaluated = st.step % every == 0 or st.step == budget()
+        if evaluated:
             eps = run_episodes(model, tokenizer, eval_rows, temperature=1.0, seed=cfg.seed)
-            metrics = summarize(eps)
-            event.update(phase="eval", **metrics)
-            history.append(dict(event))
-            acc = metrics["accuracy"]
-            in_range = lo <= acc <= hi
-            tool_episodes = round(metrics["tool_rate"] * len(eps))
-            reliable = (
-                metrics["tool_accuracy"] >= cfg.min_tool_accuracy
-                and tool_episodes >= min(cfg.min_tool_episodes, len(eps))
-            )
-            if phase == "copy":
-                if reliable:  # the band does not end this phase: it waits for a sharp copy
-                    phase, mix_start = "mix", step
-                    sched.base_lrs = [lr * cfg.mix_lr_scale for lr in sched.base_lrs]
-            elif phase == "mix":
-                # the mix phase starts with the tool on most questions and works down; its
-                # tool path is judged on fewer episodes, so only the accuracy bar applies
-                if in_range and metrics["tool_accuracy"] >= cfg.min_tool_accuracy:
-                    reason = "in_band"
-            elif in_range:
-                reason = "in_band"
-            elif acc > hi:
-                reason = "overshoot"
+            st.metrics = summarize(eps)
+            event.update(phase="eval", **st.metrics)
+            st.history.append(dict(event))
+            _judge(st, cfg, len(eps), sched)
+        if checkpoint and (evaluated or st.step % checkpoint.every == 0):
+            checkpoint.save(snapshot())
         if progress:
             progress(event)
-        if reason != "max_steps":
-            break
     model.eval()
     return WarmStartResult(
-        steps=step,
-        reason=reason,
-        metrics=metrics,
-        history=history,
-        train_seconds=t_train,
+        steps=st.step,
+        reason=st.reason,
+        metrics=st.metrics,
+        history=st.history,
+        train_seconds=st.train_seconds,
         threads=torch.get_num_threads(),
     )
+
+
+def _judge(st: LoopState, cfg: WarmStartConfig, episodes: int, sched: Any) -> None:
+    """Apply an evaluation's ``st.metrics``: switch copy -> mix, or end the run."""
+    lo, hi = cfg.band
+    acc = st.metrics["accuracy"]
+    in_range = lo <= acc <= hi
+    tool_episodes = round(st.metrics["tool_rate"] * episodes)
+    reliable = (
+        st.metrics["tool_accuracy"] >= cfg.min_tool_accuracy
+        and tool_episodes >= min(cfg.min_tool_episodes, episodes)
+    )
+    if st.phase == "copy":
+        if reliable:  # the band does not end this phase: it waits for a sharp copy
+            st.phase, st.mix_start = "mix", st.step
+            sched.base_lrs = [lr * cfg.mix_lr_scale for lr in sched.base_lrs]
+    elif st.phase == "mix":
+        # the mix phase starts with the tool on most questions and works down; its
+        # tool path is judged on fewer episodes, so only the accuracy bar applies
+        if in_range and st.metrics["tool_accuracy"] >= cfg.min_tool_accuracy:
+            st.reason = "in_band"
+    elif in_range:
+        st.reason = "in_band"
+    elif acc > hi:
+        st.reason = "overshoot"

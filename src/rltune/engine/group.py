@@ -1,0 +1,212 @@
+"""Several engine replicas behind the one ``Engine`` interface: the gateway and the trainer see
+one engine, whatever sits behind it (built-in engines in this process, Ray actors on other
+nodes, vLLM engines).
+
+* **Generation**: each request goes, whole, to one replica: the one with the fewest requests
+  in flight (ties rotate), so a request's ``n`` choices are sampled and captured together.
+* **Weights**: ``update_weights`` sends the new weights to every live replica at once and
+  returns only when all have loaded them; ``weight_version`` moves then, never before. The
+  state dict is packed once per replica kind (a Ray replica puts it in the object store once,
+  every actor fetches that one copy).
+* **Pause/resume, sleep/wake, close** fan out to every replica.
+* **Failures**: a replica that fails a request (crashed scheduler, closed engine, dead actor)
+  raises :class:`EngineReplicaError` naming its index; it is then taken out of rotation and
+  of weight syncs (the others go on). A request-level error (a prompt that is too long) passes
+  through unchanged. With no live replica left, every call raises.
+
+Example:
+    >>> async def demo(a, b, state):                            # doctest: +SKIP
+    ...     group = EngineGroup([a, b])
+    ...     [res] = await group.generate(GenerationRequest(prompt_ids=[1, 2]))
+    ...     await group.update_weights(state)   # both replicas, then version 1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from rltune.engine.base import Engine
+from rltune.engine.types import GenerationRequest, GenerationResult, TokenDelta
+from rltune.sdk.errors import ConflictError, RltuneError, ValidationError
+
+log = logging.getLogger(__name__)
+
+
+class EngineReplicaError(RltuneError):
+    """One replica of an engine group failed; ``index`` says which."""
+
+    http_status = 503
+    code = "engine_replica_failed"
+
+    def __init__(self, index: int, cause: BaseException | str, *, action: str = "a request"):
+        self.index = index
+        self.cause = cause
+        if isinstance(cause, str):
+            detail = cause
+        else:
+            text = cause.message if isinstance(cause, RltuneError) else str(cause)
+            detail = f"{type(cause).__name__}: {text}"
+        super().__init__(f"failed during {action}: {detail}",
+                         where=f"engine replica {index}",
+                         hint="the replica is out of rotation; the others keep serving. "
+                              "Restart the job (or the server) to bring it back")
+
+
+class EngineGroup(Engine):
+    """``Engine`` over ``replicas`` (built on the same model: same tokenizer and context)."""
+
+    def __init__(self, replicas: Sequence[Engine]):
+        if not replicas:
+            raise ValueError("an engine group needs at least one replica")
+        self.replicas = list(replicas)
+        first = self.replicas[0]
+        self.tokenizer = first.tokenizer
+        self.model_name = first.model_name
+        self.max_context = min(r.max_context for r in self.replicas)
+        self.outstanding = [0] * len(self.replicas)  # requests in flight, per replica
+        self.assigned = [0] * len(self.replicas)  # requests routed so far, per replica
+        self.failed: dict[int, str] = {}  # replica index -> why it is out of rotation
+        self._version = first.weight_version
+        self._turn = 0
+        self._sync_lock = asyncio.Lock()
+
+    # -- routing ----------------------------------------------------------------------------
+
+    def _live(self) -> list[int]:
+        live = [i for i in range(len(self.replicas)) if i not in self.failed]
+        if not live:
+            raise ConflictError(
+                "every engine replica has failed: " + "; ".join(
+                    f"replica {i} {why}" for i, why in sorted(self.failed.items())),
+                where="engine", hint="restart the job (or the server)")
+        return live
+
+    def _pick(self) -> int:
+        live = self._live()
+        n = len(self.replicas)
+        # fewest in flight; among equals, the next one after the last pick (round robin)
+        index = min(live, key=lambda i: (self.outstanding[i], (i - self._turn) % n))
+        self._turn = (index + 1) % n
+        self.outstanding[index] += 1
+        self.assigned[index] += 1
+        return index
+
+    def _failure(self, index: int, exc: BaseException, action: str) -> BaseException:
+        """The error to raise for ``exc`` from replica ``index``; a replica-level one takes the
+        replica out of rotation."""
+        if isinstance(exc, (ValidationError, asyncio.CancelledError)):
+            return exc  # the request's own fault (or its caller left): the replica is fine
+        err = EngineReplicaError(index, exc, action=action)
+        if index not in self.failed:
+            self.failed[index] = err.message
+            log.error("engine replica %d %s", index, err.message)
+        return err
+
+    # -- Engine -----------------------------------------------------------------------------
+
+    @property
+    def weight_version(self) -> int:
+        return self._version
+
+    async def generate_one(self, request: GenerationRequest) -> GenerationResult:
+        index = self._pick()
+        try:
+            return await self.replicas[index].generate_one(request)
+        except BaseException as exc:
+            err = self._failure(index, exc, "generation")
+            if err is exc:
+                raise
+            raise err from exc
+        finally:
+            self.outstanding[index] -= 1
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
+        index = self._pick()
+        try:
+            async with contextlib.aclosing(self.replicas[index].stream(request)) as deltas:
+                async for delta in deltas:
+                    yield delta
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            err = self._failure(index, exc, "generation")
+            if err is exc:
+                raise
+            raise err from exc
+        finally:
+            self.outstanding[index] -= 1
+
+    async def _fan_out(self, action: str, call: Any) -> list[Any]:
+        """Run ``call(replica)`` on every live replica at once; once all have finished, raise
+        a failure as an :class:`EngineReplicaError` naming the replica."""
+        indices = self._live()
+        outs = await asyncio.gather(*(call(self.replicas[i]) for i in indices),
+                                    return_exceptions=True)
+        errors = [(i, o) for i, o in zip(indices, outs, strict=True)
+                  if isinstance(o, BaseException)]
+        for i, exc in errors:
+            if isinstance(exc, asyncio.CancelledError):
+                raise exc
+            err = self._failure(i, exc, action)
+            if len(errors) == 1:
+                raise err from exc
+        if errors:
+            raise EngineReplicaError(
+                errors[0][0], "; ".join(f"replica {i}: {e}" for i, e in errors),
+                action=f"{action} ({len(errors)} replicas failed)")
+        return list(outs)
+
+    async def pause(self) -> None:
+        await self._fan_out("pause", lambda r: r.pause())
+
+    async def resume(self) -> None:
+        await self._fan_out("resume", lambda r: r.resume())
+
+    async def update_weights(self, weights: Any) -> int:
+        """Load the weights into every live replica; the new version counts once all have."""
+        async with self._sync_lock:
+            state = weights.state_dict() if hasattr(weights, "state_dict") else weights
+            packed: dict[type, Any] = {}  # one packing (e.g. one ray.put) per replica kind
+            for i, r in enumerate(self.replicas):
+                pack = getattr(type(r), "pack_weights", None)
+                if i not in self.failed and pack is not None and type(r) not in packed:
+                    packed[type(r)] = pack(state)
+            versions = await self._fan_out(
+                "a weight update", lambda r: r.update_weights(packed.get(type(r), state)))
+            live = [i for i in range(len(self.replicas)) if i not in self.failed]
+            if len(set(versions)) > 1:
+                odd = next(i for i, v in zip(live, versions, strict=True) if v != versions[0])
+                raise self._failure(odd, RuntimeError(
+                    f"its weight version is {versions[live.index(odd)]}, replica {live[0]}'s "
+                    f"is {versions[0]}: it missed an update"), "a weight update")
+            self._version = int(versions[0])
+            return self._version
+
+    async def sleep(self) -> bool:
+        return any(await self._fan_out("sleep", lambda r: r.sleep()))
+
+    async def wake_up(self) -> None:
+        await self._fan_out("wake up", lambda r: r.wake_up())
+
+    async def close(self) -> None:
+        """Close every replica, failed ones too (their errors are only logged); raise for a
+        live one that could not close, after trying all."""
+        outs = await asyncio.gather(*(r.close() for r in self.replicas), return_exceptions=True)
+        first = None
+        for i, out in enumerate(outs):
+            if isinstance(out, BaseException):
+                log.warning("engine replica %d did not close cleanly: %s", i, out)
+                if i not in self.failed and first is None:
+                    first = EngineReplicaError(i, out, action="close")
+        if first is not None:
+            raise first
+
+    def describe(self) -> str:
+        """One line for logs: how many replicas, of which kind, which are out."""
+        kinds = sorted({type(r).__name__ for r in self.replicas})
+        out = f" ({len(self.failed)} failed)" if self.failed else ""
+        return f"{len(self.replicas)} engine replicas ({', '.join(kinds)}){out}"

@@ -51,6 +51,7 @@ async def test_two_engine_actors_behind_one_group(random_model_dir):
             assert isinstance(group, EngineGroup)
             assert all(isinstance(r, RayEngineReplica) for r in group.replicas)
             assert len({r.info["node"] for r in group.replicas}) == 2  # one per node
+            assert group.model_config.model_type == "qwen2"  # read on the driver
             assert ray.available_resources().get("CPU", 0.0) == 0.0  # 1 CPU each, held
             ids = group.tokenizer.encode("What is 2 + 3?")
 

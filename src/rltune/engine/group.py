@@ -67,6 +67,9 @@ class EngineGroup(Engine):
         self.tokenizer = first.tokenizer
         self.model_name = first.model_name
         self.max_context = min(r.max_context for r in self.replicas)
+        #: the model's HF config (the gateway picks its tool-call parser from it)
+        self.model_config = getattr(first, "model_config", None) or getattr(
+            getattr(first, "model", None), "config", None)
         self.outstanding = [0] * len(self.replicas)  # requests in flight, per replica
         self.assigned = [0] * len(self.replicas)  # requests routed so far, per replica
         self.failed: dict[int, str] = {}  # replica index -> why it is out of rotation
@@ -204,6 +207,13 @@ class EngineGroup(Engine):
                     first = EngineReplicaError(i, out, action="close")
         if first is not None:
             raise first
+
+    def replica_stats(self) -> list[dict[str, Any]]:
+        """Per replica: requests in flight, requests routed so far, why it failed (if it did);
+        the gateway's ``/health`` shows them."""
+        return [{"replica": i, "in_flight": self.outstanding[i], "requests": self.assigned[i],
+                 "weight_version": r.weight_version, "failed": self.failed.get(i)}
+                for i, r in enumerate(self.replicas)]
 
     def describe(self) -> str:
         """One line for logs: how many replicas, of which kind, which are out."""

@@ -92,9 +92,11 @@ def _unwrap(exc: BaseException) -> BaseException:
 class RayEngineReplica(Engine):
     """The driver's side of one engine actor (it implements ``Engine`` by remote calls)."""
 
-    def __init__(self, ray: Any, actor: Any, info: dict[str, Any], tokenizer: Any):
+    def __init__(self, ray: Any, actor: Any, info: dict[str, Any], tokenizer: Any,
+                 model_config: Any = None):
         self.ray, self.actor, self.info = ray, actor, info
         self.tokenizer = tokenizer
+        self.model_config = model_config  # the HF config, read on the driver
         self.model_name = info["model_name"]
         self.max_context = int(info["max_context"])
         self._version = int(info["version"])
@@ -233,11 +235,13 @@ def start_ray_replicas(path: str | Path, count: int, *, address: Optional[str] =
                 f"(each asks for {threads} CPU(s); the cluster has {free} free)",
                 where=WHERE, hint="add nodes, or lower RLTUNE_TORCH_THREADS or "
                 "inference_replicas") from None
-        tokenizer = load_tokenizer(path)
+        from transformers import AutoConfig
+
+        tokenizer, config = load_tokenizer(path), AutoConfig.from_pretrained(path)
         replicas = []
         for actor, info in zip(actors, infos, strict=True):
             connect(address)  # each replica holds the connection until it closes
-            replicas.append(RayEngineReplica(ray, actor, info, tokenizer))
+            replicas.append(RayEngineReplica(ray, actor, info, tokenizer, config))
         return replicas
     except BaseException:
         for actor in actors:

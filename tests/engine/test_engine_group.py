@@ -14,7 +14,7 @@ from rltune.engine import GenerationRequest, SamplingParams  # noqa: E402
 from rltune.engine.group import EngineGroup, EngineReplicaError  # noqa: E402
 from rltune.engine.select import build_engine, check_engine_options  # noqa: E402
 from rltune.engine.transformers_engine import TransformersEngine  # noqa: E402
-from rltune.sdk.errors import ConfigError, ValidationError  # noqa: E402
+from rltune.sdk.errors import ConfigError, ConflictError, ValidationError  # noqa: E402
 
 
 def req(ids, **kw):
@@ -122,15 +122,24 @@ async def test_a_failed_replica_is_named_and_taken_out_of_rotation(group):
     assert "1 failed" in group.describe()
 
 
-async def test_a_replica_that_misses_an_update_is_named(random_model_dir):
+async def test_a_replica_that_misses_an_update_is_named(random_model_dir, caplog):
     a = TransformersEngine.from_pretrained(random_model_dir, threads=1)
     b = TransformersEngine.from_pretrained(random_model_dir, threads=1)
     await b.update_weights(b.model)  # b is one version ahead: it cannot match the group
     g = EngineGroup([a, b])
     try:
+        assert await g.update_weights(a.model) == 1  # a took it; b is out, named
+        assert list(g.failed) == [1] and "missed an update" in g.failed[1]
+        assert "replica 1" in caplog.text and "missed an update" in caplog.text
+        await g.generate_one(req([5, 6], max_tokens=2))
+        await g.generate_one(req([5, 6], max_tokens=2))
+        assert g.assigned == [2, 0]  # out of rotation
+        await a.close()  # the last live replica fails: now every call says so
         with pytest.raises(EngineReplicaError) as info:
+            await g.generate_one(req([5, 6], max_tokens=2))
+        assert info.value.index == 0
+        with pytest.raises(ConflictError, match="every engine replica has failed"):
             await g.update_weights(a.model)
-        assert info.value.index == 1 and "missed an update" in str(info.value)
     finally:
         await g.close()
 

@@ -11,8 +11,10 @@ nodes, vLLM engines).
 * **Pause/resume, sleep/wake, close** fan out to every replica.
 * **Failures**: a replica that fails a request (crashed scheduler, closed engine, dead actor)
   raises :class:`EngineReplicaError` naming its index; it is then taken out of rotation and
-  of weight syncs (the others go on). A request-level error (a prompt that is too long) passes
-  through unchanged. With no live replica left, every call raises.
+  of weight syncs (the others go on). One that fails a fan-out (a weight load, pause, sleep)
+  or misses an update is taken out the same way, logged with its index, and listed in
+  ``failed`` (the gateway's ``/health``). A request-level error (a prompt that is too long)
+  passes through unchanged. With no live replica left, every call raises.
 
 Example:
     >>> async def demo(a, b, state):                            # doctest: +SKIP
@@ -98,16 +100,21 @@ class EngineGroup(Engine):
         self.assigned[index] += 1
         return index
 
-    def _failure(self, index: int, exc: BaseException, action: str) -> BaseException:
-        """The error to raise for ``exc`` from replica ``index``; a replica-level one takes the
-        replica out of rotation."""
-        if isinstance(exc, (ValidationError, asyncio.CancelledError)):
-            return exc  # the request's own fault (or its caller left): the replica is fine
+    def _mark_failed(self, index: int, exc: BaseException | str,
+                     action: str) -> EngineReplicaError:
+        """Take replica ``index`` out of rotation (and of weight syncs); log why, once."""
         err = EngineReplicaError(index, exc, action=action)
         if index not in self.failed:
             self.failed[index] = err.message
             log.error("engine replica %d %s", index, err.message)
         return err
+
+    def _failure(self, index: int, exc: BaseException, action: str) -> BaseException:
+        """The error to raise for ``exc`` from replica ``index``; a replica-level one takes the
+        replica out of rotation."""
+        if isinstance(exc, (ValidationError, asyncio.CancelledError)):
+            return exc  # the request's own fault (or its caller left): the replica is fine
+        return self._mark_failed(index, exc, action)
 
     # -- Engine -----------------------------------------------------------------------------
 
@@ -143,25 +150,26 @@ class EngineGroup(Engine):
         finally:
             self.outstanding[index] -= 1
 
-    async def _fan_out(self, action: str, call: Any) -> list[Any]:
-        """Run ``call(replica)`` on every live replica at once; once all have finished, raise
-        a failure as an :class:`EngineReplicaError` naming the replica."""
+    async def _fan_out(self, action: str, call: Any) -> list[tuple[int, Any]]:
+        """Run ``call(replica)`` on every live replica at once and return ``(index, result)``
+        of those that succeeded. A replica that fails is taken out of rotation (logged, in
+        ``failed`` and ``/health``) and the others go on; when none succeeds this raises."""
         indices = self._live()
         outs = await asyncio.gather(*(call(self.replicas[i]) for i in indices),
                                     return_exceptions=True)
-        errors = [(i, o) for i, o in zip(indices, outs, strict=True)
-                  if isinstance(o, BaseException)]
-        for i, exc in errors:
-            if isinstance(exc, asyncio.CancelledError):
-                raise exc
-            err = self._failure(i, exc, action)
-            if len(errors) == 1:
-                raise err from exc
-        if errors:
-            raise EngineReplicaError(
-                errors[0][0], "; ".join(f"replica {i}: {e}" for i, e in errors),
-                action=f"{action} ({len(errors)} replicas failed)")
-        return list(outs)
+        ok, errors = [], []
+        for i, out in zip(indices, outs, strict=True):
+            if isinstance(out, asyncio.CancelledError):
+                raise out
+            if isinstance(out, BaseException):
+                errors.append(self._mark_failed(i, out, action))
+            else:
+                ok.append((i, out))
+        if not ok:
+            raise errors[0] if len(errors) == 1 else EngineReplicaError(
+                errors[0].index, "; ".join(f"replica {e.index} {e.message}" for e in errors),
+                action=f"{action} (every replica failed)")
+        return ok
 
     async def pause(self) -> None:
         await self._fan_out("pause", lambda r: r.pause())
@@ -170,7 +178,9 @@ class EngineGroup(Engine):
         await self._fan_out("resume", lambda r: r.resume())
 
     async def update_weights(self, weights: Any) -> int:
-        """Load the weights into every live replica; the new version counts once all have."""
+        """Load the weights into every live replica; the version moves once all have. A
+        replica that fails the load, or comes back with another version than the group's
+        next one (it missed an update), is taken out of rotation."""
         async with self._sync_lock:
             state = weights.state_dict() if hasattr(weights, "state_dict") else weights
             packed: dict[type, Any] = {}  # one packing (e.g. one ray.put) per replica kind
@@ -178,19 +188,20 @@ class EngineGroup(Engine):
                 pack = getattr(type(r), "pack_weights", None)
                 if i not in self.failed and pack is not None and type(r) not in packed:
                     packed[type(r)] = pack(state)
-            versions = await self._fan_out(
+            done = await self._fan_out(
                 "a weight update", lambda r: r.update_weights(packed.get(type(r), state)))
-            live = [i for i in range(len(self.replicas)) if i not in self.failed]
-            if len(set(versions)) > 1:
-                odd = next(i for i, v in zip(live, versions, strict=True) if v != versions[0])
-                raise self._failure(odd, RuntimeError(
-                    f"its weight version is {versions[live.index(odd)]}, replica {live[0]}'s "
-                    f"is {versions[0]}: it missed an update"), "a weight update")
-            self._version = int(versions[0])
+            want = self._version + 1
+            for i, version in done:
+                if version != want:
+                    self._mark_failed(i, f"its weight version is {version} after the update, "
+                                         f"the group's is {want}: it missed an update",
+                                      "a weight update")
+            self._live()  # raises if no replica is left
+            self._version = want
             return self._version
 
     async def sleep(self) -> bool:
-        return any(await self._fan_out("sleep", lambda r: r.sleep()))
+        return any(freed for _, freed in await self._fan_out("sleep", lambda r: r.sleep()))
 
     async def wake_up(self) -> None:
         await self._fan_out("wake up", lambda r: r.wake_up())

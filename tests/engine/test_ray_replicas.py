@@ -11,6 +11,7 @@ Slow tier (cluster start, runtime environments, model loads, a 2-step job: ~3 mi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import time
 from pathlib import Path
@@ -81,6 +82,21 @@ async def test_two_engine_actors_behind_one_group(random_model_dir, cluster):
         deltas = [d async for d in group.stream(req(ids, max_tokens=3, ignore_eos=True))]
         assert sum(len(d.token_ids) for d in deltas) == 3
         assert deltas[-1].finished is not None
+        # A caller that leaves (stream closed, task cancelled) frees its rows on the actor.
+        replica = group.replicas[0]
+        long = req(ids, max_tokens=400, ignore_eos=True)
+        async with contextlib.aclosing(replica.stream(long)) as deltas:
+            async for _ in deltas:
+                break
+        task = asyncio.create_task(replica.generate_one(long))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        deadline = time.monotonic() + 30
+        while (await replica.actor.stats.remote()).get("aborted", 0) < 2:
+            assert time.monotonic() < deadline, "the actor kept generating for a gone caller"
+            await asyncio.sleep(0.1)
         with pytest.raises(ValidationError, match="outside the vocabulary"):
             await group.generate_one(req([10**7]))  # the actor's own error, unwrapped
         assert group.failed == {}

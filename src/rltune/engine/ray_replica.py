@@ -55,6 +55,10 @@ class EngineActor:
                 "pid": os.getpid(), "max_context": self.engine.max_context,
                 "model_name": self.engine.model_name, "version": self.engine.weight_version}
 
+    async def stats(self) -> dict[str, Any]:
+        """The engine's counters (steps, tokens, aborted requests, ...)."""
+        return dict(self.engine.stats)
+
     async def generate_one(self, request: GenerationRequest) -> GenerationResult:
         return await self.engine.generate_one(request)
 

@@ -73,6 +73,10 @@ class HyperParameters(StrictModel):
     expert_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
     inference_gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
     inference_tensor_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
+    #: rltune's own: built-in engine replicas behind the policy gateway (``engine/group.py``),
+    #: in this process (``local``) or as Ray actors on the cluster (``ray``).
+    inference_replicas: Optional[int] = Field(None, ge=1, le=256)
+    inference_replica_backend: Optional[Literal["local", "ray"]] = None
     n_gpus_rollout: Optional[int] = Field(None, ge=0, le=100000)
     n_gpus_training: Optional[int] = Field(None, ge=0, le=100000)
     nnodes_rollout: Optional[int] = Field(None, ge=1, le=10000)

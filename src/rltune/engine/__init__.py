@@ -1,7 +1,8 @@
 """Inference engines: token ids in, sampled token ids and log-probs out.
 
 ``TransformersEngine`` is the built-in continuous-batching engine, ``VLLMEngine`` runs vLLM
-in-process (``engine: vllm``); every engine implements
+in-process (``engine: vllm``), ``EngineGroup`` puts several replicas (in-process or Ray actors,
+``engine/ray_replica.py``) behind one engine; every engine implements
 ``Engine`` so the gateway and trainer do not care which one runs. Importing this package does
 not import torch (engines import it when built).
 """
@@ -20,6 +21,7 @@ from rltune.engine.types import (
 __all__ = [
     "Completion",
     "Engine",
+    "EngineGroup",
     "GenerationRequest",
     "GenerationResult",
     "SamplingParams",
@@ -30,4 +32,5 @@ __all__ = [
 ]
 # The engine module pulls torch only when asked for.
 __getattr__ = lazy_getattr(__name__, {"TransformersEngine": "rltune.engine.transformers_engine",
-                                      "VLLMEngine": "rltune.engine.vllm_engine"})
+                                      "VLLMEngine": "rltune.engine.vllm_engine",
+                                      "EngineGroup": "rltune.engine.group"})

@@ -9,6 +9,10 @@ chosen engine cannot honour is refused here, naming the key:
 * Sleep mode (free the KV cache and offload weights while the trainer updates) is on when the
   vLLM engine shares a CUDA device with the trainer, and unavailable elsewhere; vLLM then takes
   ``COLOCATED_GPU_MEMORY_UTILIZATION`` of the GPU unless the job sets the key.
+* ``inference_replicas`` > 1 starts that many built-in engines behind one ``EngineGroup``
+  (``engine/group.py``); ``inference_replica_backend: ray`` starts them as Ray actors on the
+  cluster's nodes (``engine/ray_replica.py``, CPU only in this build). vLLM replicas are
+  refused: one process holds one vLLM engine here.
 
 Example:
     >>> from rltune.engine.select import ENGINE_NAMES
@@ -24,6 +28,8 @@ from typing import Any, Optional
 from rltune.sdk.errors import ConfigError
 
 ENGINE_NAMES = ("builtin", "vllm")
+REPLICA_BACKENDS = ("local", "ray")
+_HP = "training.hyper_parameters."
 
 #: vLLM's share of a GPU it shares with the trainer when the job does not set
 #: ``inference_gpu_memory_utilization`` (vLLM's own default, 0.9, leaves the trainer nothing;
@@ -32,7 +38,8 @@ COLOCATED_GPU_MEMORY_UTILIZATION = 0.3
 
 
 def check_engine_options(name: str, *, device: Optional[str] = "cpu",
-                         gpu_memory_utilization: Optional[float] = None) -> None:
+                         gpu_memory_utilization: Optional[float] = None,
+                         replicas: int = 1, replica_backend: str = "local") -> None:
     """Refuse an engine name or an inference key the engine cannot honour (before any load).
 
     ``device=None`` (not known yet, e.g. before the trainer picks one) skips the checks that
@@ -54,23 +61,52 @@ def check_engine_options(name: str, *, device: Optional[str] = "cpu",
             f"{device}, where vLLM sizes its KV cache from VLLM_CPU_KVCACHE_SPACE (GiB)",
             where="training.hyper_parameters.inference_gpu_memory_utilization",
             hint="unset it and set VLLM_CPU_KVCACHE_SPACE, or run on a GPU")
+    _check_replicas(name, device, replicas, replica_backend)
     if name == "vllm":
         from rltune.engine.vllm_support import require_vllm
 
         require_vllm()
 
 
+def _check_replicas(name: str, device: Optional[str], replicas: int, backend: str) -> None:
+    if backend not in REPLICA_BACKENDS:
+        raise ConfigError(f"unknown inference_replica_backend {backend!r}",
+                          where=_HP + "inference_replica_backend",
+                          hint="use one of: " + ", ".join(REPLICA_BACKENDS))
+    if name == "vllm" and (replicas > 1 or backend == "ray"):
+        key = "inference_replicas" if replicas > 1 else "inference_replica_backend"
+        raise ConfigError(
+            f"{key} needs the built-in engine: this build runs one vLLM engine per job "
+            f"(engine replicas are built-in engines, in this process or as Ray actors)",
+            where=_HP + key, hint="remove it, or set engine: builtin")
+    if backend == "ray" and device is not None and device != "cpu":
+        raise ConfigError(
+            f"inference_replica_backend: ray runs the built-in engine on the CPU of each node "
+            f"in this build; the job's device is {device}",
+            where=_HP + "inference_replica_backend",
+            hint="set device: cpu, or use inference_replica_backend: local")
+
+
 def build_engine(name: str, path: str | Path, *, model_name: str, device: str = "cpu",
                  dtype: str = "float32", threads: int = 2, max_batch_size: int = 64,
                  gpu_memory_utilization: Optional[float] = None,
-                 colocated: bool = True, seed: int = 0) -> Any:
+                 colocated: bool = True, seed: int = 0, replicas: int = 1,
+                 replica_backend: str = "local", ray_address: Optional[str] = None) -> Any:
     """Start engine ``name`` on the model directory ``path``.
+
+    ``replicas`` > 1 or ``replica_backend="ray"``: an ``EngineGroup`` over that many built-in
+    engines, here or as Ray actors on the cluster at ``ray_address`` (else ``RAY_ADDRESS``).
 
     ``colocated``: the engine shares its device with a trainer (turns vLLM's sleep mode on
     where the device supports it). ``threads`` is the built-in engine's torch thread count;
     vLLM's CPU backend takes ``OMP_NUM_THREADS`` instead.
     """
-    check_engine_options(name, device=device, gpu_memory_utilization=gpu_memory_utilization)
+    check_engine_options(name, device=device, gpu_memory_utilization=gpu_memory_utilization,
+                         replicas=replicas, replica_backend=replica_backend)
+    if replicas > 1 or replica_backend == "ray":
+        return _build_group(path, replicas, replica_backend, ray_address=ray_address,
+                            device=device, dtype=dtype, threads=threads, model_name=model_name,
+                            max_batch_size=max_batch_size)
     if name == "vllm":
         from rltune.engine.vllm_engine import VLLMEngine
 
@@ -86,3 +122,25 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
     return TransformersEngine.from_pretrained(path, device=device, dtype=dtype, threads=threads,
                                               model_name=model_name,
                                               max_batch_size=max_batch_size)
+
+
+def _build_group(path: str | Path, replicas: int, backend: str, *, ray_address: Optional[str],
+                 **kwargs: Any) -> Any:
+    from rltune.engine.group import EngineGroup
+
+    if backend == "ray":
+        from rltune.engine.ray_replica import start_ray_replicas
+
+        kwargs.pop("device")
+        return EngineGroup(start_ray_replicas(path, replicas, address=ray_address, **kwargs))
+    from rltune.engine.transformers_engine import TransformersEngine
+
+    engines: list[Any] = []
+    try:
+        for _ in range(replicas):
+            engines.append(TransformersEngine.from_pretrained(path, **kwargs))
+    except BaseException:
+        for engine in engines:  # a later replica failed to load: stop the started ones
+            engine.stop()
+        raise
+    return EngineGroup(engines)

@@ -288,10 +288,14 @@ class TransformersEngine(Engine):
                 await self.resume()
         return self._version
 
-    async def close(self) -> None:
+    def stop(self) -> None:
+        """Close without waiting: the scheduler ends after its current step (sync callers)."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+
+    async def close(self) -> None:
+        self.stop()
         await asyncio.to_thread(self._thread.join, 30)
 
     # -- submission -------------------------------------------------------------------------

@@ -114,7 +114,11 @@ class Gateway:
                         hint="use the api_key handed to this rollout; keys expire with it")
 
     def stats(self) -> dict[str, Any]:
-        return {**self.chat.stats, "live_keys": len(self._keys)}
+        out = {**self.chat.stats, "live_keys": len(self._keys)}
+        replicas = getattr(self.engine, "replica_stats", None)  # an EngineGroup's replicas
+        if replicas is not None:
+            out["engine_replicas"] = replicas()
+        return out
 
     # -- server -----------------------------------------------------------------------------
 

@@ -73,7 +73,7 @@ def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
 
 def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> Any:
     """Start the engine that samples for the job (``engine``: built-in or vLLM), on the job's
-    device, in the policy's precision."""
+    device, in the policy's precision; ``inference_replicas`` of them behind one group."""
     from rltune.engine.select import build_engine as start_engine
 
     hp = config.hyper_parameters
@@ -87,6 +87,9 @@ def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> A
         max_batch_size=max(8, hp.batch_size * hp.n_rollouts),
         gpu_memory_utilization=hp.inference_gpu_memory_utilization,
         seed=hp.seed,
+        replicas=hp.inference_replicas or 1,  # > 1 or ray: an EngineGroup (engine/group.py)
+        replica_backend=hp.inference_replica_backend or "local",
+        ray_address=fb.address if (fb := config.function_backend) and fb.type == "ray" else None,
     )
 
 

@@ -1,0 +1,233 @@
+"""Several engine replicas behind the one ``Engine`` interface: the gateway and the trainer see
+one engine, whatever sits behind it (built-in engines in this process, Ray actors on other
+nodes, vLLM engines).
+
+* **Generation**: each request goes, whole, to one replica: the one with the fewest requests
+  in flight (ties rotate), so a request's ``n`` choices are sampled and captured together.
+* **Weights**: ``update_weights`` sends the new weights to every live replica at once and
+  returns only when all have loaded them; ``weight_version`` moves then, never before. The
+  state dict is packed once per replica kind (a Ray replica puts it in the object store once,
+  every actor fetches that one copy).
+* **Pause/resume, sleep/wake, close** fan out to every replica.
+* **Failures**: a replica that fails a request (crashed scheduler, closed engine, dead actor)
+  raises :class:`EngineReplicaError` naming its index; it is then taken out of rotation and
+  of weight syncs (the others go on). One that fails a fan-out (a weight load, pause, sleep)
+  or misses an update is taken out the same way, logged with its index, and listed in
+  ``failed`` (the gateway's ``/health``). A request-level error (a prompt that is too long)
+  passes through unchanged. With no live replica left, every call raises.
+
+Example:
+    >>> async def demo(a, b, state):                            # doctest: +SKIP
+    ...     group = EngineGroup([a, b])
+    ...     [res] = await group.generate(GenerationRequest(prompt_ids=[1, 2]))
+    ...     await group.update_weights(state)   # both replicas, then version 1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from rltune.engine.base import Engine
+from rltune.engine.types import GenerationRequest, GenerationResult, TokenDelta
+from rltune.sdk.errors import ConflictError, RltuneError, ValidationError
+
+log = logging.getLogger(__name__)
+
+
+class EngineReplicaError(RltuneError):
+    """One replica of an engine group failed; ``index`` says which."""
+
+    http_status = 503
+    code = "engine_replica_failed"
+
+    def __init__(self, index: int, cause: BaseException | str, *, action: str = "a request"):
+        self.index = index
+        self.cause = cause
+        if isinstance(cause, str):
+            detail = cause
+        else:
+            text = cause.message if isinstance(cause, RltuneError) else str(cause)
+            detail = f"{type(cause).__name__}: {text}"
+        super().__init__(f"failed during {action}: {detail}",
+                         where=f"engine replica {index}",
+                         hint="the replica is out of rotation; the others keep serving. "
+                              "Restart the job (or the server) to bring it back")
+
+
+class EngineGroup(Engine):
+    """``Engine`` over ``replicas`` (built on the same model: same tokenizer and context)."""
+
+    def __init__(self, replicas: Sequence[Engine]):
+        if not replicas:
+            raise ValueError("an engine group needs at least one replica")
+        self.replicas = list(replicas)
+        first = self.replicas[0]
+        self.tokenizer = first.tokenizer
+        self.model_name = first.model_name
+        self.max_context = min(r.max_context for r in self.replicas)
+        #: the model's HF config (the gateway picks its tool-call parser from it)
+        self.model_config = getattr(first, "model_config", None) or getattr(
+            getattr(first, "model", None), "config", None)
+        self.outstanding = [0] * len(self.replicas)  # requests in flight, per replica
+        self.assigned = [0] * len(self.replicas)  # requests routed so far, per replica
+        self.failed: dict[int, str] = {}  # replica index -> why it is out of rotation
+        self._version = first.weight_version
+        self._turn = 0
+        self._sync_lock = asyncio.Lock()
+
+    # -- routing ----------------------------------------------------------------------------
+
+    def _live(self) -> list[int]:
+        live = [i for i in range(len(self.replicas)) if i not in self.failed]
+        if not live:
+            raise ConflictError(
+                "every engine replica has failed: " + "; ".join(
+                    f"replica {i} {why}" for i, why in sorted(self.failed.items())),
+                where="engine", hint="restart the job (or the server)")
+        return live
+
+    def _pick(self) -> int:
+        live = self._live()
+        n = len(self.replicas)
+        # fewest in flight; among equals, the next one after the last pick (round robin)
+        index = min(live, key=lambda i: (self.outstanding[i], (i - self._turn) % n))
+        self._turn = (index + 1) % n
+        self.outstanding[index] += 1
+        self.assigned[index] += 1
+        return index
+
+    def _mark_failed(self, index: int, exc: BaseException | str,
+                     action: str) -> EngineReplicaError:
+        """Take replica ``index`` out of rotation (and of weight syncs); log why, once."""
+        err = EngineReplicaError(index, exc, action=action)
+        if index not in self.failed:
+            self.failed[index] = err.message
+            log.error("engine replica %d %s", index, err.message)
+        return err
+
+    def _failure(self, index: int, exc: BaseException, action: str) -> BaseException:
+        """The error to raise for ``exc`` from replica ``index``; a replica-level one takes the
+        replica out of rotation."""
+        if isinstance(exc, (ValidationError, asyncio.CancelledError)):
+            return exc  # the request's own fault (or its caller left): the replica is fine
+        return self._mark_failed(index, exc, action)
+
+    # -- Engine -----------------------------------------------------------------------------
+
+    @property
+    def weight_version(self) -> int:
+        return self._version
+
+    async def generate_one(self, request: GenerationRequest) -> GenerationResult:
+        index = self._pick()
+        try:
+            return await self.replicas[index].generate_one(request)
+        except BaseException as exc:
+            err = self._failure(index, exc, "generation")
+            if err is exc:
+                raise
+            raise err from exc
+        finally:
+            self.outstanding[index] -= 1
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
+        index = self._pick()
+        try:
+            async with contextlib.aclosing(self.replicas[index].stream(request)) as deltas:
+                async for delta in deltas:
+                    yield delta
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            err = self._failure(index, exc, "generation")
+            if err is exc:
+                raise
+            raise err from exc
+        finally:
+            self.outstanding[index] -= 1
+
+    async def _fan_out(self, action: str, call: Any) -> list[tuple[int, Any]]:
+        """Run ``call(replica)`` on every live replica at once and return ``(index, result)``
+        of those that succeeded. A replica that fails is taken out of rotation (logged, in
+        ``failed`` and ``/health``) and the others go on; when none succeeds this raises."""
+        indices = self._live()
+        outs = await asyncio.gather(*(call(self.replicas[i]) for i in indices),
+                                    return_exceptions=True)
+        ok, errors = [], []
+        for i, out in zip(indices, outs, strict=True):
+            if isinstance(out, asyncio.CancelledError):
+                raise out
+            if isinstance(out, BaseException):
+                errors.append(self._mark_failed(i, out, action))
+            else:
+                ok.append((i, out))
+        if not ok:
+            raise errors[0] if len(errors) == 1 else EngineReplicaError(
+                errors[0].index, "; ".join(f"replica {e.index} {e.message}" for e in errors),
+                action=f"{action} (every replica failed)")
+        return ok
+
+    async def pause(self) -> None:
+        await self._fan_out("pause", lambda r: r.pause())
+
+    async def resume(self) -> None:
+        await self._fan_out("resume", lambda r: r.resume())
+
+    async def update_weights(self, weights: Any) -> int:
+        """Load the weights into every live replica; the version moves once all have. A
+        replica that fails the load, or comes back with another version than the group's
+        next one (it missed an update), is taken out of rotation."""
+        async with self._sync_lock:
+            state = weights.state_dict() if hasattr(weights, "state_dict") else weights
+            packed: dict[type, Any] = {}  # one packing (e.g. one ray.put) per replica kind
+            for i, r in enumerate(self.replicas):
+                pack = getattr(type(r), "pack_weights", None)
+                if i not in self.failed and pack is not None and type(r) not in packed:
+                    packed[type(r)] = pack(state)
+            done = await self._fan_out(
+                "a weight update", lambda r: r.update_weights(packed.get(type(r), state)))
+            want = self._version + 1
+            for i, version in done:
+                if version != want:
+                    self._mark_failed(i, f"its weight version is {version} after the update, "
+                                         f"the group's is {want}: it missed an update",
+                                      "a weight update")
+            self._live()  # raises if no replica is left
+            self._version = want
+            return self._version
+
+    async def sleep(self) -> bool:
+        return any(freed for _, freed in await self._fan_out("sleep", lambda r: r.sleep()))
+
+    async def wake_up(self) -> None:
+        await self._fan_out("wake up", lambda r: r.wake_up())
+
+    async def close(self) -> None:
+        """Close every replica, failed ones too (their errors are only logged); raise for a
+        live one that could not close, after trying all."""
+        outs = await asyncio.gather(*(r.close() for r in self.replicas), return_exceptions=True)
+        first = None
+        for i, out in enumerate(outs):
+            if isinstance(out, BaseException):
+                log.warning("engine replica %d did not close cleanly: %s", i, out)
+                if i not in self.failed and first is None:
+                    first = EngineReplicaError(i, out, action="close")
+        if first is not None:
+            raise first
+
+    def replica_stats(self) -> list[dict[str, Any]]:
+        """Per replica: requests in flight, requests routed so far, why it failed (if it did);
+        the gateway's ``/health`` shows them."""
+        return [{"replica": i, "in_flight": self.outstanding[i], "requests": self.assigned[i],
+                 "weight_version": r.weight_version, "failed": self.failed.get(i)}
+                for i, r in enumerate(self.replicas)]
+
+    def describe(self) -> str:
+        """One line for logs: how many replicas, of which kind, which are out."""
+        kinds = sorted({type(r).__name__ for r in self.replicas})
+        out = f" ({len(self.failed)} failed)" if self.failed else ""
+        return f"{len(self.replicas)} engine replicas ({', '.join(kinds)}){out}"

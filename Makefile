@@ -34,7 +34,7 @@ demo:
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 # The same exactness tests at the LOWEST versions pyproject.toml allows for transformers,
 # tokenizers and peft, in a venv of their own; .ci/min_pins.py reads the floors from

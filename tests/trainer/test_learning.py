@@ -2,8 +2,9 @@
 
 Multi-turn calculator rollouts run in worker processes and call the real policy gateway; the
 exact-answer reward runs in its own pool. The validation reward (mean@1, estimated from 4
-sampled rollouts per held-out question) must rise: by 0.2 for GSPO in 20 steps (the issue's
-CI gate), and clearly for GRPO and DAPO in 10. Measured on the 2-core box (RESULTS.md): GSPO
+sampled rollouts per held-out question) must rise: by 0.2 for GSPO in 20 steps (the CI gate,
+in the default run), and clearly for GRPO and DAPO in 10 (``-m slow``: run them, and the async
+runs, on any change to the trainer). Measured on the 2-core box (RESULTS.md): GSPO
 0.40 -> 0.83 after 10 steps, 0.93 after 30; GRPO and DAPO ~0.41 -> 0.65 after 4 steps.
 
 The nano model is built once per test session (``nano_model_dir``, ~1.5-2.5 min).
@@ -78,6 +79,7 @@ async def test_gspo_raises_validation_reward_by_0_2(tmp_path, nano_model_dir):
     assert_rises(await train(tmp_path, nano_model_dir, "gspo", steps=20), by=0.2)
 
 
+@pytest.mark.slow  # ~100 s each: the default run keeps GSPO as the CI gate (CI's 15-min budget)
 @pytest.mark.parametrize("algorithm", ["grpo", "dapo"])
 async def test_grpo_and_dapo_improve(tmp_path, nano_model_dir, algorithm):
     assert_rises(await train(tmp_path, nano_model_dir, algorithm, steps=10), by=0.1)

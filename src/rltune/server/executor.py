@@ -5,6 +5,9 @@ process moves its job to SUCCEEDED or FAILED (from ``result.json`` and the exit 
 sends SIGTERM to the whole group, then SIGKILL after a grace period. Every state change is a
 compare-and-set in the store, so a cancel racing a finish cannot be overwritten.
 
+With the server's ``--ray-address`` the job process is a Ray driver whose function actors it
+owns: they go when it closes its pools, or when Ray sees it killed (``rltune.server.cluster``).
+
 After a restart, RUNNING jobs whose process is gone are marked FAILED with the reason; jobs
 die with the server (PDEATHSIG), and ``resume`` continues them from their last checkpoint.
 """
@@ -48,8 +51,10 @@ class JobExecutor:
     """Schedules PENDING jobs and watches their processes. Owned by the server's context."""
 
     def __init__(self, store: Any, jobs_dir: Path, max_concurrent: int = 1,
-                 poll_interval: float = 0.5):
+                 poll_interval: float = 0.5, ray_address: Optional[str] = None):
         self.store = store
+        #: The server's Ray cluster: jobs run their functions there (``rltune.server.cluster``).
+        self.ray_address = ray_address
         self.jobs_dir = Path(jobs_dir)
         self.max_concurrent = max_concurrent
         self.poll_interval = poll_interval
@@ -131,6 +136,8 @@ class JobExecutor:
         cmd = [sys.executable, "-m", "rltune.server.jobproc", str(job_dir)]
         if job.get("resume_from"):
             cmd += ["--resume", job["resume_from"]]
+        if self.ray_address:
+            cmd += ["--ray-address", self.ray_address]
         (job_dir / "result.json").unlink(missing_ok=True)
         with open(job_dir / "process.log", "ab") as out:
             proc = await asyncio.create_subprocess_exec(

@@ -61,3 +61,14 @@ def test_server_with_cluster_refuses_another_cluster_and_a_second_workspace(serv
         assert "does not answer" in (server_home / "server.log").read_text()
     finally:
         srv.kill()
+
+
+def test_settings_take_the_address_from_the_flag_or_env(monkeypatch, tmp_path):
+    from rltune.server.settings import ServerSettings
+
+    monkeypatch.setenv("RLTUNE_RAY_ADDRESS", ADDR)
+    monkeypatch.setenv("RAY_ADDRESS", "10.9.9.9:6379")  # Ray's own variable does not move jobs
+    assert ServerSettings.from_env(home=tmp_path).ray_address == ADDR
+    assert ServerSettings.from_env(home=tmp_path, ray_address="h:1").ray_address == "h:1"
+    monkeypatch.delenv("RLTUNE_RAY_ADDRESS")
+    assert ServerSettings.from_env(home=tmp_path).ray_address is None

@@ -1,16 +1,20 @@
 """Jobs of a server started with ``--ray-address`` on a local two-node Ray cluster (127.0.0.1,
 one CPU per node), through the real REST API and client: a job succeeds with its functions as
-Ray actors and its logs served; a cancelled job ends CANCELED; a job whose process is killed
-ends FAILED and resumes to SUCCEEDED on the cluster; after each, ``ray status`` shows every CPU
-free and no function worker is left. Slow tier (cluster start + four short jobs)."""
+Ray actors and its logs served; a cancelled job ends CANCELED; a job whose process is stopped
+(SIGTERM), then killed (SIGKILL), ends FAILED each time and resumes to SUCCEEDED on the
+cluster; after each, ``ray status`` shows every CPU free and no function worker is left.
+Slow tier (cluster start + three short jobs, one resumed twice: ~6-8 min on 2 loaded cores)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
+import shutil
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -25,13 +29,29 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def tmpdir_env():
+    """A private TMPDIR for the cluster's nodes, the server and its jobs: what a job leaves in
+    it (the driver's and the actors' scratch folders) is this module's alone."""
+    path = Path(tempfile.mkdtemp(prefix="srt", dir="/tmp"))  # short: Ray's socket paths
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TMPDIR", str(path))
+        yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmpdir_env):
     with LocalRayCluster(head_cpus=1, worker_nodes=1, worker_cpus=1) as c:
         yield c
 
 
+def _scratch(tmpdir_env) -> set[str]:
+    """The driver's (``rltune-ray-*``) and the actors' (``rltune-ray-worker-*``) folders."""
+    return {p.name for p in tmpdir_env.glob("rltune-ray-*")}
+
+
 @pytest.fixture(scope="module")
-def ray_server(cluster, tmp_path_factory):
+def ray_server(cluster, tmpdir_env, tmp_path_factory):
     home = tmp_path_factory.mktemp("rayhome")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RLTUNE_HOME", str(home))
@@ -105,7 +125,9 @@ def _job_pid(c, job_id) -> int:
     return int(found.group(1))
 
 
-def test_job_runs_its_functions_on_the_cluster(ray_server, cluster, tmp_path, nano_model_dir):
+def test_job_runs_its_functions_on_the_cluster(ray_server, cluster, tmpdir_env, tmp_path,
+                                               nano_model_dir):
+    before = _scratch(tmpdir_env)
     ws = _workspace(tmp_path, nano_model_dir, max_steps=2, save_strategy="no")
     job_id = _submit(ray_server, ws)
     with ray_server.client() as c:
@@ -116,6 +138,7 @@ def test_job_runs_its_functions_on_the_cluster(ray_server, cluster, tmp_path, na
         assert log.count("on RayBackend: 1 instance(s)") == 2, log[:3000]  # rollout + reward
         assert job["config"].get("function_backend") is None  # as submitted
     _assert_cluster_free(cluster)
+    assert _scratch(tmpdir_env) == before  # the job removed its scratch folders
 
 
 def test_cancel_frees_the_cluster(ray_server, cluster, tmp_path, nano_model_dir):
@@ -131,22 +154,44 @@ def test_cancel_frees_the_cluster(ray_server, cluster, tmp_path, nano_model_dir)
         assert c.get(f"/v1/jobs/{job_id}").json()["status"] == "CANCELED"
 
 
-def test_killed_job_frees_the_cluster_and_resumes_on_it(ray_server, cluster, tmp_path,
-                                                         nano_model_dir):
-    ws = _workspace(tmp_path, nano_model_dir, n_epochs=1)  # 4 steps
+def _checkpoint_after(c, job_id, step) -> bool:
+    saved = c.get(f"/v1/jobs/{job_id}/checkpoints").json()["checkpoints"]
+    return any(ck["step"] > step for ck in saved)
+
+
+def test_stopped_and_killed_jobs_free_the_cluster_and_resume_on_it(ray_server, cluster,
+                                                                   tmpdir_env, tmp_path,
+                                                                   nano_model_dir):
+    before = _scratch(tmpdir_env)
+    ws = _workspace(tmp_path, nano_model_dir, n_epochs=3)  # 12 steps
     job_id = _submit(ray_server, ws)
     with ray_server.client() as c:
         _wait(c, job_id, lambda j: j["status"] != "RUNNING" or _has_checkpoint(c, job_id))
         assert _cpus_in_use(cluster)[0] == 2
-        os.kill(_job_pid(c, job_id), signal.SIGKILL)  # no shutdown code runs in the driver
+        # SIGTERM: the orderly stop (Ray's own SIGTERM handler in the driver does not cut it)
+        os.kill(_job_pid(c, job_id), signal.SIGTERM)
         job = _wait(c, job_id, lambda j: j["status"] != "RUNNING")
-        assert job["status"] == "FAILED", job
-        _assert_cluster_free(cluster)  # Ray ends the actors of a driver that died
+        assert job["status"] == "FAILED" and "stopped by a signal" in job["error"], job
+        _assert_cluster_free(cluster)
+        assert _scratch(tmpdir_env) == before  # closed in order: actors stopped, folders gone
         saved = c.get(f"/v1/jobs/{job_id}/checkpoints").json()["checkpoints"][-1]
         assert c.post(f"/v1/jobs/{job_id}/resume").json()["status"] == "PENDING"
-        job = _wait(c, job_id, lambda j: j["status"] in ("SUCCEEDED", "FAILED", "CANCELED"))
+        _wait(c, job_id, lambda j: j["status"] != "PENDING" and (
+            j["status"] != "RUNNING" or _checkpoint_after(c, job_id, saved["step"])))
+        assert c.get(f"/v1/jobs/{job_id}").json()["status"] == "RUNNING"
+        # SIGKILL: no shutdown code runs in the driver; Ray ends the actors it owned
+        pids = re.findall(r"job process (\d+) started", _log(c, job_id))
+        os.kill(int(pids[-1]), signal.SIGKILL)
+        job = _wait(c, job_id, lambda j: j["status"] != "RUNNING")
+        assert job["status"] == "FAILED", job
+        _assert_cluster_free(cluster)
+        assert c.post(f"/v1/jobs/{job_id}/resume").json()["status"] == "PENDING"
+        job = _wait(c, job_id, lambda j: j["status"] not in ("PENDING", "RUNNING"))
         log = _log(c, job_id)
         assert job["status"] == "SUCCEEDED", (job["error"], log[-3000:])
-        assert f"resumed from {saved['path']} at step {saved['step']}" in log
-        assert log.count("on RayBackend") == 4  # both runs put their functions on Ray
+        assert log.count("resumed from") == 2
+        assert log.count("on RayBackend") == 6  # each of the three runs put both on Ray
+        steps = [s for s, _ in c.get(f"/v1/jobs/{job_id}/metrics", params={
+            "names": "critic/rewards/mean"}).json()["series"]["critic/rewards/mean"]]
+        assert steps[-1] == 12
     _assert_cluster_free(cluster)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any, Optional
 
 from rltune.sdk.errors import ConfigError
@@ -57,6 +58,17 @@ def place_functions(backend: Any, server_address: Optional[str]) -> Any:
             hint="remove function_backend.address (the server's cluster is used), or run the "
                  "job yourself with `rltune train --ray-address`")
     return backend
+
+
+def join_cluster(backend: Any) -> Optional[Callable[[], None]]:
+    """For a job with functions on Ray: connect this process now (shared with its pools) and
+    return the call that leaves; None for local functions."""
+    if backend is None or backend.type != "ray":
+        return None
+    from rltune.functions.backends.ray_backend import connect, disconnect
+
+    connect(backend.address)
+    return disconnect
 
 
 def check_cluster(address: str) -> None:

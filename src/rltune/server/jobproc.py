@@ -42,6 +42,7 @@ async def _run(job_dir: Path, resume: Optional[str],
                ray_address: Optional[str] = None) -> dict[str, Any]:
     from rltune.config import load_job_config
     from rltune.functions.output import JOB_LOG_ENV
+    from rltune.server.cluster import join_cluster
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import build_sink
 
@@ -52,11 +53,16 @@ async def _run(job_dir: Path, resume: Optional[str],
     os.environ[JOB_LOG_ENV] = str(job_dir / "train.log")
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        # Cancel the run so TrainingRuntime closes its pools and gateway on the way out.
-        loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
+    leave = None
+    stopping: list[int] = []
     try:
         config = _placed(config, ray_address, sink)
+        # Join the Ray cluster before the handlers below: ray.init sets a SIGTERM handler
+        # (sys.exit) that would skip the orderly stop; the trainer reuses this connection.
+        leave = join_cluster(config.function_backend)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            # Cancel the run so TrainingRuntime closes its pools and gateway on the way out.
+            loop.add_signal_handler(sig, _cancel_once, task, stopping)
         trainer = Trainer(config, job_dir=job_dir, job_id=meta["job_id"], base_dir=job_dir,
                           sink=sink)
         sink.log(f"job process {os.getpid()} started"
@@ -67,7 +73,17 @@ async def _run(job_dir: Path, resume: Optional[str],
         sink.log(traceback.format_exc(), level="ERROR")
         raise
     finally:
+        if leave is not None:
+            leave()
         sink.close()
+
+
+def _cancel_once(task: Any, stopping: list[int]) -> None:
+    """Cancel the run once: a repeated signal must not interrupt the closing (the policy
+    gateway's uvicorn, which sees the SIGTERM too, raises it again when it stops)."""
+    if not stopping:
+        stopping.append(1)
+        task.cancel()
 
 
 def _placed(config: Any, ray_address: Optional[str], sink: Any) -> Any:

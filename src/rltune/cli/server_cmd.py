@@ -29,6 +29,10 @@ def start(
     allow_unisolated: bool = typer.Option(
         False, "--allow-unisolated", help="serve several workspaces even when function code "
         "cannot be sandboxed (no bubblewrap): tenants could read each other's data"),
+    ray_address: Optional[str] = typer.Option(
+        None, "--ray-address", envvar="RLTUNE_RAY_ADDRESS",
+        help="run jobs' functions as Ray actors on this cluster (HOST:PORT of its head; this "
+        "machine must be a node of it); the trainer and engine stay here. See docs/ray.md"),
 ) -> None:
     """Start the server (detached unless --foreground); prints its URL."""
     from rltune.client import discovery
@@ -41,6 +45,7 @@ def start(
     args += ["--db", db] if db else []
     args += ["--max-upload-bytes", str(max_upload_bytes)] if max_upload_bytes else []
     args += ["--allow-unisolated"] if allow_unisolated else []
+    args += ["--ray-address", ray_address] if ray_address else []
     if foreground:
         from rltune.server.__main__ import main
 

@@ -1,4 +1,5 @@
-"""``python -m rltune.server [--port N] [--host H] [--db URL] [--max-concurrent-jobs N]``.
+"""``python -m rltune.server [--port N] [--host H] [--db URL] [--max-concurrent-jobs N]
+[--ray-address HOST:PORT]``.
 
 Port 0 picks a free port; the chosen address is written to ``$RLTUNE_HOME/server/server.json``.
 """
@@ -23,11 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-upload-bytes", type=int, default=None)
     parser.add_argument("--allow-unisolated", action="store_true", default=None,
                         help="serve several workspaces without a function sandbox (warns)")
+    parser.add_argument("--ray-address", default=None,
+                        help="run jobs' functions as Ray actors on this cluster (docs/ray.md)")
     args = parser.parse_args(argv)
     settings = ServerSettings.from_env(host=args.host, port=args.port, db=args.db,
                                        max_concurrent_jobs=args.max_concurrent_jobs,
                                        max_upload_bytes=args.max_upload_bytes,
-                                       allow_unisolated=args.allow_unisolated)
+                                       allow_unisolated=args.allow_unisolated,
+                                       ray_address=args.ray_address)
     import uvicorn
 
     from rltune.server.app import create_app, write_server_info

@@ -46,8 +46,17 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         private_state(settings)  # the SQLite files just created
         bootstrap_admin_key(store, settings.admin_key_path)
         registry = FunctionRegistry(settings.home)
+        if settings.ray_address:
+            from rltune.server.cluster import check_cluster
+
+            check_cluster(settings.ray_address)
+            log.warning("jobs run their functions as Ray actors on the cluster at %s, without "
+                        "a sandbox; %s", settings.ray_address,
+                        "several workspaces are served because of --allow-unisolated"
+                        if settings.allow_unisolated else "only the 'default' workspace can "
+                        "get keys")
         executor = JobExecutor(store, settings.jobs_dir, settings.max_concurrent_jobs,
-                               settings.poll_interval)
+                               settings.poll_interval, settings.ray_address)
         isolation = active_isolation()
         if isolation == "none":
             log.warning("function code runs WITHOUT a sandbox (%s); %s", bwrap_problem() or
@@ -94,6 +103,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         _, pending = store.list("jobs", statuses=[S.PENDING], limit=0)
         return {"status": "ok", "version": __version__, "pid": os.getpid(),
                 "function_isolation": request.app.state.ctx.isolation,
+                "function_backend": "ray" if request.app.state.ctx.settings.ray_address
+                else "local",
                 "jobs_running": running, "jobs_pending": pending, "time": time.time()}
 
     from rltune.server import (

@@ -28,7 +28,19 @@ class ServerContext:
 
     def check_isolated(self, what: str) -> None:
         """Refuse a second workspace when function code is not sandboxed (unless opted in)."""
-        if self.isolation != "none" or self.settings.allow_unisolated:
+        if self.settings.allow_unisolated:
+            return
+        if self.settings.ray_address:
+            # Function code on Ray runs unsandboxed on the cluster's nodes, and a Ray cluster
+            # runs any code its members submit (this server's machine is one of them).
+            raise ConflictError(
+                f"{what} would serve a second workspace, but this server runs jobs' functions "
+                f"on the Ray cluster at {self.settings.ray_address}, where function code is not "
+                "sandboxed and can submit its own work to the cluster",
+                where="workspace", hint="give each tenant its own server and cluster, or start "
+                "the server with --allow-unisolated (RLTUNE_ALLOW_UNISOLATED=1) if every tenant "
+                "trusts every other")
+        if self.isolation != "none":
             return
         from rltune.functions.sandbox import bwrap_problem
 

@@ -2,8 +2,12 @@
 
 PENDING jobs start oldest first (``python -m rltune.server.jobproc <job_dir>``); a finished
 process moves its job to SUCCEEDED or FAILED (from ``result.json`` and the exit code). Cancel
-sends SIGTERM to the whole group, then SIGKILL after a grace period. Every state change is a
+sends SIGTERM to the whole group, then SIGKILL after a grace period (3 s; 15 s on a server
+with a Ray cluster, where the job stops its actors on the way out). Every state change is a
 compare-and-set in the store, so a cancel racing a finish cannot be overwritten.
+
+With the server's ``--ray-address`` the job process is a Ray driver whose function actors it
+owns: they go when it closes its pools, or when Ray sees it killed (``rltune.server.cluster``).
 
 After a restart, RUNNING jobs whose process is gone are marked FAILED with the reason; jobs
 die with the server (PDEATHSIG), and ``resume`` continues them from their last checkpoint.
@@ -28,6 +32,9 @@ from rltune.server.jobproc import read_result
 
 log = logging.getLogger("rltune.server.executor")
 KILL_GRACE_S = 3.0
+#: With functions on Ray, an orderly stop (each actor stopped, the cluster left) takes longer;
+#: a job killed sooner still frees the cluster (Ray ends the actors of a dead driver).
+KILL_GRACE_RAY_S = 15.0
 
 
 def _term_with_parent() -> None:  # in the child between fork and exec
@@ -48,8 +55,11 @@ class JobExecutor:
     """Schedules PENDING jobs and watches their processes. Owned by the server's context."""
 
     def __init__(self, store: Any, jobs_dir: Path, max_concurrent: int = 1,
-                 poll_interval: float = 0.5):
+                 poll_interval: float = 0.5, ray_address: Optional[str] = None):
         self.store = store
+        #: The server's Ray cluster: jobs run their functions there (``rltune.server.cluster``).
+        self.ray_address = ray_address
+        self.kill_grace = KILL_GRACE_RAY_S if ray_address else KILL_GRACE_S
         self.jobs_dir = Path(jobs_dir)
         self.max_concurrent = max_concurrent
         self.poll_interval = poll_interval
@@ -131,6 +141,8 @@ class JobExecutor:
         cmd = [sys.executable, "-m", "rltune.server.jobproc", str(job_dir)]
         if job.get("resume_from"):
             cmd += ["--resume", job["resume_from"]]
+        if self.ray_address:
+            cmd += ["--ray-address", self.ray_address]
         (job_dir / "result.json").unlink(missing_ok=True)
         with open(job_dir / "process.log", "ab") as out:
             proc = await asyncio.create_subprocess_exec(
@@ -169,8 +181,10 @@ class JobExecutor:
                           finished_at=time.time(), **fields)
 
     # ---- cancel
-    async def kill(self, job_id: str, grace: float = KILL_GRACE_S) -> bool:
-        """SIGTERM the job's process group, SIGKILL after ``grace`` s; True once it is gone."""
+    async def kill(self, job_id: str, grace: Optional[float] = None) -> bool:
+        """SIGTERM the job's process group, SIGKILL after ``grace`` s (default
+        ``kill_grace``); True once it is gone."""
+        grace = self.kill_grace if grace is None else grace
         proc = self.procs.get(job_id)
         if proc is None:
             job = self.store.get("jobs", job_id)

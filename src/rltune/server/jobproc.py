@@ -1,10 +1,13 @@
-"""One job in its own process: ``python -m rltune.server.jobproc <job_dir> [--resume CKPT]``.
+"""One job in its own process:
+``python -m rltune.server.jobproc <job_dir> [--resume CKPT] [--ray-address ADDR]``.
 
 The server writes ``<job_dir>/job.yaml`` (the config with file and function ids already
 resolved to paths) and ``<job_dir>/job.json`` (``{"job_id": ...}``) and starts this module in a
 new process group, so cancel = kill the group (trainer, engine, function workers). It runs the
 ``Trainer`` with a ``FileSink`` rooted at the job dir and ends by writing
 ``<job_dir>/result.json``: ``{"status": "SUCCEEDED"|"FAILED"|"INTERRUPTED", "error", "summary"}``.
+``--ray-address`` is the server's cluster: the job's functions run there as Ray actors unless
+its config chose otherwise (``rltune.server.cluster.place_functions``).
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ def read_result(job_dir: Path) -> Optional[dict[str, Any]]:
         return None
 
 
-async def _run(job_dir: Path, resume: Optional[str]) -> dict[str, Any]:
+async def _run(job_dir: Path, resume: Optional[str],
+               ray_address: Optional[str] = None) -> dict[str, Any]:
     from rltune.config import load_job_config
     from rltune.functions.output import JOB_LOG_ENV
+    from rltune.server.cluster import join_cluster
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import build_sink
 
@@ -48,10 +53,16 @@ async def _run(job_dir: Path, resume: Optional[str]) -> dict[str, Any]:
     os.environ[JOB_LOG_ENV] = str(job_dir / "train.log")
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        # Cancel the run so TrainingRuntime closes its pools and gateway on the way out.
-        loop.add_signal_handler(sig, task.cancel)  # type: ignore[union-attr]
+    leave = None
+    stopping: list[int] = []
     try:
+        config = _placed(config, ray_address, sink)
+        # Join the Ray cluster before the handlers below: ray.init sets a SIGTERM handler
+        # (sys.exit) that would skip the orderly stop; the trainer reuses this connection.
+        leave = join_cluster(config.function_backend)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            # Cancel the run so TrainingRuntime closes its pools and gateway on the way out.
+            loop.add_signal_handler(sig, _cancel_once, task, stopping)
         trainer = Trainer(config, job_dir=job_dir, job_id=meta["job_id"], base_dir=job_dir,
                           sink=sink)
         sink.log(f"job process {os.getpid()} started"
@@ -62,17 +73,40 @@ async def _run(job_dir: Path, resume: Optional[str]) -> dict[str, Any]:
         sink.log(traceback.format_exc(), level="ERROR")
         raise
     finally:
+        if leave is not None:
+            leave()
         sink.close()
+
+
+def _cancel_once(task: Any, stopping: list[int]) -> None:
+    """Cancel the run once: a repeated signal must not interrupt the closing (the policy
+    gateway's uvicorn, which sees the SIGTERM too, raises it again when it stops)."""
+    if not stopping:
+        stopping.append(1)
+        task.cancel()
+
+
+def _placed(config: Any, ray_address: Optional[str], sink: Any) -> Any:
+    """The config with the function backend this server gives it (and a log line saying so)."""
+    from rltune.server.cluster import place_functions
+
+    backend = place_functions(config.function_backend, ray_address)
+    if backend is not None and backend.type == "ray":
+        sink.log(f"functions run as Ray actors on the cluster at {backend.address}; the "
+                 "trainer and engine run in this process")
+    return config.model_copy(update={"function_backend": backend})
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rltune.server.jobproc")
     parser.add_argument("job_dir", type=Path)
     parser.add_argument("--resume", default=None, help="checkpoint folder to continue from")
+    parser.add_argument("--ray-address", default=None,
+                        help="the server's Ray cluster (for jobs that did not choose a backend)")
     args = parser.parse_args(argv)
     job_dir = args.job_dir.resolve()
     try:
-        summary = asyncio.run(_run(job_dir, args.resume))
+        summary = asyncio.run(_run(job_dir, args.resume, args.ray_address))
     except (asyncio.CancelledError, KeyboardInterrupt):
         write_result(job_dir, "INTERRUPTED", "the job process was stopped by a signal")
         return 130

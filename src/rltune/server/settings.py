@@ -34,6 +34,9 @@ class ServerSettings(BaseModel):
     poll_interval: float = Field(0.5, gt=0)
     #: Serve several workspaces although function code cannot be sandboxed (no bubblewrap).
     allow_unisolated: bool = False
+    #: Run jobs' functions as Ray actors on this cluster (``host:port`` of its head, or
+    #: ``auto`` on a node of it); unset: local processes. See docs/ray.md.
+    ray_address: Optional[str] = Field(None, min_length=1)
 
     @property
     def server_dir(self) -> Path:
@@ -64,6 +67,7 @@ class ServerSettings(BaseModel):
             "max_concurrent_jobs": os.environ.get("RLTUNE_MAX_CONCURRENT_JOBS"),
             "max_upload_bytes": os.environ.get("RLTUNE_MAX_UPLOAD_BYTES"),
             "allow_unisolated": os.environ.get("RLTUNE_ALLOW_UNISOLATED"),
+            "ray_address": os.environ.get("RLTUNE_RAY_ADDRESS"),
         }
         data = {k: v for k, v in env.items() if v}
         data.update({k: v for k, v in given.items() if v is not None})

@@ -5,7 +5,8 @@ as files first, ``fetch_url_datasets``) and functions registered entities
 (``entity_id``, or a loaded ``instance_id``) of the caller's workspace; they are rewritten to
 absolute paths (the file's JSONL, the entity's extracted workspace). Everything else is the
 user's ``JobConfig``, validated the same way as YAML. The model must exist on this server and
-fit ``max_length``; both are checked here, at submit, not when the job runs.
+fit ``max_length``; both are checked here, at submit, not when the job runs, as is
+``function_backend`` against the server's Ray cluster (``rltune.server.cluster``).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ async def fetch_url_datasets(ctx: ServerContext, workspace: str, job: JobConfig)
 
 def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConfig, dict]:
     """(runnable config, facts for the job record: file ids, row counts)."""
+    from rltune.server.cluster import place_functions
+
+    place_functions(job.function_backend, ctx.settings.ray_address)  # refused before anything
     data = job.to_dict()
     facts: dict[str, Any] = {"training_file_ids": [], "validation_file_ids": []}
     train_rows = 0

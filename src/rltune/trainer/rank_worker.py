@@ -61,7 +61,8 @@ def serve(stream: Any) -> None:
         "load_weights": updater.load_weights,
         "load_state": updater.load_state_dict,
     }
-    print(f"rank {dp.rank} of {dp.world_size} ready on {dp.device}", flush=True)
+    print(f"rank {dp.rank} of {dp.world_size} ready on {dp.device} (pid {os.getpid()})",
+          flush=True)
     while True:
         try:
             command, argument = pickle.load(stream)

@@ -152,11 +152,11 @@ def test_two_rank_job_updates_like_one_process_and_resumes_exactly(tmp_path, tin
 
 def _start(ws: Path, out: Path, tmp_path: Path) -> tuple[subprocess.Popen, int]:
     """``rltune train`` in its own session; returns it and rank 1's pid once rank 1 is ready."""
-    log = open(tmp_path / "train.out", "wb")
-    job = subprocess.Popen(
-        [sys.executable, "-m", "rltune.cli.main", "train", "-c", str(ws / "job.yaml"),
-         "-O", str(out), "-q"], stdout=log, stderr=subprocess.STDOUT, env=_env(tmp_path),
-        start_new_session=True)
+    with open(tmp_path / "train.out", "wb") as log:
+        job = subprocess.Popen(
+            [sys.executable, "-m", "rltune.cli.main", "train", "-c", str(ws / "job.yaml"),
+             "-O", str(out), "-q"], stdout=log, stderr=subprocess.STDOUT, env=_env(tmp_path),
+            start_new_session=True)
     rank_log = out / "ranks" / "rank-1.log"
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and job.poll() is None:

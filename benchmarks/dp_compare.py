@@ -10,7 +10,9 @@ sync.
 Reported per run, from the job's metrics: the mean ``timing/s/update`` (the update: old
 log-probs, forward/backward, optimizer) and ``timing/s/step`` (the whole step) over the steps
 that updated, step 1 left out (first-touch allocation, rank warm-up); and the speed-up
-``seconds with 1 rank / seconds with 2 ranks`` (above 1: two ranks are faster).
+``seconds with 1 rank / seconds with 2 ranks`` (above 1: two ranks are faster), and each
+run's update seconds per rollout second (the rollouts are the same work in both runs, so this
+is less moved by other load on a shared machine).
 
     python benchmarks/dp_compare.py [--steps 4] [--model DIR] [--out results.json]
 """
@@ -92,6 +94,9 @@ def main() -> None:
         "runs": runs,
         "speedup_update": one["update_s"] / two["update_s"],
         "speedup_step": one["step_s"] / two["step_s"],
+        # The rollouts are the same work in both runs: on a shared box, the update's time
+        # relative to them is less moved by the other load than the seconds themselves.
+        "update_per_rollout_s": [r["update_s"] / r["rollout_s"] for r in runs],
     }
     text = json.dumps(summary, indent=2)
     print(text)

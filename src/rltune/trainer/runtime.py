@@ -12,6 +12,10 @@ Full fine-tuning (``lora_rank: 0``) loads a third, frozen copy as the KL referen
 KL term is on. With ``lora_rank > 0`` the policy is wrapped with LoRA adapters and is its own
 reference (adapters disabled); the engine then gets the merged weights (``trainer/lora.py``).
 On-policy distillation (``training.type: pg_opd``) also loads the frozen teacher.
+
+With ``n_gpus_training: N`` > 1 this process is rank 0 of N data-parallel trainer ranks
+(``trainer/ranks.py``): its policy is sharded, ``updater`` sends each call to the other ranks,
+and the engine and checkpoints get the full weights gathered from every rank.
 """
 
 from __future__ import annotations

@@ -351,11 +351,11 @@ def _refuse_distributed(hp: HyperParameters) -> None:
         if value is None or value in allowed:
             continue
         shown = " or ".join(str(a) for a in allowed)
-        what = ("data-parallel ranks of one node (n_gpus_training: N), nothing else"
-                if name in _TRAINING_LAYOUT else "one device for the engine")
+        what = ("it trains on data-parallel ranks of one node (n_gpus_training: N) only"
+                if name in _TRAINING_LAYOUT else "it runs the engine on one device")
         raise _coupling(
             name, value,
-            f"is not supported by this build: it trains with {what}, so {name} may be "
+            f"is not supported by this build: {what}, so {name} may be "
             f"{shown} (or unset)",
             f"remove {name} (or set it to {allowed[-1]})"
             + ("; use n_gpus_training: N for N data-parallel trainer ranks"

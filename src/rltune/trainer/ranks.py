@@ -27,6 +27,7 @@ and reaps every rank. A rank that exits during a step fails the job with a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import os
 import pickle
@@ -179,17 +180,19 @@ class RankedUpdater:
 
     def _everywhere(self, command: str, argument: Any, run: Any) -> Any:
         with self._lock:
+            if self.inner.dp.device.type == "cuda":  # the current device is per thread
+                torch.cuda.set_device(self.inner.dp.device)
             self.group.send(command, argument)
             return run()
 
     def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
-        return self._everywhere("update", list(rows), lambda: self.inner.update(rows))
+        return self._everywhere("update", _bare(rows), lambda: self.inner.update(rows))
 
     async def aupdate(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
         return await self.group.watch(asyncio.to_thread(self.update, rows))
 
     def compute_logprobs(self, rows: Sequence[TrainingRow]) -> list[list[float]]:
-        return self._everywhere("logprobs", list(rows),
+        return self._everywhere("logprobs", _bare(rows),
                                 lambda: self.inner.compute_logprobs(rows))
 
     def full_weights(self) -> dict[str, torch.Tensor]:
@@ -210,6 +213,11 @@ class RankedUpdater:
 
     async def close(self) -> None:
         await _stop(self.group)
+
+
+def _bare(rows: Sequence[TrainingRow]) -> list[TrainingRow]:
+    """The rows without ``meta`` (it points back to the whole rollout): what a rank needs."""
+    return [dataclasses.replace(r, meta={}) for r in rows]
 
 
 async def start_ranked_updater(model: torch.nn.Module, hp: Any, knobs: Any, *, world_size: int,
@@ -233,6 +241,8 @@ async def start_ranked_updater(model: torch.nn.Module, hp: Any, knobs: Any, *, w
         dp = await group.watch(asyncio.to_thread(
             init_data_parallel, kind, store=group.store, rank=0, world_size=world_size,
             cuda_index=first if kind == "cuda" else None))
+        if kind == "cuda":
+            torch.cuda.set_device(dp.device)
         shard_policy(model, dp)
         inner = DataParallelUpdater(model, hp, knobs, total_steps=total_steps, dp=dp,
                                     pad_token_id=pad_token_id)

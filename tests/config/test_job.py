@@ -256,18 +256,18 @@ def test_single_rollout_groups_only_for_opd():
     assert job.hyper_parameters.n_rollouts == 1
 
 
-@pytest.mark.parametrize(("key", "value", "supported"), [
-    ("n_gpus_training", 8, "0 or 1"),
-    ("nnodes_training", 2, "1"),
-    ("tensor_model_parallel_size", 2, "1"),
-    ("inference_tensor_parallel_size", 2, "1"),
-    ("n_gpus_rollout", 4, "0 or 1"),
+@pytest.mark.parametrize(("key", "value", "supported", "hint"), [
+    ("nnodes_training", 2, "1", "n_gpus_training: N"),
+    ("tensor_model_parallel_size", 2, "1", "n_gpus_training: N"),
+    ("pipeline_model_parallel_size", 2, "1", "n_gpus_training: N"),
+    ("inference_tensor_parallel_size", 2, "1", "device: auto|cpu|cuda[:i]"),
+    ("n_gpus_rollout", 4, "0 or 1", "device: auto|cpu|cuda[:i]"),
 ])
-def test_distributed_keys_this_build_cannot_honour_are_refused(key, value, supported):
+def test_distributed_keys_this_build_cannot_honour_are_refused(key, value, supported, hint):
     err = _err(f"model: m\ntraining:\n  hyper_parameters:\n    {key}: {value}\n")
     assert f"{key} = {value}" in err.message and "not supported by this build" in err.message
     assert f"may be {supported} (or unset)" in err.message
-    assert err.where == "job.yaml:4" and "device: auto|cpu|cuda[:i]" in err.hint
+    assert err.where == "job.yaml:4" and hint in err.hint
 
 
 def test_single_device_values_of_distributed_keys_are_accepted():
@@ -275,6 +275,19 @@ def test_single_device_values_of_distributed_keys_are_accepted():
                                     "tensor_model_parallel_size": 1, "n_gpus_rollout": 0})
     assert hp.n_gpus_training == 1
     assert validate_hyper_parameters({}).n_gpus_training is None  # defaults stay accepted
+
+
+def test_n_gpus_training_above_one_is_data_parallel_without_kl_or_lora():
+    hp = validate_hyper_parameters({"n_gpus_training": 4, "kl_loss_coef": 0})
+    assert hp.n_gpus_training == 4
+    assert validate_hyper_parameters({"n_gpus_training": 2, "algorithm": "dapo"})  # no KL
+    # gspo's preset has the KL term on, and kl_loss_coef defaults to 0.001
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    n_gpus_training: 2\n")
+    assert "n_gpus_training = 2" in err.message and "KL term" in err.message
+    assert err.where == "job.yaml:4" and "kl_loss_coef: 0" in err.hint
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    n_gpus_training: 2\n"
+               "    kl_loss_coef: 0\n    lora_rank: 8\n")
+    assert "LoRA" in err.message and "lora_rank: 0" in err.hint
 
 
 def test_device_keys_are_checked():

@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from rltune.config._base import StrictModel
 from rltune.config.algorithm import (
+    PRESETS,
     AlgorithmName,
     ImportanceLevel,
     KLEstimator,
@@ -69,7 +70,7 @@ class HyperParameters(StrictModel):
     save_strategy: Literal["steps", "epoch", "no"] = "epoch"
     save_total_limit: int = Field(1, ge=1, le=200)
 
-    # --- distributed layout (this build runs on one device: see DISTRIBUTED_SUPPORTED) ---
+    # --- distributed layout (see DISTRIBUTED_SUPPORTED and _check_data_parallel) ---
     expert_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
     inference_gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
     inference_tensor_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
@@ -78,7 +79,10 @@ class HyperParameters(StrictModel):
     inference_replicas: Optional[int] = Field(None, ge=1, le=256)
     inference_replica_backend: Optional[Literal["local", "ray"]] = None
     n_gpus_rollout: Optional[int] = Field(None, ge=0, le=100000)
-    n_gpus_training: Optional[int] = Field(None, ge=0, le=100000)
+    n_gpus_training: Optional[int] = Field(
+        None, ge=0, le=100000,
+        description="trainer ranks on this node (data parallel, FSDP2): one GPU each on CUDA, "
+        "one process each on the CPU; 0 or 1 = one process")
     nnodes_rollout: Optional[int] = Field(None, ge=1, le=10000)
     nnodes_training: Optional[int] = Field(None, ge=1, le=10000)
     pipeline_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
@@ -298,6 +302,7 @@ class HyperParameters(StrictModel):
             )
         _check_async(self)
         _refuse_distributed(self)
+        _check_data_parallel(self)
         return self
 
 
@@ -329,10 +334,10 @@ def _check_async(hp: HyperParameters) -> None:
         )
 
 
-#: The distributed-layout keys this build can honour, and the values it supports. Training and
-#: the built-in engine run on one device (``device``); anything else is refused, not ignored.
+#: The distributed-layout keys this build can honour, and the values it supports; anything
+#: else is refused, not ignored. The engine runs on one device (``device``); the update runs
+#: on ``n_gpus_training`` data-parallel ranks of one node (any count, ``_check_data_parallel``).
 DISTRIBUTED_SUPPORTED: dict[str, tuple[int, ...]] = {
-    "n_gpus_training": (0, 1),
     "n_gpus_rollout": (0, 1),
     "nnodes_training": (1,),
     "nnodes_rollout": (1,),
@@ -350,10 +355,44 @@ def _refuse_distributed(hp: HyperParameters) -> None:
         if value is None or value in allowed:
             continue
         shown = " or ".join(str(a) for a in allowed)
+        what = ("it trains on data-parallel ranks of one node (n_gpus_training: N) only"
+                if name in _TRAINING_LAYOUT else "it runs the engine on one device")
         raise _coupling(
             name, value,
-            f"is not supported by this build: it trains on one device, so {name} may be "
+            f"is not supported by this build: {what}, so {name} may be "
             f"{shown} (or unset)",
-            f"remove {name} (or set it to {allowed[-1]}) and pick the device with "
-            "device: auto|cpu|cuda[:i]",
+            f"remove {name} (or set it to {allowed[-1]})"
+            + ("; use n_gpus_training: N for N data-parallel trainer ranks"
+               if name in _TRAINING_LAYOUT else " and pick the device with "
+               "device: auto|cpu|cuda[:i]"),
+        )
+
+
+_TRAINING_LAYOUT = ("nnodes_training", "tensor_model_parallel_size",
+                    "pipeline_model_parallel_size", "sequence_parallel_size",
+                    "expert_model_parallel_size")
+
+
+def _check_data_parallel(hp: HyperParameters) -> None:
+    """``n_gpus_training: N`` > 1 trains on N data-parallel ranks (``trainer/ranks.py``),
+    which do not support the KL reference model or LoRA yet."""
+    n = hp.n_gpus_training or 1
+    if n <= 1:
+        return
+    use_kl = hp.use_kl_loss if hp.use_kl_loss is not None \
+        else PRESETS[hp.algorithm]["use_kl_loss"]
+    if use_kl and hp.kl_loss_coef > 0:
+        raise _coupling(
+            "n_gpus_training", n,
+            f"with more than one trainer rank does not support the KL term yet (algorithm "
+            f"{hp.algorithm}, kl_loss_coef {hp.kl_loss_coef:g}): data-parallel ranks hold no "
+            "reference model",
+            "set kl_loss_coef: 0 (or use_kl_loss: false), or n_gpus_training: 1",
+        )
+    if hp.lora_rank > 0:
+        raise _coupling(
+            "n_gpus_training", n,
+            f"with more than one trainer rank does not support LoRA yet (lora_rank "
+            f"{hp.lora_rank})",
+            "set lora_rank: 0 (full fine-tuning), or n_gpus_training: 1",
         )

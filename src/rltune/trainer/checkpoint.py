@@ -84,11 +84,13 @@ def save_checkpoint(
     updater: Any = None,
     trainer_state: Optional[dict[str, Any]] = None,
     save_total_limit: Optional[int] = None,
+    weights: Optional[dict[str, torch.Tensor]] = None,
 ) -> Path:
     """Write ``<root>/checkpoint-<step>`` and drop the oldest beyond ``save_total_limit``.
 
     ``updater`` is a ``PolicyUpdater`` (its optimizer and scheduler are saved);
     ``trainer_state`` is any JSON-able dict (put the sampler's ``state_dict()`` in it).
+    ``weights``: the full weights to write instead of ``model``'s own (a sharded policy).
     """
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -98,8 +100,8 @@ def save_checkpoint(
     tmp.mkdir()
     if is_lora(model):
         save_lora(model, tmp)  # merged weights for from_pretrained + adapter/ for resume
-    else:
-        model.save_pretrained(tmp)
+    else:  # a sharded (data-parallel) policy gives its gathered full ``weights``
+        model.save_pretrained(tmp, **({} if weights is None else {"state_dict": weights}))
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
     if updater is not None:
@@ -151,10 +153,14 @@ def restore_policy(model: Any, path: str | Path) -> None:
     A LoRA policy loads its adapters exactly as saved (not re-derived from the merged
     weights); its base stays the job's original model, which is the KL reference.
     """
-    from transformers import AutoModelForCausalLM
-
     if is_lora(model):
         load_adapter(model, Path(path))
         return
-    loaded = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    model.load_state_dict(loaded.state_dict())
+    model.load_state_dict(checkpoint_weights(path))
+
+
+def checkpoint_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """A checkpoint's full weights (fp32, CPU), by parameter name."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).state_dict()

@@ -12,8 +12,11 @@ for every row (the same passes everywhere; correct, not yet split). Gradient cli
 optimizer step run on the sharded (DTensor) parameters.
 
 Not yet supported (refused when asked): the KL reference model (``use_kl_loss`` with
-``kl_loss_coef`` > 0) and LoRA (``lora_rank`` > 0). The trainer does not use this module yet:
-the job config still refuses ``n_gpus_training`` > 1 and ``nnodes_training`` > 1.
+``kl_loss_coef`` > 0) and LoRA (``lora_rank`` > 0). ``rltune train`` with ``n_gpus_training``
+> 1 launches the ranks itself (``trainer/ranks.py``); ``torchrun`` works too.
+
+Checkpoints hold full (unsharded) tensors in the one-process format (``state_dict``), so a job
+saved on N ranks resumes on any number of ranks, one included.
 
 Example (one script, ``torchrun --standalone --nproc-per-node 2 script.py``):
     dp = init_data_parallel()
@@ -55,16 +58,25 @@ class DataParallel:
         return self.rank == 0
 
 
-def init_data_parallel(device: Optional[str] = None) -> DataParallel:
-    """Join the process group ``torchrun`` describes: NCCL on CUDA, gloo on the CPU."""
+def init_data_parallel(device: Optional[str] = None, *, store: Any = None,
+                       rank: Optional[int] = None, world_size: Optional[int] = None,
+                       cuda_index: Optional[int] = None) -> DataParallel:
+    """Join the process group: NCCL on CUDA, gloo on the CPU. Without ``store`` the group is
+    the one ``torchrun`` describes (environment); with a ``torch.distributed.Store`` it is
+    ``rank`` of ``world_size`` (``trainer/ranks.py``). ``cuda_index``: this rank's GPU."""
     from torch.distributed.device_mesh import init_device_mesh
 
     kind = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if kind == "cuda" else "gloo")
+        backend = "nccl" if kind == "cuda" else "gloo"
+        if store is None:
+            dist.init_process_group(backend)
+        else:
+            dist.init_process_group(backend, store=store, rank=rank, world_size=world_size)
     rank, world = dist.get_rank(), dist.get_world_size()
     if kind == "cuda":
-        local = int(os.environ.get("LOCAL_RANK", rank % max(1, torch.cuda.device_count())))
+        local = cuda_index if cuda_index is not None else int(
+            os.environ.get("LOCAL_RANK", rank % max(1, torch.cuda.device_count())))
         torch.cuda.set_device(local)
         dev = torch.device("cuda", local)
     else:
@@ -134,31 +146,69 @@ class DataParallelUpdater(PolicyUpdater):
         return out
 
 
-    # ---- checkpoints ----
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the full (unsharded) weights, optimizer and schedule to ``path`` from rank 0.
-        Every rank must call it (it gathers the shards)."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+    # ---- state (every rank must call these: they gather or scatter the shards) ----
+    def state_dict(self) -> dict[str, Any]:
+        """The full optimizer state in ``PolicyUpdater``'s format (CPU tensors; rank 0 only,
+        empty elsewhere), the schedule and the step: what a one-process job would save."""
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_optimizer_state_dict,
+        )
 
-        model_sd, optim_sd = get_state_dict(
+        full = get_optimizer_state_dict(
             self.model, self.optimizer,
             options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        index = {name: i for i, name in enumerate(self._param_names())}
+        optim = {"state": {index[k]: v for k, v in full.get("state", {}).items()},
+                 "param_groups": [{**g, "params": [index[k] for k in g["params"]]}
+                                  for g in full.get("param_groups", [])]}
+        return {"optimizer": optim, "scheduler": self.scheduler.state_dict(),
+                "step": self.step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state_dict`` (saved on any number of ranks, or by one process)."""
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_optimizer_state_dict,
+        )
+
+        names = self._param_names()
+        optim = state["optimizer"]
+        full = {"state": {names[int(i)]: v for i, v in optim["state"].items()},
+                "param_groups": [{**g, "params": [names[int(i)] for i in g["params"]]}
+                                 for g in optim["param_groups"]]}
+        set_optimizer_state_dict(self.model, self.optimizer, full,
+                                 options=StateDictOptions(full_state_dict=True))
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step = int(state["step"])
+
+    def _param_names(self) -> list[str]:
+        """Parameter names in the optimizer's order (``optimizer.state_dict()``'s indices)."""
+        name_of = {id(p): n for n, p in self.model.named_parameters()}
+        return [name_of[id(p)] for g in self.optimizer.param_groups for p in g["params"]]
+
+    def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        """Load full weights (the same on every rank); each rank keeps its shards."""
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_model_state_dict,
+        )
+
+        set_model_state_dict(self.model, weights, options=StateDictOptions(full_state_dict=True))
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the full weights and ``state_dict`` to ``path`` from rank 0."""
+        weights = full_state_dict(self.model)
+        state = self.state_dict()
         if self.dp.is_main:
-            torch.save({"model": model_sd, "optimizer": optim_sd,
-                        "scheduler": self.scheduler.state_dict(), "step": self.step,
-                        "world_size": self.dp.world_size}, path)
+            torch.save({"model": weights, **state, "world_size": self.dp.world_size}, path)
         dist.barrier()
 
     def load(self, path: str | os.PathLike) -> None:
         """Continue from ``save``'s file: every rank reads it and keeps its shards."""
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
-
         state = torch.load(path, map_location="cpu", weights_only=False)
-        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"],
-                       optim_state_dict=state["optimizer"],
-                       options=StateDictOptions(full_state_dict=True))
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.step = int(state["step"])
+        self.load_weights(state["model"])
+        self.load_state_dict(state)
 
 
 def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:

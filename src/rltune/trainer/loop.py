@@ -185,13 +185,14 @@ class Trainer:
                  "data_order": self.scheduler.data_order()}
         return save_checkpoint(self.rt.ckpt_root, step=step, model=self.rt.model,
                                tokenizer=self.rt.tokenizer, updater=self.rt.updater,
-                               trainer_state=state, save_total_limit=self.hp.save_total_limit)
+                               trainer_state=state, save_total_limit=self.hp.save_total_limit,
+                               weights=self.rt.checkpoint_weights())
 
     async def _restore(self, path: str | Path) -> int:
         """Load a checkpoint's weights and state into policy and engine; returns its step."""
-        from rltune.trainer.checkpoint import restore_policy, restore_training_state
+        from rltune.trainer.checkpoint import restore_training_state
 
-        restore_policy(self.rt.model, Path(path))
+        self.rt.restore_policy(Path(path))
         state = restore_training_state(path, self.rt.updater)
         self.sampler.load_state_dict(state["data_order"])
         await self.rt.sync_weights()

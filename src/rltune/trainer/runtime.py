@@ -12,6 +12,10 @@ Full fine-tuning (``lora_rank: 0``) loads a third, frozen copy as the KL referen
 KL term is on. With ``lora_rank > 0`` the policy is wrapped with LoRA adapters and is its own
 reference (adapters disabled); the engine then gets the merged weights (``trainer/lora.py``).
 On-policy distillation (``training.type: pg_opd``) also loads the frozen teacher.
+
+With ``n_gpus_training: N`` > 1 this process is rank 0 of N data-parallel trainer ranks
+(``trainer/ranks.py``): its policy is sharded, ``updater`` sends each call to the other ranks,
+and the engine and checkpoints get the full weights gathered from every rank.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -109,8 +113,10 @@ class TrainingRuntime:
         self.total_steps = total_steps
         self.log = log
         self.model_path = resolve_model_path(config.model.name or "")
-        self.ckpt_root = Path(job_dir) / "checkpoints"
+        self.job_dir = Path(job_dir)
+        self.ckpt_root = self.job_dir / "checkpoints"
         self.device = resolve_device(self.hp.device)
+        self.ranks = max(1, self.hp.n_gpus_training or 1)  # trainer ranks (data parallel)
         self._closers: list[Any] = []
 
     async def __aenter__(self) -> TrainingRuntime:
@@ -149,15 +155,32 @@ class TrainingRuntime:
 
         self.model, reference = load_policy(self.model_path, hp, self.knobs, self.device,
                                             self.log)
-        self.updater = PolicyUpdater(
-            self.model,
-            hp,
-            self.knobs,
-            total_steps=max(1, self.total_steps),
-            reference_model=reference,
-            pad_token_id=self.tokenizer.pad_token_id or 0,
-        )
+        if self.ranks > 1:
+            await self._start_ranks()
+        else:
+            self.updater = PolicyUpdater(
+                self.model,
+                hp,
+                self.knobs,
+                total_steps=max(1, self.total_steps),
+                reference_model=reference,
+                pad_token_id=self.tokenizer.pad_token_id or 0,
+            )
         await self._start_functions()
+
+    async def _start_ranks(self) -> None:
+        """Data parallel (``n_gpus_training`` > 1): this process is rank 0 of the update and
+        starts the other ranks (``trainer/ranks.py``)."""
+        from rltune.trainer.ranks import start_ranked_updater
+
+        self.updater = await start_ranked_updater(
+            self.model, self.hp, self.knobs, world_size=self.ranks, model_path=self.model_path,
+            device=self.device, total_steps=max(1, self.total_steps),
+            pad_token_id=self.tokenizer.pad_token_id or 0, log_dir=self.job_dir / "ranks")
+        self._closers.append(self.updater.close)
+        self.log(f"data parallel: {self.ranks} trainer ranks (FSDP2, "
+                 f"{'NCCL' if self.device.type == 'cuda' else 'gloo'}); ranks 1.."
+                 f"{self.ranks - 1} log to {self.job_dir / 'ranks'}")
 
     def _load_teacher(self) -> Teacher:
         # Loaded before the rest starts: a teacher with another tokenizer fails fast.
@@ -255,5 +278,22 @@ class TrainingRuntime:
 
     async def sync_weights(self) -> None:
         """Send the policy's current weights to the engine (after every update and restore).
-        The engine holds a plain HF model: a LoRA policy sends its merged weights."""
-        await self.engine.update_weights(engine_weights(self.model))
+        The engine holds a plain HF model: a LoRA policy sends its merged weights, a sharded
+        one the full weights gathered from every rank."""
+        weights = await self.updater.afull_weights() if self.ranks > 1 \
+            else engine_weights(self.model)
+        await self.engine.update_weights(weights)
+
+    def checkpoint_weights(self) -> Optional[dict[str, torch.Tensor]]:
+        """The full weights a checkpoint saves for a sharded policy (gathered from every
+        rank); None when the policy saves itself."""
+        return self.updater.full_weights() if self.ranks > 1 else None
+
+    def restore_policy(self, path: Path) -> None:
+        """Load a checkpoint's weights into the policy (on every rank)."""
+        from rltune.trainer.checkpoint import checkpoint_weights, restore_policy
+
+        if self.ranks > 1:
+            self.updater.load_weights(checkpoint_weights(path))
+        else:
+            restore_policy(self.model, path)

@@ -1,0 +1,85 @@
+"""One update-only trainer rank (rank >= 1) of a data-parallel job: ``python -m
+rltune.trainer.rank_worker``, started by ``trainer/ranks.py`` in the job process.
+
+It reads pickled objects from its stdin: first a header (hyper-parameters, model path, rank,
+world size, the rendezvous port), then ``(command, argument)`` pairs, the same calls rank 0
+makes on its own updater. It joins the process group, loads and shards the policy exactly as
+rank 0 does, and runs each command until ``stop`` or EOF (the job process is gone). Any error
+ends the process with a traceback in its log (``<job_dir>/ranks/rank-<r>.log``), which rank 0
+reports.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """Belt and braces for PR_SET_PDEATHSIG: leave once the job process is gone."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+def serve(stream: Any) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from rltune.trainer.distributed import (
+        DataParallelUpdater,
+        full_state_dict,
+        init_data_parallel,
+        shard_policy,
+    )
+    from rltune.trainer.policy import load_policy
+
+    h = pickle.load(stream)
+    torch.set_num_threads(int(h["threads"]))
+    store = dist.TCPStore("127.0.0.1", int(h["port"]), is_master=False)
+    cuda = h["cuda_first"] + h["rank"] if h["device"] == "cuda" else None
+    dp = init_data_parallel(h["device"], store=store, rank=h["rank"],
+                            world_size=h["world_size"], cuda_index=cuda)
+    hp, knobs = h["hp"], h["knobs"]
+    torch.manual_seed(hp.seed)
+    model, _ = load_policy(Path(h["model_path"]), hp, knobs, dp.device,
+                           lambda msg, **_: print(f"rank {dp.rank}: {msg}", flush=True))
+    shard_policy(model, dp)
+    updater = DataParallelUpdater(model, hp, knobs, total_steps=h["total_steps"], dp=dp,
+                                  pad_token_id=h["pad_token_id"])
+    commands = {
+        "update": updater.update,
+        "logprobs": updater.compute_logprobs,
+        "weights": lambda _: full_state_dict(model),
+        "state": lambda _: updater.state_dict(),
+        "load_weights": updater.load_weights,
+        "load_state": updater.load_state_dict,
+    }
+    print(f"rank {dp.rank} of {dp.world_size} ready on {dp.device} (pid {os.getpid()})",
+          flush=True)
+    while True:
+        try:
+            command, argument = pickle.load(stream)
+        except EOFError:
+            break
+        if command == "stop":
+            break
+        commands[command](argument)
+    dist.destroy_process_group()
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the job process, which stops us
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
+    serve(sys.stdin.buffer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

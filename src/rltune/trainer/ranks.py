@@ -1,0 +1,260 @@
+"""Trainer ranks of a data-parallel job (``n_gpus_training: N`` > 1, one node).
+
+The job process stays the one controller: it runs the engine, the gateway, the function pools
+and the rollouts, and it is rank 0 of the update. It starts N-1 update-only rank processes
+(``python -m rltune.trainer.rank_worker``), joined through a ``TCPStore`` it hosts on
+127.0.0.1 (gloo on the CPU, NCCL on CUDA with one GPU per rank). Each rank loads the policy
+itself, shards it with FSDP2 (``trainer/distributed.py``) and waits for commands on its stdin.
+
+``RankedUpdater`` is what the training step sees: ``PolicyUpdater``'s interface, where each
+call that touches the sharded model (update, log-probs, gathering weights or optimizer state,
+loading them) is first sent to the other ranks (a pickled ``(command, argument)`` on each
+rank's stdin), then run here; the collectives inside keep the ranks in step. Rank 0 gathers
+the full weights for the engine's weight sync and for checkpoints.
+
+Why this design: there is one process to operate (cancel, logs, resume are the job's own), no
+launcher or cluster manager; the rows reach the other ranks through a pipe, not a collective,
+so a rank waiting for the next step has no collective timeout.
+
+A rank never outlives the job: it dies with its parent (``PR_SET_PDEATHSIG``), it stops on EOF
+of its stdin (the job process is gone), it stays in the job's process group (the job server's
+cancel kills the group), it ignores Ctrl-C (the job process stops it), and ``close`` stops
+and reaps every rank. A rank that exits during a step fails the job with a
+``TrainingFailedError`` naming the rank, its exit code and the tail of its log
+(``<job_dir>/ranks/rank-<r>.log``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Awaitable, Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+from rltune.sdk.errors import ConfigError, TrainingFailedError
+from rltune.trainer.distributed import (
+    DataParallelUpdater,
+    full_state_dict,
+    init_data_parallel,
+    shard_policy,
+)
+from rltune.trainer.update import TrainingRow
+
+#: How long ``close`` waits for a rank to stop before killing it.
+STOP_GRACE_S = 10.0
+
+
+def _die_with_parent() -> None:  # in the child between fork and exec
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+class RankGroup:
+    """Rank 0's handle on ranks 1..N-1: their processes, logs and command pipes."""
+
+    def __init__(self, world_size: int, log_dir: Path):
+        self.world_size, self.log_dir = world_size, log_dir
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.store: Any = None
+
+    def spawn(self, header: dict[str, Any]) -> None:
+        """Host the rendezvous store and start the other ranks (they then load the policy)."""
+        from torch.distributed import TCPStore
+
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.store = TCPStore("127.0.0.1", 0, self.world_size, True, wait_for_workers=False,
+                              timeout=datetime.timedelta(minutes=30))
+        env = {**os.environ, "OMP_NUM_THREADS": str(header["threads"])}
+        for rank in range(1, self.world_size):
+            with open(self.log_path(rank), "ab") as log:
+                # Popen in the loop's thread: PDEATHSIG fires when the forking *thread* exits.
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "rltune.trainer.rank_worker"], stdin=subprocess.PIPE,
+                    stdout=log, stderr=subprocess.STDOUT, env=env,
+                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+            self.procs[rank] = proc
+            self._write(rank, {**header, "rank": rank, "world_size": self.world_size,
+                               "port": self.store.port})
+
+    def log_path(self, rank: int) -> Path:
+        return self.log_dir / f"rank-{rank}.log"
+
+    def send(self, command: str, argument: Any = None) -> None:
+        """Give every other rank its next command (they run it as rank 0 runs its own)."""
+        for rank in self.procs:
+            self._write(rank, (command, argument))
+
+    def _write(self, rank: int, obj: Any) -> None:
+        proc = self.procs[rank]
+        try:
+            pickle.dump(obj, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[arg-type]
+            proc.stdin.flush()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError) as err:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            raise self.failure(rank) from err
+
+    def dead(self) -> Optional[int]:
+        """The first rank whose process has exited (with any code), or None."""
+        return next((r for r, p in self.procs.items() if p.poll() is not None), None)
+
+    def failure(self, rank: int) -> TrainingFailedError:
+        code = self.procs[rank].poll()
+        try:
+            tail = self.log_path(rank).read_text(errors="replace").strip().splitlines()[-8:]
+        except OSError:
+            tail = []
+        how = "is not responding" if code is None else f"exited with code {code}"
+        return TrainingFailedError(
+            f"trainer rank {rank} of {self.world_size} {how}" +
+            (": " + " | ".join(tail) if tail else ""),
+            where=f"trainer rank {rank}",
+            hint=f"see {self.log_path(rank)} for the rank's whole output")
+
+    async def watch(self, work: Awaitable[Any]) -> Any:
+        """Await ``work`` (rank 0's share of a collective step) while watching the other
+        ranks: a rank that exits fails the step with an error naming it."""
+        task = asyncio.ensure_future(work)
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=0.5)
+            if done:
+                break
+            rank = self.dead()
+            if rank is not None:  # rank 0's collective fails soon (the peer's socket closed)
+                await asyncio.wait({task}, timeout=5)
+                raise self.failure(rank)
+        try:
+            return task.result()
+        except Exception as exc:
+            for _ in range(20):  # a rank that crashed mid-step is the cause, not rank 0
+                rank = self.dead()
+                if rank is not None:
+                    raise self.failure(rank) from exc
+                await asyncio.sleep(0.1)
+            raise
+
+    async def close(self) -> None:
+        """Stop every rank (``stop``, then SIGKILL after ``STOP_GRACE_S``) and reap it."""
+        for rank, proc in self.procs.items():
+            if proc.poll() is None:
+                try:
+                    self._write(rank, ("stop", None))
+                    proc.stdin.close()  # type: ignore[union-attr]
+                except Exception:
+                    pass
+        for proc in self.procs.values():
+            try:
+                await asyncio.to_thread(proc.wait, STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                await asyncio.to_thread(proc.wait)
+
+
+class RankedUpdater:
+    """``PolicyUpdater``'s interface on rank 0 of a data-parallel job (see the module doc)."""
+
+    def __init__(self, inner: DataParallelUpdater, group: RankGroup):
+        self.inner, self.group = inner, group
+        self.model = inner.model
+        self._lock = threading.Lock()  # one command at a time: the ranks run them in order
+
+    @property
+    def step(self) -> int:
+        return self.inner.step
+
+    def _everywhere(self, command: str, argument: Any, run: Any) -> Any:
+        with self._lock:
+            if self.inner.dp.device.type == "cuda":  # the current device is per thread
+                torch.cuda.set_device(self.inner.dp.device)
+            self.group.send(command, argument)
+            return run()
+
+    def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
+        return self._everywhere("update", _bare(rows), lambda: self.inner.update(rows))
+
+    async def aupdate(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
+        return await self.group.watch(asyncio.to_thread(self.update, rows))
+
+    def compute_logprobs(self, rows: Sequence[TrainingRow]) -> list[list[float]]:
+        return self._everywhere("logprobs", _bare(rows),
+                                lambda: self.inner.compute_logprobs(rows))
+
+    def full_weights(self) -> dict[str, torch.Tensor]:
+        """The whole policy's weights (CPU tensors), gathered from every rank."""
+        return self._everywhere("weights", None, lambda: full_state_dict(self.model))
+
+    async def afull_weights(self) -> dict[str, torch.Tensor]:
+        return await self.group.watch(asyncio.to_thread(self.full_weights))
+
+    def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        self._everywhere("load_weights", weights, lambda: self.inner.load_weights(weights))
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._everywhere("state", None, self.inner.state_dict)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._everywhere("load_state", state, lambda: self.inner.load_state_dict(state))
+
+    async def close(self) -> None:
+        await _stop(self.group)
+
+
+def _bare(rows: Sequence[TrainingRow]) -> list[TrainingRow]:
+    """The rows without ``meta`` (it points back to the whole rollout): what a rank needs."""
+    return [dataclasses.replace(r, meta={}) for r in rows]
+
+
+async def start_ranked_updater(model: torch.nn.Module, hp: Any, knobs: Any, *, world_size: int,
+                               model_path: Path, device: torch.device, total_steps: int,
+                               pad_token_id: int, log_dir: Path) -> RankedUpdater:
+    """Start ranks 1..N-1, join them as rank 0 and shard ``model`` (the loaded policy)."""
+    kind = device.type
+    first = (device.index or 0) if kind == "cuda" else 0
+    if kind == "cuda" and first + world_size > torch.cuda.device_count():
+        raise ConfigError(
+            f"n_gpus_training: {world_size} needs GPUs {first}..{first + world_size - 1}, and "
+            f"this machine has {torch.cuda.device_count()}",
+            where="training.hyper_parameters.n_gpus_training",
+            hint=f"set n_gpus_training to at most {torch.cuda.device_count() - first}")
+    group = RankGroup(world_size, log_dir)
+    header = {"hp": hp, "knobs": knobs, "model_path": str(model_path), "device": kind,
+              "cuda_first": first, "total_steps": total_steps, "pad_token_id": pad_token_id,
+              "threads": torch.get_num_threads()}
+    try:
+        group.spawn(header)
+        dp = await group.watch(asyncio.to_thread(
+            init_data_parallel, kind, store=group.store, rank=0, world_size=world_size,
+            cuda_index=first if kind == "cuda" else None))
+        if kind == "cuda":
+            torch.cuda.set_device(dp.device)
+        shard_policy(model, dp)
+        inner = DataParallelUpdater(model, hp, knobs, total_steps=total_steps, dp=dp,
+                                    pad_token_id=pad_token_id)
+    except BaseException:
+        await _stop(group)
+        raise
+    return RankedUpdater(inner, group)
+
+
+async def _stop(group: RankGroup) -> None:
+    import torch.distributed as dist
+
+    await group.close()
+    if dist.is_initialized():
+        dist.destroy_process_group()

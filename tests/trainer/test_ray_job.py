@@ -6,6 +6,7 @@ job ends. Slow tier (cluster start + a 2-step job,
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -54,3 +55,43 @@ def test_calc_job_with_functions_on_ray_actors(tmp_path, tiny_model_dir):
                 time.sleep(0.2)
         finally:
             ray.shutdown()
+
+
+async def test_a_rollout_actor_killed_mid_job_loses_nothing(tmp_path, tiny_model_dir):
+    """Issue 13's acceptance: a function actor killed while its calls are in flight → the calls
+    are retried on the replacement instance, no rollout is lost, and the job finishes."""
+    from rltune.config import load_job_config
+    from rltune.trainer.loop import Trainer
+
+    ws = tmp_path / "ws"
+    create_workspace(ws, train_rows=12, val_rows=2)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = str(tiny_model_dir)
+    job["training"]["hyper_parameters"].update(
+        {**QUICK_HYPER_PARAMETERS, "max_steps": 3, "batch_size": 2, "n_rollouts": 4,
+         "save_strategy": "no", "eval_steps": 100})
+    for fn in job["functions"]:
+        fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
+                         "min_capacity": 1, "max_capacity": 1}
+    with LocalRayCluster(head_cpus=2, worker_nodes=1, worker_cpus=1) as cluster:
+        job["function_backend"] = {"type": "ray", "address": cluster.address}
+        (ws / "job.yaml").write_text(yaml.safe_dump(job))
+        trainer = Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws)
+        run = asyncio.create_task(trainer.run())
+        deadline = time.monotonic() + 240
+        while not (getattr(trainer, "rt", None) and getattr(trainer.rt, "runner", None)):
+            assert not run.done() and time.monotonic() < deadline, "the job did not start"
+            await asyncio.sleep(0.05)
+        pool = trainer.rt.runner.caller
+        while not (pool.workers and pool.workers[0].in_flight > 0):
+            assert not run.done() and time.monotonic() < deadline, "no call ever in flight"
+            await asyncio.sleep(0.005)
+        ray.kill(pool.workers[0].handle.actor, no_restart=True)  # mid-call
+        summary = await asyncio.wait_for(run, timeout=300)
+        metrics = pool.metrics()
+    assert summary["steps"] == 3, summary
+    assert metrics.restarts >= 1 and metrics.retries >= 1, metrics
+    steps = [s for s in read_metrics(tmp_path / "job") if s["step"] >= 1]  # 0: validation
+    assert [s["step"] for s in steps] == [1, 2, 3]
+    # every rollout of every step succeeded: the killed actor's calls were retried, not dropped
+    assert all(s["metrics"]["trace/success_rate/agent"] == 1.0 for s in steps), steps

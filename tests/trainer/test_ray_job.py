@@ -95,3 +95,29 @@ async def test_a_rollout_actor_killed_mid_job_loses_nothing(tmp_path, tiny_model
     assert [s["step"] for s in steps] == [1, 2, 3]
     # every rollout of every step succeeded: the killed actor's calls were retried, not dropped
     assert all(s["metrics"]["trace/success_rate/agent"] == 1.0 for s in steps), steps
+
+
+async def test_calc_job_on_ray_learns_as_the_local_gate_asks(tmp_path, nano_model_dir):
+    """Issue 13's acceptance: with its rollout and reward functions on Ray actors, the learning
+    test's GSPO job on nano reaches the local backend's gate (validation +0.2 in 20 steps,
+    tests/trainer/test_learning.py); one run measured each way is in RESULTS.md."""
+    from test_learning import assert_rises, calc_job
+
+    from rltune.config import load_job_config
+    from rltune.trainer.loop import Trainer
+
+    ws = calc_job(tmp_path, nano_model_dir, "gspo", steps=20)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    for fn in job["functions"]:
+        fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
+                         "min_capacity": 1, "max_capacity": 1}
+    with LocalRayCluster(head_cpus=1, worker_nodes=1, worker_cpus=1) as cluster:
+        job["function_backend"] = {"type": "ray", "address": cluster.address}
+        (ws / "job.yaml").write_text(yaml.safe_dump(job))
+        trainer = Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job",
+                          base_dir=ws)
+        summary = await trainer.run()
+    log = (tmp_path / "job" / "train.log").read_text()
+    assert log.count("on RayBackend: 1 instance(s)") == len(job["functions"]), log[:2000]
+    print("gspo on ray", summary["initial_validation"], summary["validation"])
+    assert_rises(summary, by=0.2)

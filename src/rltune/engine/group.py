@@ -127,10 +127,7 @@ class EngineGroup(Engine):
         try:
             return await self.replicas[index].generate_one(request)
         except BaseException as exc:
-            err = self._failure(index, exc, "generation")
-            if err is exc:
-                raise
-            raise err from exc
+            self._raise_failure(index, exc)
         finally:
             self.outstanding[index] -= 1
 
@@ -143,12 +140,16 @@ class EngineGroup(Engine):
         except GeneratorExit:
             raise
         except BaseException as exc:
-            err = self._failure(index, exc, "generation")
-            if err is exc:
-                raise
-            raise err from exc
+            self._raise_failure(index, exc)
         finally:
             self.outstanding[index] -= 1
+
+    def _raise_failure(self, index: int, exc: BaseException) -> None:
+        """Re-raise a generation failure: as is, or as the replica error ``_failure`` names."""
+        err = self._failure(index, exc, "generation")
+        if err is exc:
+            raise exc
+        raise err from exc
 
     async def _fan_out(self, action: str, call: Any) -> list[tuple[int, Any]]:
         """Run ``call(replica)`` on every live replica at once and return ``(index, result)``

@@ -23,9 +23,10 @@ import os
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import RltuneError, UserCodeError
@@ -134,7 +135,7 @@ async def serve(cfg: WorkerConfig) -> int:
     from rltune.observability.tracing import start_worker_tracing
 
     # Before the user's code loads: its spans (trace_client, observe_tool) need the provider.
-    start_worker_tracing(cfg.func_type)
+    tracing = start_worker_tracing(cfg.func_type)
     workspace = Path(cfg.workspace).resolve()
     os.chdir(workspace)  # like the cloud: code runs with the workspace root as cwd
     try:
@@ -155,7 +156,7 @@ async def serve(cfg: WorkerConfig) -> int:
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             timeout_keep_alive=75, backlog=2048,
                             http=os.environ.get("RLTUNE_WORKER_HTTP", "auto"))
-    server = uvicorn.Server(config)
+    server = _closing_server(config, tracing.close if tracing else None)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started and not task.done():
         await asyncio.sleep(0.01)
@@ -167,6 +168,23 @@ async def serve(cfg: WorkerConfig) -> int:
           f"http://{cfg.host}:{port}/api/v1", file=sys.__stderr__, flush=True)  # untagged
     await task
     return 0
+
+
+def _closing_server(config: Any, close: Optional[Callable[[], None]]) -> Any:
+    """A uvicorn server that calls ``close`` at the end of its shutdown. On SIGTERM uvicorn
+    shuts down and then re-raises the signal, so ``atexit`` never runs: the worker's last spans
+    are exported here or not at all."""
+    import uvicorn
+
+    class ClosingServer(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            try:
+                await super().shutdown(sockets)
+            finally:
+                if close is not None:
+                    close()
+
+    return ClosingServer(config)
 
 
 def _env_float(name: str) -> Optional[float]:

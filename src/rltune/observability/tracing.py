@@ -189,8 +189,13 @@ class TracingHandle:
     store: Optional[SpanStore]
     exporter: str
     _env: dict[str, Optional[str]] = field(default_factory=dict)
+    _closed: bool = False
 
     def close(self) -> None:
+        """Flush and detach; a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self.processor.force_flush(10_000)
         finally:
@@ -243,7 +248,8 @@ def start_job_tracing(job_dir: Path, config: Any = None) -> Optional[TracingHand
 
 
 def start_worker_tracing(name: str) -> Optional[TracingHandle]:
-    """A function worker's tracing (at start-up; flushed when the process exits)."""
+    """A function worker's tracing (at start-up). The worker closes it when its server shuts
+    down (SIGTERM); ``atexit`` covers the other ways out."""
     where = os.environ.get(TRACE_DIR_ENV)
     handle = start_tracing(f"rltune-function-{name}", Path(where) if where else None)
     if handle is not None:

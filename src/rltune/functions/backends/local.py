@@ -44,9 +44,11 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 class LocalProcessHandle(WorkerHandle):
-    def __init__(self, worker_id: str, proc: subprocess.Popen, port: int, log_path: Path):
+    def __init__(self, worker_id: str, proc: subprocess.Popen, port: int, log_path: Path,
+                 sandboxed: bool = False):
         self.worker_id = worker_id
         self.proc = proc
+        self.sandboxed = sandboxed  # proc is bwrap; the worker is its grandchild
         self.pid = proc.pid
         self.base_url = f"http://127.0.0.1:{port}"
         self.log_path = log_path
@@ -85,10 +87,30 @@ class LocalProcessHandle(WorkerHandle):
             self.proc.kill()
         self.proc.poll()
 
+    def _worker_processes(self) -> list[psutil.Process]:
+        """The worker's own process: ``proc``, or under bwrap the first non-bwrap process
+        below it (bwrap forwards no signal; the worker must get SIGTERM to shut down, flushing
+        its spans)."""
+        try:
+            if not self.sandboxed:
+                return [psutil.Process(self.pid)]
+            below = psutil.Process(self.pid).children(recursive=True)
+            return [p for p in below if p.name() != "bwrap" and p.parent().name() == "bwrap"]
+        except psutil.Error:
+            return []
+
     async def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM (the worker finishes its server's shutdown), then SIGKILL after ``grace``."""
         if not self.is_alive():
             return
-        self.proc.terminate()
+        targets = self._worker_processes()
+        for p in targets:
+            try:
+                p.terminate()
+            except psutil.Error:
+                pass
+        if not targets:
+            self.proc.terminate()
         deadline = time.monotonic() + grace
         while self.is_alive() and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
@@ -188,7 +210,8 @@ class LocalProcessBackend(WorkerBackend):
             if ready.exists():
                 info = json.loads(ready.read_text())
                 if info.get("ok"):
-                    return LocalProcessHandle(worker_id, proc, int(info["port"]), log_path)
+                    return LocalProcessHandle(worker_id, proc, int(info["port"]), log_path,
+                                              sandboxed=isolation == "bwrap")
                 proc.wait(timeout=5)
                 raise UserCodeError(info.get("error", "worker failed to start"),
                                     where=info.get("where") or spec.display_name,

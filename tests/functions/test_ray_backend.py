@@ -160,3 +160,21 @@ async def test_killed_actor_calls_are_retried_and_nothing_is_lost(cluster):
         assert "lost its Ray actor" in victim.exit_description()
         await wait_until(lambda: len(pool.workers) == 2 and not pool.starting, 90)
     await wait_until(lambda: free_cpus() == 2.0)
+
+
+@slow
+async def test_after_ray_shutdown_a_handle_starts_no_local_ray(cluster):
+    """Asking a handle about its worker after this process left Ray must not call Ray: that
+    would start a fresh local Ray and write ``~/.ray``, which breaks a later ``ray start``."""
+    s = spec(runtime={"capacity": 1, "min_capacity": 1, "max_capacity": 1})
+    pool = await FunctionPool.start(s, RayBackend(cluster.address))
+    handle = pool.workers[0].handle
+    try:
+        ray.shutdown()  # what the last disconnect does
+        assert not handle.is_alive()
+        assert "Ray connection is closed" in handle.exit_description()
+        assert handle.rss_bytes() == 0
+        assert not ray.is_initialized()
+    finally:
+        ray.init(address=cluster.address)  # the module's connection, for the fixture's close
+        await pool.close()

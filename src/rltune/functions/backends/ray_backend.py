@@ -120,19 +120,28 @@ class RayActorHandle(WorkerHandle):
         self.done = actor.wait.remote()  # resolves when the worker exits or the actor dies
         self._rss = 0
         self._rss_ref: Any = None
+        self._exit: Optional[dict[str, Any]] = None
 
     def _result(self) -> Optional[dict[str, Any]]:
-        """The worker's exit (``{"code", "tail"}``, or ``{"actor_died": why}``); None if up."""
+        """The worker's exit (``{"code", "tail"}``, or ``{"actor_died": why}``); None if up.
+        Known once, kept; after ``ray.shutdown`` no Ray call is made (one would start a new
+        local Ray and write ``~/.ray``, which breaks a later ``ray start``)."""
+        if self._exit is not None:
+            return self._exit
+        if not self.ray.is_initialized():
+            self._exit = {"actor_died": "this process's Ray connection is closed"}
+            return self._exit
         ready, _ = self.ray.wait([self.done], timeout=0)
         if not ready:
             return None
         try:
-            return self.ray.get(self.done, timeout=0)
+            self._exit = self.ray.get(self.done, timeout=0)
         except self.ray.exceptions.RayActorError as exc:
             why = str(exc).strip().splitlines()
-            return {"actor_died": why[0] if why else type(exc).__name__}
+            self._exit = {"actor_died": why[0] if why else type(exc).__name__}
         except Exception as exc:  # a lost object is an exit too
-            return {"actor_died": f"{type(exc).__name__}: {exc}"}
+            self._exit = {"actor_died": f"{type(exc).__name__}: {exc}"}
+        return self._exit
 
     def is_alive(self) -> bool:
         return self._result() is None

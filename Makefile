@@ -27,14 +27,14 @@ $(DEMO_STAMP): pyproject.toml
 	touch $(DEMO_STAMP)
 
 # The main job, timed from the install on: build the nano calculator agent (~1 min on 2
-# cores, cached afterwards), train it with GSPO on a fresh calc workspace (48 steps, ~3-5 min),
+# cores, cached afterwards), train it with GSPO on a fresh calc workspace (64 steps, ~4-6 min),
 # ask the trained model, and print one line with the validation rise and the total time.
 DEMO := demo-calc
 demo:
 	@date +%s > .demo-start
 	$(MAKE) --no-print-directory $(DEMO_STAMP)
 	$(BIN)/rltune models build-demo --size nano
-	rm -rf $(DEMO) && $(BIN)/rltune init workspace $(DEMO) --template calc --train-rows 384
+	rm -rf $(DEMO) && $(BIN)/rltune init workspace $(DEMO) --template calc --train-rows 512
 	cd $(DEMO) && ../$(BIN)/rltune train -c job.yaml --output-dir run
 	$(BIN)/rltune models chat "$$($(BIN)/python -c 'from rltune.trainer.checkpoint import latest_checkpoint as l; print(l("$(DEMO)/run/checkpoints"))')" "What is 7 * 8?"
 	@$(BIN)/python -c 'import json, time; from rltune.cli.train_cmd import summary_line; \

@@ -106,7 +106,8 @@ def run_learning(algo: str, model_dir: str, env: dict) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+        # -m "": GRPO and DAPO are in the slow tier, which pyproject's addopts deselect.
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-m", "",
          LEARNING_TESTS[algo]],
         env={**env, "RLTUNE_TEST_NANO": model_dir}, cwd=root, capture_output=True, text=True,
     )
@@ -116,6 +117,9 @@ def run_learning(algo: str, model_dir: str, env: dict) -> dict:
             first, _, rest = line[len(algo) + 1:].partition(" ")
             out["before"] = round(float(first), 3)
             out["after"] = round(float(rest.rsplit(",", 1)[-1].strip(" )]")), 3)
+    if "before" not in out:  # the test did not train (not collected, crashed): say why
+        out["passed"] = False
+        out["error"] = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
     return out
 
 
@@ -136,7 +140,7 @@ def table(cells: list[dict], cpu: str) -> str:
 
         rl = "; ".join(
             f"{algo} {r.get('before', '?')} → {r.get('after', '?')} "
-            f"({'pass' if r['passed'] else 'FAIL'})"
+            f"({'pass' if r['passed'] else 'FAIL'}{': ' + r['error'][0] if 'error' in r else ''})"
             for algo, r in (c.get("rl") or {}).items()
         ) or "-"
         rows.append(

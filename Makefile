@@ -9,20 +9,22 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-min test-slow test-vllm lint bench clean
 
-$(STAMP): pyproject.toml
+# The venv with pip upgraded and the CPU torch in it; both installs below start from it.
+TORCH_STAMP := $(VENV)/.torch
+$(TORCH_STAMP):
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet $(TORCH_CPU)
+	touch $(TORCH_STAMP)
+
+$(STAMP): pyproject.toml $(TORCH_STAMP)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 # The demo's own install: the `demo` extra only (train + openai), unless the full dev install
 # is already there. ~1 min instead of ~3 for the dev extra's trackers, Ray and test tools.
 DEMO_STAMP := $(VENV)/.installed-demo
-$(DEMO_STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet $(TORCH_CPU)
+$(DEMO_STAMP): pyproject.toml $(TORCH_STAMP)
 	test -f $(STAMP) -a $(STAMP) -nt pyproject.toml || $(BIN)/pip install --quiet -e '.[demo]'
 	touch $(DEMO_STAMP)
 

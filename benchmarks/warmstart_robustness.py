@@ -119,7 +119,7 @@ def run_learning(algo: str, model_dir: str, env: dict) -> dict:
             out["after"] = round(float(rest.rsplit(",", 1)[-1].strip(" )]")), 3)
     if "before" not in out:  # the test did not train (not collected, crashed): say why
         out["passed"] = False
-        out["error"] = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
+        out["error"] = ((proc.stdout + proc.stderr).strip().splitlines() or ["no output"])[-1]
     return out
 
 
@@ -140,7 +140,7 @@ def table(cells: list[dict], cpu: str) -> str:
 
         rl = "; ".join(
             f"{algo} {r.get('before', '?')} → {r.get('after', '?')} "
-            f"({'pass' if r['passed'] else 'FAIL'}{': ' + r['error'][0] if 'error' in r else ''})"
+            f"({'pass' if r['passed'] else 'FAIL'}{': ' + r['error'] if 'error' in r else ''})"
             for algo, r in (c.get("rl") or {}).items()
         ) or "-"
         rows.append(

@@ -29,3 +29,13 @@ def test_scheduler_with_auto_warmup():
     assert lrs == pytest.approx([0.025, 0.05, 0.075, 0.1])
     # Norm weights and biases are not decayed.
     assert [g["weight_decay"] for g in opt.param_groups] == [0.01, 0.0]
+
+
+def test_min_lr_ratio_is_the_cosine_floor_of_the_scheduler():
+    opt = build_optimizer(tiny_qwen2(), hp := HyperParameters(
+        learning_rate=0.1, lr_scheduler_type="cosine", lr_warmup_steps=0, min_lr_ratio=0.1))
+    sched = build_scheduler(opt, hp, total_steps=10)
+    for _ in range(10):
+        opt.step()
+        sched.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.01)

@@ -29,6 +29,11 @@ from rltune.functions.output import job_log, worker_args
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import UserCodeError
 
+# How often rss_bytes looks for the worker's child processes again. Finding them walks every
+# process on the machine (psutil reads /proc/*/stat); the pool asks for RSS five times a second
+# per worker, and the walk on the event loop took ~20 % of a core on the demo (RESULTS.md).
+CHILDREN_REFRESH_S = 2.0
+
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "NUMEXPR_NUM_THREADS", "RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM")
 
@@ -53,6 +58,8 @@ class LocalProcessHandle(WorkerHandle):
         self.base_url = f"http://127.0.0.1:{port}"
         self.log_path = log_path
         self._ps: Optional[psutil.Process] = None
+        self._children: list[psutil.Process] = []
+        self._children_at = 0.0  # time.monotonic() of the last walk
 
     def is_alive(self) -> bool:
         return self.proc.poll() is None
@@ -73,7 +80,10 @@ class LocalProcessHandle(WorkerHandle):
             if self._ps is None:
                 self._ps = psutil.Process(self.pid)
             total = self._ps.memory_info().rss
-            for child in self._ps.children(recursive=True):
+            if time.monotonic() - self._children_at >= CHILDREN_REFRESH_S:
+                self._children = self._ps.children(recursive=True)
+                self._children_at = time.monotonic()
+            for child in self._children:
                 try:
                     total += child.memory_info().rss
                 except psutil.Error:

@@ -49,14 +49,25 @@ def test_train_runs_a_job_in_the_foreground(tmp_path, tiny_model_dir):
         save_steps=1,
     )
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
-    res = runner.invoke(
-        app, ["train", "-c", str(ws / "job.yaml"), "-O", str(tmp_path / "out"), "--quiet"]
-    )
+    res = runner.invoke(app, ["train", "-c", str(ws / "job.yaml"), "-O", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "out" / "checkpoints" / "checkpoint-2").is_dir()
     assert '"steps": 2' in res.output
+    # Not a terminal: no live bar, a progress line a step instead.
+    steps = [line for line in res.output.splitlines() if line.startswith("step ")]
+    assert [line.split()[1] for line in steps] == ["1/2", "2/2"], res.output
+    assert " reward " in steps[-1] and " val " in steps[-1] and steps[-1].endswith(" s")
     last = res.output.strip().splitlines()[-1]  # the one-line summary ends the run
     assert last.startswith("validation ") and " → " in last and last.endswith(" s"), last
+
+
+def test_progress_line_shows_the_bars_fields():
+    from rltune.cli.train_cmd import progress_line
+
+    state = {"step": 5, "total_steps": 64, "reward": 0.671875, "validation_reward": None,
+             "tokens_per_s": 280.6}
+    assert progress_line(state, 38.4) == "step 5/64 reward 0.672 val - 281 tok/s 38 s"
+    assert "teacher KL 0.125" in progress_line({**state, "teacher_kl": 0.125}, 1)
 
 
 def test_summary_line_names_the_rise_the_best_and_the_time():

@@ -28,8 +28,8 @@ $(DEMO_STAMP): pyproject.toml $(TORCH_STAMP)
 	test -f $(STAMP) -a $(STAMP) -nt pyproject.toml || $(BIN)/pip install --quiet -e '.[demo]'
 	touch $(DEMO_STAMP)
 
-# The main job, timed from the install on: build the nano calculator agent (~1 min on 2
-# cores, cached afterwards), train it with GSPO on a fresh calc workspace (64 steps, ~4-6 min),
+# The main job, timed from the install on: build the nano calculator agent (1-2.5 min on 2
+# cores, cached afterwards), train it with GSPO on a fresh calc workspace (64 steps, 4-11 min),
 # ask the trained model, and print one line with the validation rise and the total time.
 DEMO := demo-calc
 demo:

@@ -1,0 +1,46 @@
+"""The local process backend's RSS reading: children are found by a periodic walk."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import psutil
+
+from rltune.functions.backends import local
+from rltune.functions.backends.local import LocalProcessHandle
+
+# A parent that starts a child holding ~64 MB, then waits.
+PARENT = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+          "'import time; x = bytearray(64 << 20); time.sleep(60)']); time.sleep(60)")
+
+
+def test_rss_includes_children_and_walks_for_them_only_every_refresh_interval(
+        tmp_path, monkeypatch):
+    walks = []
+    children = psutil.Process.children
+
+    def counting(self, recursive=False):
+        walks.append(self.pid)
+        return children(self, recursive=recursive)
+
+    monkeypatch.setattr(psutil.Process, "children", counting)
+    proc = subprocess.Popen([sys.executable, "-c", PARENT])
+    handle = LocalProcessHandle("w0", proc, port=1, log_path=tmp_path / "log")
+    try:
+        monkeypatch.setattr(local, "CHILDREN_REFRESH_S", 0.0)  # walk on every reading
+        deadline = time.monotonic() + 30
+        while handle.rss_bytes() < 64 << 20:  # the child's memory counts once it is found
+            assert time.monotonic() < deadline, "the child's RSS was never counted"
+            time.sleep(0.05)
+        monkeypatch.setattr(local, "CHILDREN_REFRESH_S", 3600.0)
+        before = len(walks)
+        readings = [handle.rss_bytes() for _ in range(20)]
+        assert len(walks) == before  # no walk of /proc within the interval
+        assert min(readings) >= 64 << 20  # the child found by the last walk still counts
+    finally:
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            child.kill()
+        proc.kill()
+        proc.wait()

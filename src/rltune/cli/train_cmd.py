@@ -205,17 +205,8 @@ async def _run(
             if plain:
                 bar.console.print(progress_line(state, time.monotonic() - started),
                                   highlight=False)
-            bar.update(
-                task,
-                completed=state["step"],
-                total=state["total_steps"],
-                reward=_fmt(state.get("reward")),
-                val=_fmt(state.get("validation_reward")),
-                tps=f"{state.get('tokens_per_s') or 0:.0f}",
-                extra=""
-                if state.get("teacher_kl") is None
-                else f"teacher KL {_fmt(state['teacher_kl'])}",
-            )
+            bar.update(task, completed=state["step"], total=state["total_steps"],
+                       **_fields(state))
 
         try:
             trainer = Trainer(job, job_dir=job_dir, job_id=job_id, base_dir=base_dir, sink=sink,
@@ -231,13 +222,19 @@ async def _run(
             sink.close()
 
 
+def _fields(state: dict) -> dict[str, str]:
+    """A progress state's fields as the bar shows them (``extra``: OPD's teacher KL)."""
+    kl = state.get("teacher_kl")
+    return {"reward": _fmt(state.get("reward")), "val": _fmt(state.get("validation_reward")),
+            "tps": f"{state.get('tokens_per_s') or 0:.0f}",
+            "extra": "" if kl is None else f"teacher KL {_fmt(kl)}"}
+
+
 def progress_line(state: dict, seconds: float) -> str:
     """``step 5/64 reward 0.672 val 0.684 281 tok/s 38 s``: the bar's fields as one line."""
-    kl = state.get("teacher_kl")
-    return (f"step {state['step']}/{state['total_steps']} reward {_fmt(state.get('reward'))} "
-            f"val {_fmt(state.get('validation_reward'))}"
-            + ("" if kl is None else f" teacher KL {_fmt(kl)}")
-            + f" {state.get('tokens_per_s') or 0:.0f} tok/s {seconds:.0f} s")
+    f = _fields(state)
+    return (f"step {state['step']}/{state['total_steps']} reward {f['reward']} val {f['val']}"
+            + (f" {f['extra']}" if f["extra"] else "") + f" {f['tps']} tok/s {seconds:.0f} s")
 
 
 def _fmt(value: Optional[float]) -> str:

@@ -31,7 +31,7 @@ from rltune.sdk.errors import UserCodeError
 
 # How often rss_bytes looks for the worker's child processes again. Finding them walks every
 # process on the machine (psutil reads /proc/*/stat); the pool asks for RSS five times a second
-# per worker, and the walk on the event loop took ~20 % of a core on the demo (RESULTS.md).
+# per worker, and the walks were 37 % of the event loop's samples in the demo (RESULTS.md).
 CHILDREN_REFRESH_S = 2.0
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",

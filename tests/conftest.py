@@ -6,12 +6,21 @@
 * ``hf_standin_dir`` / ``hf_home`` — a Qwen-style model rltune did not build, as a directory
   and as the hub id ``acme/qwen-standin`` in an offline, pre-filled HF cache.
 * ``nano_model_dir`` — the warm-started ~0.8M ``nano`` calculator agent, built once per session
-  into a session-temporary RLTUNE_HOME (1-2 min on 2 cores), shared by every test that asks.
+  into a session-temporary RLTUNE_HOME (1-2.5 min on 2 cores), shared by every test that asks.
+
+Under pytest-xdist (``make test`` runs ``-n 2 --dist loadfile``) the controller starts the nano
+build in a background process before the workers start, into a home they share; each worker
+runs the files that do not need the model first, and ``ensure_demo_model`` makes a worker that
+gets there early wait on the build's lock. So the build overlaps the rest of the suite.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +30,68 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+NANO_HOME_ENV = "RLTUNE_TEST_NANO_HOME"  # the shared home of the background build (xdist)
+NANO_FIXTURES = {"nano_build", "nano_model_dir"}
+_BUILD = pytest.StashKey[subprocess.Popen]()
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and not hasattr(
+        config, "workerinput"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("RLTUNE_TEST_NANO") or not _is_xdist_controller(config):
+        return
+    home = Path(tempfile.mkdtemp(prefix="rltune-test-nano-"))
+    os.environ[NANO_HOME_ENV] = str(home)  # the workers are started after this and inherit it
+    code = "import sys; from rltune.models import ensure_demo_model; ensure_demo_model(" \
+        "'nano', seed=0, home=sys.argv[1])"
+    with open(home / "build.log", "wb") as log:
+        config.stash[_BUILD] = subprocess.Popen(
+            [sys.executable, "-c", code, str(home)], stdout=log, stderr=subprocess.STDOUT
+        )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The background nano build's outcome, for the run's log (xdist controller only)."""
+    import json
+
+    build = terminalreporter.config.stash.get(_BUILD, None)
+    if build is None or build.poll() is None:
+        return
+    home = Path(os.environ[NANO_HOME_ENV])
+    meta = home / "models" / "nano" / "rltune_model.json"
+    if meta.is_file():
+        m = json.loads(meta.read_text())
+        line = (f"nano model built in the background: {m['build_seconds']} s, "
+                f"{m['steps']} steps, held-out accuracy {m['heldout_accuracy']}")
+    else:
+        log = (home / "build.log").read_text(errors="replace").strip().splitlines()
+        line = f"the background nano build failed (exit {build.returncode}): {log[-1:]}"
+    terminalreporter.write_line(line)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    build = config.stash.get(_BUILD, None)
+    if build is None:
+        return
+    if build.poll() is None:  # an interrupted run: the workers never waited for it
+        build.kill()
+        build.wait()
+    shutil.rmtree(os.environ.pop(NANO_HOME_ENV), ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker: the files with a test that needs the nano model go last (in their
+    order), so that the background build has finished when they start."""
+    if not os.environ.get(NANO_HOME_ENV) or not hasattr(config, "workerinput"):
+        return
+    late = {item.path for item in items if NANO_FIXTURES & set(item.fixturenames)}
+    items.sort(key=lambda item: item.path in late)  # stable: the order within a file holds
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +145,8 @@ def nano_build(tmp_path_factory: pytest.TempPathFactory) -> Path | Exception:
 
     if os.environ.get("RLTUNE_TEST_NANO"):
         return Path(os.environ["RLTUNE_TEST_NANO"])
-    home = tmp_path_factory.mktemp("rltune_home")
+    shared = os.environ.get(NANO_HOME_ENV)
+    home = Path(shared) if shared else tmp_path_factory.mktemp("rltune_home")
     try:
         return ensure_demo_model("nano", seed=0, home=home)
     except BuildError as exc:

@@ -78,6 +78,10 @@ def test_summary_line_names_the_rise_the_best_and_the_time():
     run["validation"][-1] = [30, 0.93]
     assert summary_line(run, 59.6) == "validation 0.44 → 0.93 in 1 min 0 s"
     assert summary_line({"steps": 4, "validation": []}, 12) == "4 steps in 12 s"
+    stopped = {"initial_validation": 0.5, "validation": [[8, 0.8], [16, 0.91]],
+               "stopped_at_validation_reward": 16}
+    assert summary_line(stopped, 300) == (
+        "validation 0.50 → 0.91 (target reached at step 16) in 5 min 0 s")
 
 
 def test_train_bad_config_names_the_field(tmp_path):
@@ -113,6 +117,7 @@ def test_a_job_whose_steps_have_no_successful_rollout_fails(tmp_path, tiny_model
     job["training"]["hyper_parameters"].update(
         batch_size=2, n_rollouts=2, ppo_mini_batch_size=4, max_length=120,
         max_prompt_length=100, save_strategy="steps", save_steps=1, max_failed_step_share=0.4,
+        stop_at_validation_reward=None,  # it needs the validation data removed above
     )
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
     out = tmp_path / "out"

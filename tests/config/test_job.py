@@ -312,3 +312,14 @@ def test_async_pipeline_keys_are_checked():
         validate_hyper_parameters({"max_staleness": 1, "temperature": 0.7})
     with pytest.raises(ConfigError, match="top_p"):
         validate_hyper_parameters({"max_staleness": 1, "top_p": 0.9})
+
+
+def test_stop_at_validation_reward_needs_a_validation_dataset():
+    hp = "training:\n  hyper_parameters:\n    stop_at_validation_reward: 0.9\n"
+    err = _err("model: m\n" + hp)
+    assert "stop_at_validation_reward" in err.message and "no validation dataset" in err.message
+    assert "type: validation" in err.message + (err.hint or "")
+    job = load_job_config_text(
+        "model: m\ndatasets: [{type: validation, file_name: v.jsonl}]\n" + hp
+    )
+    assert job.hyper_parameters.stop_at_validation_reward == 0.9

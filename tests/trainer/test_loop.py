@@ -66,6 +66,7 @@ async def test_steps_write_metrics_trajectories_and_checkpoints(tmp_path, tiny_m
     assert "step 6/6" in (job_dir / "train.log").read_text()
     progress = json.loads((job_dir / "progress.json").read_text())
     assert (progress["state"], progress["step"], progress["total_steps"]) == ("finished", 6, 6)
+    assert summary["stopped_at_validation_reward"] is None  # no target: every step ran
 
 
 async def test_the_configured_tool_call_parser_serves_the_job(tmp_path, tiny_model_dir):
@@ -91,6 +92,23 @@ async def test_an_unknown_model_family_stops_the_job_before_the_weights_load(
     ws = make_workspace(tmp_path, model, save_strategy="no")
     with pytest.raises(ConfigError, match="gemma3"):
         await Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws).run()
+
+
+async def test_stop_at_validation_reward_ends_the_job_at_the_first_validation_reaching_it(
+        tmp_path, tiny_model_dir):
+    # The untrained model never answers right: validation reward 0.0 reaches a target of 0
+    # at the first validation (step 2 of 6) and that step is checkpointed.
+    ws = make_workspace(tmp_path, tiny_model_dir, stop_at_validation_reward=0.0,
+                        save_steps=5, n_epochs=1)
+    job_dir = tmp_path / "job"
+    summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws).run()
+    assert summary["steps"] == 2 and summary["stopped_at_validation_reward"] == 2
+    assert summary["validation"] == [(2, 0.0)]
+    assert [Path(p).name for p in summary["checkpoints"]] == ["checkpoint-2"]
+    assert [r["step"] for r in read_metrics(job_dir)] == [0, 1, 2]
+    assert "reached stop_at_validation_reward 0 at step 2" in (job_dir / "train.log").read_text()
+    progress = json.loads((job_dir / "progress.json").read_text())
+    assert (progress["state"], progress["step"], progress["total_steps"]) == ("finished", 2, 6)
 
 
 async def test_validation_samples_each_prompt_val_n_rollouts_times(tmp_path, tiny_model_dir):

@@ -151,7 +151,8 @@ def _after_failure(job_dir: Path, existed: bool) -> bool:
 
 def summary_line(summary: dict, seconds: float) -> str:
     """One line for the end of a run: ``validation 0.43 → 0.91 (best 0.93 at step 20) in 6 min
-    10 s``, or just the time when the job had no validation."""
+    10 s`` (or ``(target reached at step 24)`` when ``stop_at_validation_reward`` ended it), or
+    just the time when the job had no validation."""
     minutes, secs = divmod(round(seconds), 60)
     took = f"{minutes} min {secs} s" if minutes else f"{secs} s"
     first, points = summary.get("initial_validation"), summary.get("validation") or []
@@ -162,6 +163,8 @@ def summary_line(summary: dict, seconds: float) -> str:
     text = f"validation {first:.2f} → {last:.2f}"
     if best > last + 0.005:
         text += f" (best {best:.2f} at step {best_step})"
+    if summary.get("stopped_at_validation_reward"):
+        text += f" (target reached at step {summary['stopped_at_validation_reward']})"
     return f"{text} in {took}"
 
 

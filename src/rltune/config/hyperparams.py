@@ -172,6 +172,12 @@ class HyperParameters(StrictModel):
         "continues on the new weights (every token keeps the version it was sampled with); "
         "false = the weights change only once the in-flight rollouts have finished",
     )
+    stop_at_validation_reward: Optional[float] = Field(
+        None, ge=-1e9, le=1e9,
+        description="end the job after the first validation (every eval_steps) whose mean@1 "
+        "reward reaches this value, checkpointing that step unless save_strategy is no; "
+        "unset = train every step. Needs a validation dataset",
+    )
     val_n_rollouts: int = Field(
         1, ge=1, le=64,
         description="sampled rollouts per validation prompt; mean@1 is their average (more "

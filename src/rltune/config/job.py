@@ -207,6 +207,12 @@ class JobConfig(StrictModel):
                             "opd_reward_weight weighs reward functions in on-policy "
                             "distillation; this job has no teacher or no reward function",
                             "remove it, or set teacher_model and add a reward function")
+        if hp.stop_at_validation_reward is not None and not self.validation_datasets:
+            raise _coupling("training.hyper_parameters.stop_at_validation_reward",
+                            hp.stop_at_validation_reward,
+                            "stop_at_validation_reward stops on the validation reward, and "
+                            "this job has no validation dataset",
+                            "add a dataset with type: validation, or remove the key")
         rollouts = [f for f in self.functions if isinstance(f, RolloutFunctionComponent)]
         if len(rollouts) > 1:
             raise _coupling("functions", len(rollouts), "a job has at most one rollout function",

@@ -5,7 +5,8 @@ resuming → validate before training → for every step: run it (``trainer/step
 groups → score → training rows → update → sync; ``trainer/scheduler.py`` decides whether the
 next step's rollouts already sample during this step's update, ``max_staleness``), validate
 every ``eval_steps``, write the step's outputs, report progress, checkpoint per
-``save_strategy`` → summary → job-end hook.
+``save_strategy``, end early once validation reaches ``stop_at_validation_reward`` → summary →
+job-end hook.
 
 What the step learns from is the job's signal (``trainer/signals.py``), chosen by the
 advantage estimator: group advantages of rewards (GRPO, GSPO, DAPO) or the teacher's
@@ -73,6 +74,7 @@ class Trainer:
         self.sampler = EpochSampler(len(self.train_rows), self.hp.batch_size, self.hp.seed)
         self.history: list[dict[str, Any]] = []
         self.initial_validation: Optional[float] = None
+        self.stopped_at: Optional[int] = None  # the step whose validation reached the target
 
     def _load_rows(self, datasets: list[Any], what: str) -> list[DataRow]:
         rows: list[DataRow] = []
@@ -148,12 +150,25 @@ class Trainer:
             if self.val_rows and (step % hp.eval_steps == 0 or step == self.total_steps):
                 val = await self.steps.validate(self.val_rows)
                 metrics.update(val)
+                self.stopped_at = self._reached_target(step, val)
             self._write_outputs(step, result)
             self._report(step, metrics, val)
             failed.add(step, result.failures, rollouts=len(result.results))
             if self._should_save(step, epoch_done):
                 log(f"saved checkpoint {self._save(step)}")
+            if self.stopped_at is not None:
+                break
         return self._summary()
+
+    def _reached_target(self, step: int, val: dict[str, float]) -> Optional[int]:
+        """The step, when its validation reached ``stop_at_validation_reward`` (the job ends)."""
+        target, value = self.hp.stop_at_validation_reward, val.get(VAL_REWARD)
+        if target is None or value is None or math.isnan(value) or value < target:
+            return None
+        if step < self.total_steps:
+            self.sink.log(f"validation reward {value:.3f} reached stop_at_validation_reward "
+                          f"{target:g} at step {step}: the job ends here")
+        return step
 
     def _write_outputs(self, step: int, result: StepResult) -> None:
         """The step's metrics and trajectories (each replaces what a replayed step wrote)."""
@@ -171,9 +186,10 @@ class Trainer:
         strategy = self.hp.save_strategy
         if strategy == "no":
             return False
+        last = step == self.total_steps or step == self.stopped_at
         if strategy == "steps":
-            return step % self.hp.save_steps == 0 or step == self.total_steps
-        return epoch_done or step == self.total_steps
+            return step % self.hp.save_steps == 0 or last
+        return epoch_done or last
 
     def _save(self, step: int) -> Path:
         from rltune.trainer.checkpoint import save_checkpoint
@@ -235,6 +251,7 @@ class Trainer:
             "validation": vals,
             "initial_validation": self.initial_validation,
             "final_reward": rewards[-1] if rewards else None,
+            "stopped_at_validation_reward": self.stopped_at,
             "checkpoints": [str(p) for p in list_checkpoints(self.rt.ckpt_root)],
         }
 

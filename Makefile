@@ -50,7 +50,7 @@ demo:
 # alone leaves a 2-core box half idle. `-n 0` runs them in this process.
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=25
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 # The same exactness tests at the LOWEST versions pyproject.toml allows for transformers,
 # tokenizers and peft, in a venv of their own; .ci/min_pins.py reads the floors from

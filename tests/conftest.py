@@ -86,12 +86,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On an xdist worker: the files with a test that needs the nano model go last (in their
-    order), so that the background build has finished when they start."""
+    """On an xdist worker: the files with a test that needs the nano model go last, so that
+    the background build has finished when they start, and of those the learning tests (the
+    longest, ``e2e``) first, so that the other worker runs the rest alongside. ``make test``
+    passes ``--no-loadscope-reorder`` to keep this order (xdist would sort files by size)."""
     if not os.environ.get(NANO_HOME_ENV) or not hasattr(config, "workerinput"):
         return
     late = {item.path for item in items if NANO_FIXTURES & set(item.fixturenames)}
-    items.sort(key=lambda item: item.path in late)  # stable: the order within a file holds
+    e2e = {item.path for item in items if item.get_closest_marker("e2e")}
+    # stable: the order within a file holds
+    items.sort(key=lambda item: (item.path in late, item.path not in e2e))
 
 
 @pytest.fixture(scope="session")

@@ -8,16 +8,18 @@
 * ``nano_model_dir`` — the warm-started ~0.8M ``nano`` calculator agent, built once per session
   into a session-temporary RLTUNE_HOME (1-2.5 min on 2 cores), shared by every test that asks.
 
-Under pytest-xdist (``make test`` runs ``-n 2 --dist loadfile``) the controller starts the nano
-build in a background process before the workers start, into a home they share; each worker
-runs the files that do not need the model first, and ``ensure_demo_model`` makes a worker that
-gets there early wait on the build's lock. So the build overlaps the rest of the suite.
+Under pytest-xdist (``make test`` runs ``-n 2 --dist loadfile``) the first worker that collects
+a test needing the nano model starts its build in a background process, into a home the workers
+share; each worker runs the files that do not need the model first, and ``ensure_demo_model``
+makes a worker that gets there early wait on the build's lock. So the build overlaps the rest of
+the suite.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,7 +36,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 NANO_HOME_ENV = "RLTUNE_TEST_NANO_HOME"  # the shared home of the background build (xdist)
 NANO_FIXTURES = {"nano_build", "nano_model_dir"}
-_BUILD = pytest.StashKey[subprocess.Popen]()
 
 
 def _is_xdist_controller(config: pytest.Config) -> bool:
@@ -46,56 +47,76 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("RLTUNE_TEST_NANO") or not _is_xdist_controller(config):
         return
-    home = Path(tempfile.mkdtemp(prefix="rltune-test-nano-"))
-    os.environ[NANO_HOME_ENV] = str(home)  # the workers are started after this and inherit it
+    # the workers are started after this and inherit it
+    os.environ[NANO_HOME_ENV] = tempfile.mkdtemp(prefix="rltune-test-nano-")
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: only the tests that will run count
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker, when a selected test needs the nano model: start its build, and
+    order the files that need it last, the learning tests (the longest, ``e2e``) first among
+    them, so that the other worker runs the rest alongside. ``make test`` passes
+    ``--no-loadscope-reorder`` to keep this order (xdist would sort files by size)."""
+    home = os.environ.get(NANO_HOME_ENV)
+    if not home or not hasattr(config, "workerinput"):
+        return
+    late = {item.path for item in items if NANO_FIXTURES & set(item.fixturenames)}
+    if not late:
+        return
+    e2e = {item.path for item in items if item.get_closest_marker("e2e")}
+    # stable: the order within a file holds
+    items.sort(key=lambda item: (item.path in late, item.path not in e2e))
+    _start_nano_build(Path(home))
+
+
+def _start_nano_build(home: Path) -> None:
+    """Start the build once per run (the first worker to get here), in its own session: it
+    outlives a worker that runs out of tests; the controller ends it with the run."""
+    try:
+        fd = os.open(home / "build.log", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
     code = "import sys; from rltune.models import ensure_demo_model; ensure_demo_model(" \
         "'nano', seed=0, home=sys.argv[1])"
-    with open(home / "build.log", "wb") as log:
-        config.stash[_BUILD] = subprocess.Popen(
-            [sys.executable, "-c", code, str(home)], stdout=log, stderr=subprocess.STDOUT
-        )
+    with os.fdopen(fd, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", code, str(home)], stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    (home / "build.pid").write_text(str(proc.pid))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The background nano build's outcome, for the run's log (xdist controller only)."""
     import json
 
-    build = terminalreporter.config.stash.get(_BUILD, None)
-    if build is None or build.poll() is None:
+    home = os.environ.get(NANO_HOME_ENV)
+    if not home or not _is_xdist_controller(terminalreporter.config):
         return
-    home = Path(os.environ[NANO_HOME_ENV])
-    meta = home / "models" / "nano" / "rltune_model.json"
+    meta, log = Path(home) / "models" / "nano" / "rltune_model.json", Path(home) / "build.log"
     if meta.is_file():
         m = json.loads(meta.read_text())
         line = (f"nano model built in the background: {m['build_seconds']} s, "
                 f"{m['steps']} steps, held-out accuracy {m['heldout_accuracy']}")
+    elif log.is_file():
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:]
+        line = f"the background nano build did not finish: {tail}"
     else:
-        log = (home / "build.log").read_text(errors="replace").strip().splitlines()
-        line = f"the background nano build failed (exit {build.returncode}): {log[-1:]}"
+        return  # no selected test needed the model
     terminalreporter.write_line(line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    build = config.stash.get(_BUILD, None)
-    if build is None:
+    home = os.environ.get(NANO_HOME_ENV)
+    if not home or not _is_xdist_controller(config):
         return
-    if build.poll() is None:  # an interrupted run: the workers never waited for it
-        build.kill()
-        build.wait()
+    pid_file = Path(home) / "build.pid"
+    if pid_file.is_file():  # still running only when the run was cut short
+        pid = int(pid_file.read_text())
+        try:  # the build's own process, not one that reused its pid
+            if "ensure_demo_model" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
+                os.kill(pid, signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
     shutil.rmtree(os.environ.pop(NANO_HOME_ENV), ignore_errors=True)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On an xdist worker: the files with a test that needs the nano model go last, so that
-    the background build has finished when they start, and of those the learning tests (the
-    longest, ``e2e``) first, so that the other worker runs the rest alongside. ``make test``
-    passes ``--no-loadscope-reorder`` to keep this order (xdist would sort files by size)."""
-    if not os.environ.get(NANO_HOME_ENV) or not hasattr(config, "workerinput"):
-        return
-    late = {item.path for item in items if NANO_FIXTURES & set(item.fixturenames)}
-    e2e = {item.path for item in items if item.get_closest_marker("e2e")}
-    # stable: the order within a file holds
-    items.sort(key=lambda item: (item.path in late, item.path not in e2e))
 
 
 @pytest.fixture(scope="session")

@@ -76,24 +76,25 @@ def _start_nano_build(home: Path) -> None:
         fd = os.open(home / "build.log", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
         return
-    code = "import sys; from rltune.models import ensure_demo_model; ensure_demo_model(" \
-        "'nano', seed=0, home=sys.argv[1])"
+    cmd = [sys.executable, "-m", "rltune.cli.main", "models", "build-demo", "--size", "nano",
+           "--home", str(home)]
     with os.fdopen(fd, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-c", code, str(home)], stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     (home / "build.pid").write_text(str(proc.pid))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The background nano build's outcome, for the run's log (xdist controller only)."""
-    import json
+    from rltune.models.factory import read_meta
+    from rltune.models.registry import model_name
+    from rltune.paths import models_home
 
     home = os.environ.get(NANO_HOME_ENV)
     if not home or not _is_xdist_controller(terminalreporter.config):
         return
-    meta, log = Path(home) / "models" / "nano" / "rltune_model.json", Path(home) / "build.log"
-    if meta.is_file():
-        m = json.loads(meta.read_text())
+    m, log = read_meta(models_home(home) / model_name("nano")), Path(home) / "build.log"
+    if m is not None:
         line = (f"nano model built in the background: {m['build_seconds']} s, "
                 f"{m['steps']} steps, held-out accuracy {m['heldout_accuracy']}")
     elif log.is_file():
@@ -112,7 +113,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if pid_file.is_file():  # still running only when the run was cut short
         pid = int(pid_file.read_text())
         try:  # the build's own process, not one that reused its pid
-            if "ensure_demo_model" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
+            if "build-demo" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"):
                 os.kill(pid, signal.SIGKILL)
         except (FileNotFoundError, ProcessLookupError):
             pass

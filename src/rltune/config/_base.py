@@ -28,6 +28,14 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
 
+def coupling(field: str, value: Any, rule: str, fix: str) -> PydanticCustomError:
+    """A broken rule between keys, reported against ``field`` (a dotted path below the model
+    that raises it) with its value, the rule and the fix (``rltune.config.errors`` formats it)."""
+    return PydanticCustomError(
+        "coupling", "{rule}", {"field": field, "value": value, "rule": rule, "fix": fix}
+    )
+
+
 def closest(name: str, candidates: typing.Iterable[str]) -> str | None:
     """The candidate closest to ``name`` (for "did you mean" hints), or None if none is close."""
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)

@@ -1,7 +1,9 @@
 """Algorithm presets (DESIGN.md §6): each is a set of knob values over one PPO-clip core.
 
-Every knob is also a hyper-parameter of its own; a knob set explicitly wins over the preset.
-This module is pure (no torch) so the server and CLI can show the resolved values.
+Each knob is declared once in ``KNOBS`` (type, range, description, paper, default); the
+resolved ``AlgorithmKnobs`` and the hyper-parameter of the same name (its override: a knob set
+explicitly wins over the preset) are built from that declaration. This module is pure (no
+torch) so the server and CLI can show the resolved values.
 
 Example:
     >>> from rltune.config import HyperParameters, resolve_algorithm
@@ -14,102 +16,166 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict, Field, create_model
+
+from rltune.names import (
+    ADVANTAGE_ESTIMATORS,
+    ALGORITHMS,
+    IMPORTANCE_LEVELS,
+    KL_ESTIMATORS,
+    LOSS_AGG_MODES,
+    check_registry,
+    literal,
+)
 
 if TYPE_CHECKING:
     from rltune.config.hyperparams import HyperParameters
 
-AlgorithmName = Literal["gspo", "grpo", "dapo", "opd"]
-ImportanceLevel = Literal["token", "sequence"]
-LossAggMode = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean"]
-KLEstimator = Literal["k1", "k2", "k3"]
-AdvantageEstimator = Literal["grpo", "opd"]
+AlgorithmName = literal(ALGORITHMS)
+ImportanceLevel = literal(IMPORTANCE_LEVELS)
+LossAggMode = literal(LOSS_AGG_MODES)
+KLEstimator = literal(KL_ESTIMATORS)
+AdvantageEstimator = literal(ADVANTAGE_ESTIMATORS)
 
 
-class AlgorithmKnobs(BaseModel):
-    """The resolved knobs the loss and the step loop read. Build with ``resolve_algorithm``."""
+@dataclass(frozen=True)
+class Knob:
+    """One algorithm knob, declared once: its type and range, what it does, where it comes
+    from, and its value when a preset does not set it. ``AlgorithmKnobs`` (the resolved
+    value) and the hyper-parameter of the same name (the override, ``None`` = the preset's)
+    are both built from it."""
 
-    model_config = ConfigDict(frozen=True)
+    type: Any
+    default: object
+    description: str
+    paper: str = ""
+    #: A preset may turn the knob off with None (e.g. OPD has no clipping).
+    nullable: bool = False
+    #: False: set by the preset only (no hyper-parameter of that name).
+    overridable: bool = True
+    ge: Optional[float] = None
+    gt: Optional[float] = None
+    le: Optional[float] = None
+    lt: Optional[float] = None
 
-    algorithm: AlgorithmName
-    importance_sampling_level: ImportanceLevel
-    #: None disables clipping (OPD: on-policy, the ratio is 1 by construction).
-    clip_ratio_low: Optional[float]
-    clip_ratio_high: Optional[float]
-    #: Dual-clip bound for negative advantages (None = off).
-    clip_ratio_c: Optional[float]
-    loss_agg_mode: LossAggMode
-    use_kl_loss: bool
-    kl_loss_coef: float
-    kl_estimator: KLEstimator
-    advantage_estimator: AdvantageEstimator
-    norm_adv_by_std: bool
-    dynamic_sampling: bool
-    max_sampling_rounds: int
-    overlong_buffer_len: int
-    overlong_penalty_factor: float
-    entropy_coeff: float
-    ppo_epochs: int
+    @property
+    def text(self) -> str:
+        return f"{self.description} ({self.paper})" if self.paper else self.description
+
+    def override(self) -> tuple[Any, Any]:
+        """The hyper-parameter twin: optional, in range, None = the preset's value."""
+        return (Optional[self.type], Field(None, ge=self.ge, gt=self.gt, le=self.le,
+                                           lt=self.lt, description=self.text))
+
+    def resolved(self) -> tuple[Any, Any]:
+        return (Optional[self.type] if self.nullable else self.type,
+                Field(..., description=self.text))
 
 
-#: Knob values of each preset; anything not listed falls back to ``_COMMON``.
-PRESETS: dict[str, dict[str, object]] = {
-    "grpo": {
-        "importance_sampling_level": "token",
-        "clip_ratio_low": 0.2,
-        "clip_ratio_high": 0.2,
-        "loss_agg_mode": "seq-mean-token-mean",
-        "use_kl_loss": True,
-        "kl_estimator": "k3",
-    },
+_DAPO = "DAPO, arXiv:2503.14476"
+#: Every algorithm knob. Adding one: an entry here and its value in the presets that change
+#: it (``PRESETS``); the loss or the step reads it from ``AlgorithmKnobs``.
+KNOBS: dict[str, Knob] = {
+    "importance_sampling_level": Knob(
+        ImportanceLevel, "token", "where the importance ratio is taken: per token, or one "
+        "ratio per sequence (exp of the mean token log-ratio)", "GSPO, arXiv:2507.18071"),
+    "clip_ratio_low": Knob(
+        float, 0.2, "the ratio is clipped below at 1 - clip_ratio_low (None: no clipping)",
+        "PPO, arXiv:1707.06347", nullable=True, ge=0, lt=1),
+    "clip_ratio_high": Knob(
+        float, 0.2, "the ratio is clipped above at 1 + clip_ratio_high (clip-higher: above "
+        "clip_ratio_low)", _DAPO, nullable=True, ge=0, le=10),
+    "clip_ratio_c": Knob(
+        float, None, "dual-clip bound of the loss for negative advantages (None: off)",
+        "dual-clip PPO, arXiv:1912.09729", nullable=True, gt=1, le=100),
+    "loss_agg_mode": Knob(
+        LossAggMode, "seq-mean-token-mean", "how per-token losses become one number: a token "
+        "mean over the batch, or per-sequence means or sums averaged over sequences", _DAPO),
+    "use_kl_loss": Knob(
+        bool, True, "add kl_loss_coef x the KL to the frozen reference model to the loss",
+        "GRPO, arXiv:2402.03300"),
+    "kl_estimator": Knob(
+        KLEstimator, "k3", "the estimator of KL(policy | reference) per token",
+        "Schulman, Approximating KL Divergence, 2020"),
+    "advantage_estimator": Knob(
+        AdvantageEstimator, "grpo", "grpo: rewards normalised within each prompt's group; "
+        "opd: the teacher's per-token reverse KL", "on-policy distillation, arXiv:2306.13649",
+        overridable=False),
+    "norm_adv_by_std": Knob(
+        bool, True, "divide group advantages by the group's reward std (false: Dr. GRPO)",
+        "Dr. GRPO, arXiv:2503.20783"),
+    "dynamic_sampling": Knob(
+        bool, False, "drop groups whose rewards are all equal and sample more prompts", _DAPO),
+    "max_sampling_rounds": Knob(
+        int, 3, "with dynamic_sampling: at most this many sampling rounds per step", _DAPO,
+        ge=1, le=100),
+    "overlong_buffer_len": Knob(
+        int, 0, "responses within this many tokens of the length limit get a linear penalty "
+        "(-1: a quarter of the response budget, 0: off)", _DAPO, ge=-1, le=131072),
+    "overlong_penalty_factor": Knob(
+        float, 0.0, "the overlong penalty at the length limit", _DAPO, ge=0, le=100),
+    "entropy_coeff": Knob(
+        float, 0.0, "weight of the entropy bonus in the loss", "PPO, arXiv:1707.06347",
+        ge=0, le=10),
+    "ppo_epochs": Knob(
+        int, 1, "passes over each step's batch (TRL's mu)", "PPO, arXiv:1707.06347",
+        ge=1, le=100),
+}
+
+#: The knob names a user may set alone (hyper-parameters of the same name).
+KNOB_NAMES = tuple(name for name, knob in KNOBS.items() if knob.overridable)
+
+#: The resolved knobs the loss and the step loop read. Build with ``resolve_algorithm``.
+AlgorithmKnobs = create_model(
+    "AlgorithmKnobs",
+    __config__=ConfigDict(frozen=True),
+    __doc__="The resolved knobs the loss and the step loop read. Build with "
+            "``resolve_algorithm``.",
+    __module__=__name__,
+    algorithm=(AlgorithmName, ...),
+    kl_loss_coef=(float, ...),
+    **{name: knob.resolved() for name, knob in KNOBS.items()},
+)
+
+#: What each preset changes; every other knob keeps its ``default`` (GRPO's values).
+_PRESET_CHANGES: dict[str, dict[str, object]] = {
+    "grpo": {},
     "gspo": {
         # GSPO paper: sequence ratios sit very close to 1, hence the tiny clip range.
         "importance_sampling_level": "sequence",
         "clip_ratio_low": 3e-4,
         "clip_ratio_high": 4e-4,
         "loss_agg_mode": "seq-mean",
-        "use_kl_loss": True,
-        "kl_estimator": "k3",
     },
     "dapo": {
-        "importance_sampling_level": "token",
-        "clip_ratio_low": 0.2,
         "clip_ratio_high": 0.28,
         "loss_agg_mode": "token-mean",
         "use_kl_loss": False,
-        "kl_estimator": "k3",
         "dynamic_sampling": True,
         # The paper uses 4096 of 20480 tokens; scaled down, a quarter of the response budget.
         "overlong_buffer_len": -1,
         "overlong_penalty_factor": 1.0,
     },
     "opd": {
-        "importance_sampling_level": "token",
         "clip_ratio_low": None,
         "clip_ratio_high": None,
         "loss_agg_mode": "token-mean",
         "use_kl_loss": False,
-        "kl_estimator": "k3",
         "advantage_estimator": "opd",
     },
 }
+check_registry("algorithm preset", ALGORITHMS, _PRESET_CHANGES)
+for _changes in _PRESET_CHANGES.values():
+    assert set(_changes) <= set(KNOBS), sorted(set(_changes) - set(KNOBS))
 
-_COMMON: dict[str, object] = {
-    "clip_ratio_c": None,
-    "advantage_estimator": "grpo",
-    "norm_adv_by_std": True,
-    "dynamic_sampling": False,
-    "max_sampling_rounds": 3,
-    "overlong_buffer_len": 0,
-    "overlong_penalty_factor": 0.0,
-    "entropy_coeff": 0.0,
-    "ppo_epochs": 1,
+#: Every knob's value in each preset.
+PRESETS: dict[str, dict[str, object]] = {
+    name: {knob: changes.get(knob, spec.default) for knob, spec in KNOBS.items()}
+    for name, changes in _PRESET_CHANGES.items()
 }
-
-#: The knob names a user may set alone (hyper-parameters of the same name).
-KNOB_NAMES = tuple(k for k in AlgorithmKnobs.model_fields if k not in ("algorithm", "kl_loss_coef"))
 
 
 def resolve_algorithm(hp: HyperParameters, training_type: str = "reinforcement") -> AlgorithmKnobs:
@@ -117,7 +183,7 @@ def resolve_algorithm(hp: HyperParameters, training_type: str = "reinforcement")
     with the knobs set explicitly in ``hp``."""
     kind = getattr(training_type, "value", training_type)
     name = "opd" if kind == "pg_opd" else hp.algorithm
-    values: dict[str, object] = {**_COMMON, **PRESETS[name]}
+    values = dict(PRESETS[name])
     for knob in KNOB_NAMES:
         explicit = getattr(hp, knob, None)
         if explicit is not None:

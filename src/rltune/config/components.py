@@ -34,23 +34,25 @@ class FunctionComponentModel(StrictModel):
     oss_id: Optional[str] = None
     oss_signed_url: Optional[str] = None
 
-    @model_validator(mode="after")
-    def _split_classpath(self) -> FunctionComponentModel:
+    @model_validator(mode="before")
+    @classmethod
+    def _split_classpath(cls, data: Any) -> Any:
         # Same split as the cloud SDK: "a/b.py:Class" or "pkg.mod.Class" → file part + class.
-        cp = (self.classpath or "").strip()
-        if cp and not self.classname:
+        if not isinstance(data, dict):
+            return data
+        cp = str(data.get("classpath") or "").strip()
+        if cp and not data.get("classname"):
             if ":" in cp:
-                file_part, cls = cp.rsplit(":", 1)
+                file_part, name = cp.rsplit(":", 1)
             elif "." in cp:
-                file_part, cls = cp.rsplit(".", 1)
+                file_part, name = cp.rsplit(".", 1)
             else:
                 raise ValueError(
                     f"classpath '{cp}' has no class part; write 'pkg.module.Class', "
                     "'pkg.module:Class' or 'path/to/file.py:Class'"
                 )
-            object.__setattr__(self, "filepath", file_part)
-            object.__setattr__(self, "classname", cls)
-        return self
+            data = {**data, "filepath": file_part, "classname": name}
+        return data
 
 
 class FunctionComponentRuntime(StrictModel):

@@ -18,17 +18,12 @@ import math
 import re
 from typing import Any, Literal, Optional, Union
 
-from pydantic import Field, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field, create_model, field_validator, model_validator
 
 from rltune.config._base import StrictModel
-from rltune.config.algorithm import (
-    PRESETS,
-    AlgorithmName,
-    ImportanceLevel,
-    KLEstimator,
-    LossAggMode,
-)
+from rltune.config._base import coupling as _coupling
+from rltune.config.algorithm import KNOBS, AlgorithmName
+from rltune.names import REPLICA_BACKENDS, literal
 
 #: The scheduler looks one step ahead, so no rollout is ever more than one version old.
 MAX_STALENESS_SUPPORTED = 1
@@ -36,13 +31,15 @@ MAX_STALENESS_SUPPORTED = 1
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
-def _coupling(field: str, value: Any, rule: str, fix: str) -> PydanticCustomError:
-    return PydanticCustomError(
-        "coupling", "{rule}", {"field": field, "value": value, "rule": rule, "fix": fix}
-    )
+#: The algorithm knobs as hyper-parameters: one optional field per ``KNOBS`` entry that a user
+#: may set, with the knob's range and description (None = the preset's value).
+_KnobOverrides = create_model(
+    "_KnobOverrides", __base__=StrictModel, __module__=__name__,
+    **{name: knob.override() for name, knob in KNOBS.items() if knob.overridable},
+)
 
 
-class HyperParameters(StrictModel):
+class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
     """All training knobs. Unset optional knobs take the algorithm preset's value."""
 
     # --- the 15 cloud hyper-parameters (defaults sized for a small CPU run) ---
@@ -77,7 +74,7 @@ class HyperParameters(StrictModel):
     #: rltune's own: built-in engine replicas behind the policy gateway (``engine/group.py``),
     #: in this process (``local``) or as Ray actors on the cluster (``ray``).
     inference_replicas: Optional[int] = Field(None, ge=1, le=256)
-    inference_replica_backend: Optional[Literal["local", "ray"]] = None
+    inference_replica_backend: Optional[literal(REPLICA_BACKENDS)] = None  # type: ignore[valid-type]
     n_gpus_rollout: Optional[int] = Field(None, ge=0, le=100000)
     n_gpus_training: Optional[int] = Field(
         None, ge=0, le=100000,
@@ -89,21 +86,8 @@ class HyperParameters(StrictModel):
     sequence_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
     tensor_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
 
-    # --- algorithm knobs (None = the preset's value; see rltune.config.algorithm) ---
-    importance_sampling_level: Optional[ImportanceLevel] = None
-    clip_ratio_low: Optional[float] = Field(None, ge=0, lt=1)
-    clip_ratio_high: Optional[float] = Field(None, ge=0, le=10)
-    clip_ratio_c: Optional[float] = Field(None, gt=1, le=100)
-    loss_agg_mode: Optional[LossAggMode] = None
-    use_kl_loss: Optional[bool] = None
-    kl_estimator: Optional[KLEstimator] = None
-    norm_adv_by_std: Optional[bool] = None
-    dynamic_sampling: Optional[bool] = None
-    max_sampling_rounds: Optional[int] = Field(None, ge=1, le=100)
-    overlong_buffer_len: Optional[int] = Field(None, ge=-1, le=131072)
-    overlong_penalty_factor: Optional[float] = Field(None, ge=0, le=100)
-    entropy_coeff: Optional[float] = Field(None, ge=0, le=10)
-    ppo_epochs: Optional[int] = Field(None, ge=1, le=100)
+    # --- algorithm knobs: declared in rltune.config.algorithm.KNOBS; each is a field of
+    # _KnobOverrides (None = the preset's value). OPD's reward weight is not a preset knob. ---
     opd_reward_weight: Optional[float] = Field(
         None, ge=0, le=1000,
         description="OPD with reward functions: each token's advantage is the teacher term plus "
@@ -381,21 +365,10 @@ _TRAINING_LAYOUT = ("nnodes_training", "tensor_model_parallel_size",
 
 def _check_data_parallel(hp: HyperParameters) -> None:
     """``n_gpus_training: N`` > 1 trains on N data-parallel ranks (``trainer/ranks.py``),
-    which do not support the KL reference model or LoRA yet."""
+    which do not support LoRA yet (nor the KL term: ``job_rules.check_data_parallel_kl``
+    checks that on the job, whose training type picks the preset)."""
     n = hp.n_gpus_training or 1
-    if n <= 1:
-        return
-    use_kl = hp.use_kl_loss if hp.use_kl_loss is not None \
-        else PRESETS[hp.algorithm]["use_kl_loss"]
-    if use_kl and hp.kl_loss_coef > 0:
-        raise _coupling(
-            "n_gpus_training", n,
-            f"with more than one trainer rank does not support the KL term yet (algorithm "
-            f"{hp.algorithm}, kl_loss_coef {hp.kl_loss_coef:g}): data-parallel ranks hold no "
-            "reference model",
-            "set kl_loss_coef: 0 (or use_kl_loss: false), or n_gpus_training: 1",
-        )
-    if hp.lora_rank > 0:
+    if n > 1 and hp.lora_rank > 0:
         raise _coupling(
             "n_gpus_training", n,
             f"with more than one trainer rank does not support LoRA yet (lora_rank "

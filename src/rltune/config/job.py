@@ -31,27 +31,31 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
 import pydantic
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from rltune.config._base import StrictModel
+from rltune.config._base import coupling as _coupling
 from rltune.config.algorithm import AlgorithmKnobs, resolve_algorithm
 from rltune.config.components import (
+    AgenticRLFunctionComponent,
     FunctionBackend,
     FunctionComponent,
     GroupRewardFunctionComponent,
     RewardFunctionComponent,
     RolloutFunctionComponent,
+    _component_tag,
 )
 from rltune.config.datasets import Dataset, DatasetsType, TrainingType
 from rltune.config.errors import config_error
 from rltune.config.hyperparams import HyperParameters
+from rltune.config.job_rules import check_data_parallel_kl, check_engine_keys
 from rltune.config.observability import Observability
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
-from rltune.lifecycle.publish import NAME_PATTERN as MODEL_NAME_PATTERN
+from rltune.names import ENGINES, MODEL_NAME_PATTERN, TOOL_PARSERS, literal
 from rltune.sdk.errors import ConfigError, DatasetError
 
 #: Arguments of ``apply_chat_template`` the gateway sets itself.
@@ -59,11 +63,11 @@ RESERVED_TEMPLATE_KWARGS = frozenset({"messages", "conversation", "tools", "docu
                                       "tokenize", "add_generation_prompt", "chat_template",
                                       "continue_final_message", "return_dict"})
 
-#: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls.BUILTIN_PARSERS``).
-ToolCallParserName = Literal["hermes", "llama3_json", "mistral", "qwen3_coder"]
+#: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls``).
+ToolCallParserName = literal(TOOL_PARSERS)
 
-#: Inference engines (``rltune.engine.select.ENGINE_NAMES``).
-EngineName = Literal["builtin", "vllm"]
+#: Inference engines (``rltune.engine.select``).
+EngineName = literal(ENGINES)
 
 
 class FoundationModel(StrictModel):
@@ -107,10 +111,38 @@ class Training(StrictModel):
         return {} if value is None else value
 
 
-def _coupling(field: str, value: Any, rule: str, fix: str) -> PydanticCustomError:
-    return PydanticCustomError(
-        "coupling", "{rule}", {"field": field, "value": value, "rule": rule, "fix": fix}
-    )
+_HP = "training.hyper_parameters."
+
+
+def _as_opd(training: Any) -> Any:
+    """``training`` (a dict, a ``Training`` or None) with type pg_opd."""
+    if isinstance(training, Training):
+        return training.model_copy(update={"type": TrainingType.PG_OPD})
+    return {**(training or {}), "type": TrainingType.PG_OPD}
+
+
+def _named(functions: list[Any]) -> list[Any]:
+    """The functions with a name each: unnamed ones get deterministic names (their type,
+    then ``<type>-2``...), so metric paths (trace/reward/<name>/mean) are stable."""
+    taken = {_name_of(fn) for fn in functions} - {None}
+    counts: dict[str, int] = {}
+    out = []
+    for fn in functions:
+        if _name_of(fn) is None and isinstance(fn, (dict, AgenticRLFunctionComponent)):
+            kind = _component_tag(fn)
+            counts[kind] = counts.get(kind, 0) + 1
+            candidate = kind if counts[kind] == 1 else f"{kind}-{counts[kind]}"
+            while candidate in taken:
+                candidate += "_"
+            taken.add(candidate)
+            fn = ({**fn, "name": candidate} if isinstance(fn, dict)
+                  else fn.model_copy(update={"name": candidate}))
+        out.append(fn)
+    return out
+
+
+def _name_of(fn: Any) -> Any:
+    return fn.get("name") if isinstance(fn, dict) else getattr(fn, "name", None)
 
 
 class JobConfig(StrictModel):
@@ -166,6 +198,11 @@ class JobConfig(StrictModel):
                     fn = {**fn, "fcmodel": fcmodel}
                 fixed.append(fn)
             data["functions"] = fixed
+        if data.get("teacher_model"):
+            # As in the cloud SDK: naming a teacher means on-policy distillation.
+            data["training"] = _as_opd(data.get("training"))
+        if isinstance(data.get("functions"), list):
+            data["functions"] = _named(data["functions"])
         return data
 
     @field_validator("functions", mode="before")
@@ -181,21 +218,18 @@ class JobConfig(StrictModel):
 
     @model_validator(mode="after")
     def _rules(self) -> JobConfig:
-        if self.teacher_model and self.training.type is not TrainingType.PG_OPD:
-            # As in the cloud SDK: naming a teacher means on-policy distillation.
-            self.training.type = TrainingType.PG_OPD
         if self.training.type is TrainingType.PG_OPD and not self.teacher_model:
             raise _coupling("teacher_model", None, "training.type pg_opd needs a teacher model",
                             "set teacher_model: <model name or path>")
         hp = self.training.hyper_parameters
         if hp.algorithm == "opd" and self.training.type is not TrainingType.PG_OPD:
             # Without a teacher there is no OPD signal; the loop would silently run GRPO.
-            raise _coupling("training.hyper_parameters.algorithm", hp.algorithm,
+            raise _coupling(_HP + "algorithm", hp.algorithm,
                             "algorithm opd distils from a teacher model",
                             "set teacher_model: <model name or path>, or use grpo, gspo or dapo")
         if self.knobs.advantage_estimator == "grpo" and hp.n_rollouts < 2:
             raise _coupling(
-                "training.hyper_parameters.n_rollouts", hp.n_rollouts,
+                _HP + "n_rollouts", hp.n_rollouts,
                 f"{hp.algorithm} normalises rewards within each prompt's group, so a group "
                 "of 1 has zero advantage and nothing is learned",
                 "set n_rollouts to 2 or more (4-16 is typical)",
@@ -203,35 +237,28 @@ class JobConfig(StrictModel):
         if hp.opd_reward_weight is not None and (
                 self.training.type is not TrainingType.PG_OPD
                 or not any(f.type.value != "rollout" for f in self.functions)):
-            raise _coupling("training.hyper_parameters.opd_reward_weight", hp.opd_reward_weight,
+            raise _coupling(_HP + "opd_reward_weight", hp.opd_reward_weight,
                             "opd_reward_weight weighs reward functions in on-policy "
                             "distillation; this job has no teacher or no reward function",
                             "remove it, or set teacher_model and add a reward function")
         if hp.stop_at_validation_reward is not None and not self.validation_datasets:
-            raise _coupling("training.hyper_parameters.stop_at_validation_reward",
+            raise _coupling(_HP + "stop_at_validation_reward",
                             hp.stop_at_validation_reward,
                             "stop_at_validation_reward stops on the validation reward, and "
                             "this job has no validation dataset",
                             "add a dataset with type: validation, or remove the key")
+        check_data_parallel_kl(hp, self.knobs)
+        check_engine_keys(self.engine or "builtin", hp)
         rollouts = [f for f in self.functions if isinstance(f, RolloutFunctionComponent)]
         if len(rollouts) > 1:
             raise _coupling("functions", len(rollouts), "a job has at most one rollout function",
                             "keep one entry with type: rollout")
-        counts: dict[str, int] = {}
         seen: set[str] = set()
         for fn in self.functions:
-            if fn.name is None:
-                # Deterministic names so metric paths (trace/reward/<name>/mean) are stable.
-                kind = fn.type.value
-                counts[kind] = counts.get(kind, 0) + 1
-                candidate = kind if counts[kind] == 1 else f"{kind}-{counts[kind]}"
-                while candidate in seen:
-                    candidate += "_"
-                object.__setattr__(fn, "name", candidate)
             if fn.name in seen:
                 raise _coupling("functions", fn.name, f"function name '{fn.name}' is used twice",
                                 "give every function a unique name")
-            seen.add(fn.name)
+            seen.add(fn.name or "")
         if not self.model.name:
             raise _coupling("model", None, "model name is empty",
                             "set model: <name>, e.g. model: small")

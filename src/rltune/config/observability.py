@@ -17,15 +17,16 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from rltune.config._base import StrictModel
+from rltune.names import TRACKERS, literal
 
-TrackerName = Literal["tensorboard", "wandb", "mlflow", "swanlab", "trackio"]
-TRACKER_NAMES: tuple[str, ...] = ("tensorboard", "wandb", "mlflow", "swanlab", "trackio")
+TrackerName = literal(TRACKERS)
+TRACKER_NAMES: tuple[str, ...] = TRACKERS
 
 #: The options each tracker reads (besides ``type``).
 TRACKER_OPTIONS: dict[str, frozenset[str]] = {

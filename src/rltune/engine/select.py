@@ -25,9 +25,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.names import ENGINES, check_registry
 from rltune.sdk.errors import ConfigError
 
 ENGINE_NAMES = ("builtin", "vllm")
+check_registry("engine", ENGINES, ENGINE_NAMES)
 REPLICA_BACKENDS = ("local", "ray")
 _HP = "training.hyper_parameters."
 

@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from rltune.names import TOOL_PARSERS, check_registry
 from rltune.sdk.errors import ConfigError
 
 
@@ -481,6 +482,7 @@ _PARSERS: dict[str, Callable[[], ToolParser]] = {
 }
 #: The parsers rltune ships (the job config's ``model.tool_call_parser`` accepts these).
 BUILTIN_PARSERS: tuple[str, ...] = tuple(_PARSERS)
+check_registry("tool-call parser", TOOL_PARSERS, _PARSERS)
 
 # HF config.model_type → parser name. Qwen3-Coder (qwen3_moe) writes XML calls: choose
 # qwen3_coder explicitly for it; the other Qwen3 models use hermes.

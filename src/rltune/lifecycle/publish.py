@@ -20,10 +20,11 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.names import MODEL_NAME_PATTERN
 from rltune.sdk.errors import ConflictError, NotFoundError, ValidationError
 
 #: Model names: what ``model:`` of a job and ``model`` of a chat request carry.
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+NAME_PATTERN = MODEL_NAME_PATTERN
 _NAME = re.compile(NAME_PATTERN)
 #: Files of a checkpoint that are resume state, not model (never published).
 _NOT_MODEL = {"training_state.pt", "rng_state.pt"}

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Optional
 
 import torch
 
+from rltune.names import ADVANTAGE_ESTIMATORS, check_registry
 from rltune.trainer import opd_reward
 from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT, overlong_penalty_B
 from rltune.trainer.results import RolloutResult
@@ -182,6 +183,7 @@ class TeacherSignal:
 
 #: advantage estimator -> the signal class that implements it
 SIGNALS: dict[str, type] = {"grpo": GroupSignal, "opd": TeacherSignal}
+check_registry("advantage estimator", ADVANTAGE_ESTIMATORS, SIGNALS)
 
 
 def build_signal(hp: Any, knobs: Any, *, updater: Any, teacher: Optional[Any],

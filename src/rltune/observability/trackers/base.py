@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional, Protocol
 
 from rltune.config.observability import TrackerConfig
+from rltune.names import TRACKERS, check_registry
 from rltune.sdk.errors import ConfigError
 
 #: Columns of the sample-trajectory table.
@@ -28,6 +29,7 @@ _IMPLEMENTATIONS = {
     "swanlab": ("swanlab", "SwanLabTracker", "swanlab", "swanlab"),
     "trackio": ("trackio", "TrackioTracker", "trackio", "trackio"),
 }
+check_registry("tracker", TRACKERS, _IMPLEMENTATIONS)
 
 
 class Tracker(Protocol):

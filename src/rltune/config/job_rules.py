@@ -1,0 +1,80 @@
+"""The job's rules that read more than one block: the KL term on data-parallel ranks (the
+training type picks the preset) and the engine keys the chosen engine cannot honour.
+
+They run in ``JobConfig``'s validator, so ``rltune train``, the job server and the SDK refuse
+the same jobs, with the key, the rule and the fix. ``engine_key_problem`` is also the rule
+``rltune.engine.select`` can apply once the device is known.
+
+Example:
+    >>> from rltune.config.job_rules import engine_key_problem
+    >>> engine_key_problem("builtin", gpu_memory_utilization=0.5)[:2]
+    ('inference_gpu_memory_utilization', 0.5)
+    >>> engine_key_problem("vllm", device="cuda:0", gpu_memory_utilization=0.5) is None
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rltune.config._base import coupling
+
+_HP = "training.hyper_parameters."
+
+#: (key, value, rule, fix) of a broken rule.
+Problem = tuple[str, Any, str, str]
+
+
+def check_data_parallel_kl(hp: Any, knobs: Any) -> None:
+    """Data-parallel ranks (``n_gpus_training`` > 1) hold no reference model: the KL term of
+    the job's resolved knobs (OPD's preset has none) must be off."""
+    n = hp.n_gpus_training or 1
+    if n > 1 and knobs.use_kl_loss and hp.kl_loss_coef > 0:
+        raise coupling(
+            _HP + "n_gpus_training", n,
+            f"with more than one trainer rank does not support the KL term yet (algorithm "
+            f"{knobs.algorithm}, kl_loss_coef {hp.kl_loss_coef:g}): data-parallel ranks hold "
+            "no reference model",
+            "set kl_loss_coef: 0 (or use_kl_loss: false), or n_gpus_training: 1",
+        )
+
+
+def engine_key_problem(engine: str, *, device: Optional[str] = None,
+                       gpu_memory_utilization: Optional[float] = None, replicas: int = 1,
+                       replica_backend: str = "local") -> Optional[Problem]:
+    """The first inference key ``engine`` cannot honour, or None. ``device`` None (``auto``,
+    not known yet) skips the rules that depend on it."""
+    if gpu_memory_utilization is not None:
+        if engine == "builtin":
+            return ("inference_gpu_memory_utilization", gpu_memory_utilization,
+                    "is a vLLM setting; the built-in engine has no memory pool to size",
+                    "unset it, or set engine: vllm on a GPU")
+        if device is not None and not device.startswith("cuda"):
+            return ("inference_gpu_memory_utilization", gpu_memory_utilization,
+                    f"needs a CUDA device; the vllm engine runs on {device}, where vLLM sizes "
+                    "its KV cache from VLLM_CPU_KVCACHE_SPACE (GiB)",
+                    "unset it and set VLLM_CPU_KVCACHE_SPACE, or run on a GPU")
+    if engine == "vllm" and (replicas > 1 or replica_backend == "ray"):
+        key, value = (("inference_replicas", replicas) if replicas > 1
+                      else ("inference_replica_backend", replica_backend))
+        return (key, value, "needs the built-in engine: this build runs one vLLM engine per "
+                "job (engine replicas are built-in engines, in this process or as Ray actors)",
+                "remove it, or set engine: builtin")
+    if replica_backend == "ray" and device is not None and device != "cpu":
+        return ("inference_replica_backend", replica_backend,
+                f"runs the built-in engine on the CPU of each node in this build; the job's "
+                f"device is {device}", "set device: cpu, or use inference_replica_backend: local")
+    return None
+
+
+def check_engine_keys(engine: str, hp: Any) -> None:
+    """The job's engine keys, with the device the job names (``auto`` is checked when the
+    engine starts)."""
+    problem = engine_key_problem(
+        engine, device=None if hp.device == "auto" else hp.device,
+        gpu_memory_utilization=hp.inference_gpu_memory_utilization,
+        replicas=hp.inference_replicas or 1,
+        replica_backend=hp.inference_replica_backend or "local")
+    if problem is not None:
+        key, value, rule, fix = problem
+        raise coupling(_HP + key, value, rule, fix)

@@ -1,9 +1,9 @@
 """Ark's Python job objects (``job.py``): ``ModelCustomizationJob`` and its parts.
 
 ``to_dict()`` gives Ark's YAML shape (plugins as ``python_func: module:function``),
-``to_job_config()`` the rltune ``JobConfig`` (through :mod:`rltune.ark.translate`), and
-``submit()`` runs the job in this process, as ``rltune train`` does; ``url`` is then the job's
-output folder.
+``to_job_config()`` the rltune ``JobConfig`` (through :mod:`rltune.config.ark_job`), and
+``submit()`` runs the job with ``rltune train`` in a child process (this cloud adapter does not
+import the trainer); ``url`` is then the job's output folder.
 
 Example:
     >>> job = ModelCustomizationJob(
@@ -18,8 +18,10 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
+import json
 import secrets
+import subprocess
+import sys
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -146,30 +148,65 @@ class ModelCustomizationJob(_Model):
 
     def to_job_config(self, root: str | Path = ".") -> Any:
         """The rltune ``JobConfig`` (plugins are found under ``root``)."""
-        from rltune.ark.translate import ark_job_to_config
+        from rltune.config.ark_job import ark_job_to_config
         from rltune.config.job import JobConfig
 
         return JobConfig.load_from_dict(ark_job_to_config(self.to_dict(), root=Path(root)))
 
     def submit(self, debug: bool = False, root: str | Path = ".") -> dict[str, Any]:
-        """Train the job in this process (like ``rltune train``); sets ``url`` to its folder.
+        """Train the job as ``rltune train`` does, in a child process whose output shows here;
+        sets ``url`` to the job's folder and returns the training summary.
 
         ``debug`` has no rltune counterpart and must stay False.
         """
         from rltune.sdk.errors import ConfigError
-        from rltune.trainer.loop import Trainer
 
         if debug:
             raise ConfigError("submit(debug=True) has no counterpart in rltune",
                               where="ModelCustomizationJob.submit",
                               hint="call submit(); test plugins with rltune test-functions")
         base = Path(root).resolve()
-        config = self.to_job_config(base)
-        job_id = f"ft-{secrets.token_hex(6)}"
-        job_dir = base / "runs" / job_id
+        self.to_job_config(base)  # a refused key fails here, before anything starts
+        job_dir = base / "runs" / f"ft-{secrets.token_hex(6)}"
         self.url = str(job_dir)
-        trainer = Trainer(config, job_dir=job_dir, job_id=job_id, base_dir=base)
-        return asyncio.run(trainer.run())
+        return _train(_anchored(self.to_dict(), base), job_dir)
+
+
+def _anchored(ark_job: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The rltune job dict of ``ark_job`` with its data and plugins found under ``base``
+    wherever the job file is written."""
+    from rltune.config.ark_job import ark_job_to_config
+
+    data = ark_job_to_config(ark_job, root=base)
+    data["workspace_dir"] = str(base)
+    for fn in data["functions"]:
+        fn["fcmodel"]["zipdir"] = str(base)
+    return data
+
+
+def _train(data: dict[str, Any], job_dir: Path) -> dict[str, Any]:
+    """Run ``rltune train -q`` on ``data`` in ``job_dir`` (a child process: the adapter does not
+    import the trainer); its output is shown as it comes, its summary returned."""
+    from rltune.sdk.errors import RltuneError
+
+    job_dir.mkdir(parents=True, exist_ok=True)
+    config = job_dir / "job.yaml"
+    config.write_text(dump_yaml(data), encoding="utf-8")
+    cmd = [sys.executable, "-m", "rltune.cli.main", "train", "-c", str(config),
+           "-O", str(job_dir), "-q"]
+    lines: list[str] = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            lines.append(line.rstrip("\n"))
+    if proc.returncode != 0:
+        raise RltuneError(f"the job failed: rltune train exited with {proc.returncode}",
+                          where=str(job_dir), hint="its error is printed above; the job's "
+                          "log is in that folder")
+    start = lines.index("{") if "{" in lines else len(lines)
+    end = lines.index("}", start) if "}" in lines[start:] else start - 1
+    return json.loads("\n".join(lines[start:end + 1])) if end >= start else {}
 
 
 __all__ = [

@@ -22,6 +22,8 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rltune.config.ark_source import PluginInstance
+
 
 class PluginStatus(str, Enum):
     """Outcome of a plugin call. rltune: FAILURE and RETRY are retried (then the rollout is
@@ -31,34 +33,6 @@ class PluginStatus(str, Enum):
     FAILURE = "failure"
     DISCARD = "discard"
     RETRY = "retry"
-
-
-class PluginInstance(str, Enum):
-    """Ark's instance sizes (CPU cores, memory GB); rltune maps them to worker limits."""
-
-    CPU1MEM2 = "CPU1MEM2"
-    CPU1MEM4 = "CPU1MEM4"
-    CPU1MEM8 = "CPU1MEM8"
-    CPU2MEM4 = "CPU2MEM4"
-    CPU2MEM8 = "CPU2MEM8"
-    CPU2MEM16 = "CPU2MEM16"
-    CPU4MEM8 = "CPU4MEM8"
-    CPU4MEM16 = "CPU4MEM16"
-    CPU4MEM32 = "CPU4MEM32"
-    CPU8MEM16 = "CPU8MEM16"
-    CPU8MEM32 = "CPU8MEM32"
-    CPU8MEM64 = "CPU8MEM64"
-    CPU16MEM32 = "CPU16MEM32"
-    CPU16MEM64 = "CPU16MEM64"
-    CPU16MEM128 = "CPU16MEM128"
-
-    @property
-    def cpu(self) -> int:
-        return int(self.value[3:].split("MEM")[0])
-
-    @property
-    def memory_mb(self) -> int:
-        return int(self.value.split("MEM")[1]) * 1024
 
 
 class Runtime(BaseModel):

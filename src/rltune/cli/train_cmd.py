@@ -53,15 +53,14 @@ def train(
 ) -> None:
     """Train a job in this process: rollouts, rewards, updates, validation, checkpoints."""
     from rltune.config import load_job_config
-    from rltune.engine.select import check_engine_options
     from rltune.sdk.errors import RltuneError
 
     try:
-        job = load_job_config(config)
-        # engine: vllm without vllm is refused here, before a run directory exists
-        hp = job.hyper_parameters
-        check_engine_options(job.engine or "builtin", device=None,
-                             gpu_memory_utilization=hp.inference_gpu_memory_utilization)
+        job = load_job_config(config)  # the job's rules, engine keys included, run here
+        if job.engine == "vllm":  # vllm not installed: refused before a run directory exists
+            from rltune.engine.vllm_support import require_vllm
+
+            require_vllm()
         if tracker:
             from rltune.config.observability import with_trackers
 

@@ -7,7 +7,7 @@ It accepts both YAML shapes of the cloud SDK (reference §9.4):
 * the documented one: ``job_name``, ``workspace_dir``, scalar ``model``, ``mode``;
 
 and Volcano Ark's ``job.yaml`` (``custom_rl_pipeline``, ``hyperparameters``…), translated by
-:mod:`rltune.ark.translate`,
+:mod:`rltune.config.ark_job`,
 
 and dumps back to the SDK shape. ``TuningModel`` is the cloud SDK's name for the same class.
 
@@ -40,6 +40,7 @@ from pydantic_core import PydanticCustomError
 from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
 from rltune.config.algorithm import AlgorithmKnobs, resolve_algorithm
+from rltune.config.ark_job import ark_job_to_config, is_ark_job
 from rltune.config.components import (
     AgenticRLFunctionComponent,
     FunctionBackend,
@@ -367,8 +368,6 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None) ->
             f"the job config must be a mapping of keys, got {type(data).__name__}",
             where=source, hint="start the file with keys such as 'name:' and 'model:'",
         )
-    from rltune.ark.translate import ark_job_to_config, is_ark_job
-
     if is_ark_job(data):  # Volcano Ark's job.yaml: plugins are found next to the file
         root = Path(source).resolve().parent if source else Path.cwd()
         data = ark_job_to_config(data, root=root, source=source)

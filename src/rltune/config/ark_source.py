@@ -1,5 +1,6 @@
 """Read an Ark plugin's decorator from its source file with ``ast`` (no import, no user code
-runs): its kind, name and literal ``runtime=Runtime(...)`` values.
+runs): its kind, name and literal ``runtime=Runtime(...)`` values; and Ark's instance sizes
+(``PluginInstance``, also ``ark_sdk.types``'s), which the job translation maps to worker limits.
 
 Example:
     >>> import pathlib, tempfile
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
@@ -23,6 +25,34 @@ from rltune.sdk.errors import ConfigError, UserCodeError
 from rltune.sdk.loader import parse_classpath
 
 KINDS = ("rollout", "single_grader", "group_grader")
+
+
+class PluginInstance(str, Enum):
+    """Ark's instance sizes (CPU cores, memory GB); rltune maps them to worker limits."""
+
+    CPU1MEM2 = "CPU1MEM2"
+    CPU1MEM4 = "CPU1MEM4"
+    CPU1MEM8 = "CPU1MEM8"
+    CPU2MEM4 = "CPU2MEM4"
+    CPU2MEM8 = "CPU2MEM8"
+    CPU2MEM16 = "CPU2MEM16"
+    CPU4MEM8 = "CPU4MEM8"
+    CPU4MEM16 = "CPU4MEM16"
+    CPU4MEM32 = "CPU4MEM32"
+    CPU8MEM16 = "CPU8MEM16"
+    CPU8MEM32 = "CPU8MEM32"
+    CPU8MEM64 = "CPU8MEM64"
+    CPU16MEM32 = "CPU16MEM32"
+    CPU16MEM64 = "CPU16MEM64"
+    CPU16MEM128 = "CPU16MEM128"
+
+    @property
+    def cpu(self) -> int:
+        return int(self.value[3:].split("MEM")[0])
+
+    @property
+    def memory_mb(self) -> int:
+        return int(self.value.split("MEM")[1]) * 1024
 
 
 @dataclass

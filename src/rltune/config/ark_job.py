@@ -45,7 +45,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.ark.source import PluginSource, find_plugin
+from rltune.config.ark_source import PluginInstance, PluginSource, find_plugin
 from rltune.sdk.errors import ConfigError
 
 #: Keys whose presence marks a job config as Ark's (``hyperparameters`` only without rltune's
@@ -178,8 +178,6 @@ def _runtime(ps: PluginSource) -> tuple[dict[str, Any], Optional[int]]:
     rt = ps.runtime
     out: dict[str, Any] = {}
     if "instance" in rt:
-        from rltune.ark.types import PluginInstance
-
         inst = PluginInstance(rt["instance"])
         out.update(cpu=inst.cpu, memory_size=inst.memory_mb)
     if "max_concurrency" in rt:

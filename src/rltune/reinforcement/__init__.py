@@ -16,29 +16,8 @@ import logging
 from typing import Any
 
 from rltune.reinforcement.alias import install_as_dashscope, uninstall_dashscope_alias
-from rltune.sdk import (
-    AbstractGroupRewardProcessor,
-    AbstractProcessor,
-    AbstractRewardProcessor,
-    AbstractRolloutProcessor,
-    AgentOutput,
-    FunctionType,
-    GroupReward,
-    GroupRewardInput,
-    GroupRewardOutput,
-    ModelResource,
-    RequestMetadata,
-    Reward,
-    RewardInput,
-    RewardOutput,
-    RewardProcessorMeta,
-    RolloutInput,
-    RolloutOutput,
-    TaskStatus,
-    aggregate_func,
-    reward_func,
-    sub_reward_func,
-)
+from rltune.sdk import *  # noqa: F403
+from rltune.sdk import __all__ as _SDK_NAMES
 from rltune.sdk.errors import ConfigError as ConfigurationError
 from rltune.sdk.errors import RltuneError as AgenticRLError
 from rltune.sdk.errors import UserCodeError as FunctionLoadError
@@ -81,35 +60,15 @@ InputError = ValidationError
 OutputError = ValidationError
 
 __all__ = [
-    "AbstractGroupRewardProcessor",
-    "AbstractProcessor",
-    "AbstractRewardProcessor",
-    "AbstractRolloutProcessor",
-    "AgentOutput",
+    *_SDK_NAMES,
     "AgenticRLError",
     "ConfigurationError",
     "FunctionLoadError",
-    "FunctionType",
-    "GroupReward",
-    "GroupRewardInput",
-    "GroupRewardOutput",
     "InputError",
-    "ModelResource",
     "OutputError",
-    "RequestMetadata",
-    "Reward",
-    "RewardInput",
-    "RewardOutput",
-    "RewardProcessorMeta",
-    "RolloutInput",
-    "RolloutOutput",
-    "TaskStatus",
     "ValidationError",
-    "aggregate_func",
     "install_as_dashscope",
     "logger",
-    "reward_func",
-    "sub_reward_func",
     "uninstall_dashscope_alias",
     *_CONFIG_NAMES,
 ]

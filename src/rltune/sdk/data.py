@@ -223,3 +223,26 @@ OUTPUT_MODELS: dict[FunctionType, type[WireModel]] = {
     FunctionType.REWARD: RewardOutput,
     FunctionType.GROUP_REWARD: GroupRewardOutput,
 }
+
+
+#: The wire names user code imports (``rltune.sdk``, ``rltune.reinforcement`` and the cloud
+#: SDK's ``component.data`` paths re-export this list).
+__all__ = [
+    "AgentOutput",
+    "BaseDataModel",
+    "FunctionType",
+    "GroupReward",
+    "GroupRewardInput",
+    "GroupRewardOutput",
+    "ModelProtocol",
+    "ModelResource",
+    "RequestMetadata",
+    "Resource",
+    "Reward",
+    "RewardInput",
+    "RewardOutput",
+    "RolloutInput",
+    "RolloutOutput",
+    "Task",
+    "TaskStatus",
+]

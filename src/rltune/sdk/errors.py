@@ -20,6 +20,15 @@ class RltuneError(Exception):
     http_status = 500
     code = "internal_error"
 
+    def __init_subclass__(cls, *, status: int | None = None, code: str | None = None,
+                          **kwargs: object) -> None:
+        # ``class AuthError(RltuneError, status=401, code="unauthorized")``: one line a class.
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.http_status = status
+        if code is not None:
+            cls.code = code
+
     def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
         self.message = message
         self.where = where
@@ -34,83 +43,56 @@ class RltuneError(Exception):
         return {"code": self.code, "message": self.message, "where": self.where, "hint": self.hint}
 
 
-class ValidationError(RltuneError):
+class ValidationError(RltuneError, status=422, code="invalid_input"):
     """Input (config, dataset, request body) breaks a rule."""
 
-    http_status = 422
-    code = "invalid_input"
+
+class ConfigError(ValidationError, code="invalid_config"):
+    """A job config, a command-line option or a request setting breaks a rule."""
 
 
-class ConfigError(ValidationError):
-    code = "invalid_config"
+class DatasetError(ValidationError, code="invalid_dataset"):
+    """A dataset file or its rows break a rule."""
 
 
-class DatasetError(ValidationError):
-    code = "invalid_dataset"
-
-
-class ArchiveError(ValidationError):
+class ArchiveError(ValidationError, status=400, code="invalid_archive"):
     """A workspace archive is unsafe or too large."""
 
-    http_status = 400
-    code = "invalid_archive"
+
+class AuthError(RltuneError, status=401, code="unauthorized"):
+    """A request without a valid key."""
 
 
-class AuthError(RltuneError):
-    http_status = 401
-    code = "unauthorized"
+class NotFoundError(RltuneError, status=404, code="not_found"):
+    """No such resource (in this workspace)."""
 
 
-class NotFoundError(RltuneError):
-    http_status = 404
-    code = "not_found"
-
-
-class ConflictError(RltuneError):
+class ConflictError(RltuneError, status=409, code="conflict"):
     """The resource's state forbids the operation (e.g. cancelling a finished job)."""
 
-    http_status = 409
-    code = "conflict"
 
-
-class UserCodeError(RltuneError):
+class UserCodeError(RltuneError, status=400, code="user_code_error"):
     """The user's processor could not be loaded or failed in ``setup()``."""
 
-    http_status = 400
-    code = "user_code_error"
 
-
-class FunctionCallError(RltuneError):
+class FunctionCallError(RltuneError, status=502, code="function_call_failed"):
     """A call to a user function failed after its retries."""
 
-    http_status = 502
-    code = "function_call_failed"
+
+class OverloadedError(RltuneError, status=503, code="overloaded"):
+    """The server or a function pool has no room for the request now."""
 
 
-class OverloadedError(RltuneError):
-    http_status = 503
-    code = "overloaded"
-
-
-class DependencyError(RltuneError):
+class DependencyError(RltuneError, status=500, code="unsupported_dependency"):
     """An installed package (e.g. transformers) does not behave as rltune needs."""
 
-    http_status = 500
-    code = "unsupported_dependency"
 
-
-class TrainingFailedError(RltuneError):
+class TrainingFailedError(RltuneError, status=500, code="training_failed"):
     """A job ran but could not train: too many of its steps had no successful rollout."""
 
-    http_status = 500
-    code = "training_failed"
 
-
-class BuildError(RltuneError):
+class BuildError(RltuneError, status=500, code="build_failed"):
     """A model build (the demo models' warm start) missed its target; ``metrics`` says how."""
-
-    http_status = 500
-    code = "build_failed"
 
     def __init__(self, message: str, *, metrics: dict | None = None, **kw: str | None):
         self.metrics = metrics or {}

@@ -164,3 +164,6 @@ def load_processor_class(classpath: str, workspace: str | Path | None = None,
             "AbstractGroupRewardProcessor",
         )
     return cls
+
+
+__all__ = ["load_processor_class", "parse_classpath"]

@@ -171,3 +171,6 @@ def processor_for_function(fn: Callable, func_type: Any = FunctionType.REWARD) -
         return verl_reward(fn)
     raise UserCodeError(f"{name}({', '.join(params)}) is neither a TRL nor a verl reward "
                         "function", hint=hint)
+
+
+__all__ = ["trl_reward", "verl_reward"]

@@ -147,3 +147,13 @@ async def call_process(
 ) -> Any:
     """Run ``processor.process(input_data)``, whether it is sync or async."""
     return await maybe_await_in_thread(processor.process, input_data, executor=executor)
+
+
+__all__ = [
+    "AbstractGroupRewardProcessor",
+    "AbstractProcessor",
+    "AbstractRewardProcessor",
+    "AbstractRolloutProcessor",
+    "call_process",
+    "call_setup",
+]

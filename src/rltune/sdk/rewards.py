@@ -167,3 +167,6 @@ def reward_func(processor_id: str) -> Callable[[type], type]:
         return cls
 
     return decorate
+
+
+__all__ = ["RewardProcessorMeta", "aggregate_func", "reward_func", "sub_reward_func"]

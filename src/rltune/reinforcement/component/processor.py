@@ -1,19 +1,8 @@
-"""``…reinforcement.component.processor``: the abstract processor classes."""
+"""``…reinforcement.component.processor``: the abstract processor classes and the reward
+decorators."""
 
-from rltune.sdk.processors import (
-    AbstractGroupRewardProcessor,
-    AbstractProcessor,
-    AbstractRewardProcessor,
-    AbstractRolloutProcessor,
-)
-from rltune.sdk.rewards import aggregate_func, reward_func, sub_reward_func
+from rltune.sdk import processors, rewards
+from rltune.sdk.processors import *  # noqa: F403
+from rltune.sdk.rewards import *  # noqa: F403
 
-__all__ = [
-    "AbstractGroupRewardProcessor",
-    "AbstractProcessor",
-    "AbstractRewardProcessor",
-    "AbstractRolloutProcessor",
-    "aggregate_func",
-    "reward_func",
-    "sub_reward_func",
-]
+__all__ = [*processors.__all__, *rewards.__all__]

@@ -4,8 +4,8 @@ functions) are read with ``ast`` and each must name its own layer or a lower one
 The layers, bottom to top (a package may import its own layer and those below it):
 
  0. ``sdk``: user-facing types; imports nothing else of rltune.
- 1. ground floor: ``errors``, ``_process``, ``_lazy``, ``paths``, ``names`` (plumbing and the
-    name lists).
+ 1. ground floor: ``errors``, ``_process``, ``_lazy``, ``_alias``, ``paths``, ``names``
+    (plumbing and the name lists).
  2. ``config``: the job schema (Volcano Ark's job.yaml shape included, ``config/ark_job.py``).
  3. cloud adapters ``ark``, ``reinforcement``: the clouds' names and module paths over sdk and
     config. They sit below ``functions`` because function workers install their import
@@ -42,7 +42,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rltune"
 
 LAYERS: list[tuple[str, ...]] = [
     ("sdk",),
-    ("errors", "_process", "_lazy", "paths", "names"),
+    ("errors", "_process", "_lazy", "_alias", "paths", "names"),
     ("config",),
     ("ark", "reinforcement"),
     ("observability",),

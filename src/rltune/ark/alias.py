@@ -17,9 +17,9 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
-import importlib.util
-import sys
 from types import ModuleType
+
+from rltune._alias import ImportAlias
 
 _PLUGIN = ("rltune.ark.plugins", ["rollout", "single_grader", "group_grader"])
 _PIPELINE = ("rltune.ark.job", ["GRPOPipeline", "PPOPipeline", "PipelinePluginWrapper"])
@@ -59,33 +59,14 @@ class _ArkFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 setattr(module, name, getattr(real, name))
 
 
-_FINDER = _ArkFinder()
-
-
-def _real_ark_installed() -> bool:
-    if _FINDER in sys.meta_path:
-        return False
-    try:
-        return importlib.util.find_spec("ark_sdk") is not None
-    except (ImportError, ValueError):
-        return False
+_ALIAS = ImportAlias("ark_sdk", _ArkFinder())
 
 
 def install_as_ark_sdk(force: bool = False) -> bool:
     """Install the alias; False (nothing changed) when a real ``ark_sdk`` is importable."""
-    if _FINDER in sys.meta_path:
-        return True
-    if _real_ark_installed() and not force:
-        return False
-    uninstall_ark_sdk_alias()
-    sys.meta_path.insert(0, _FINDER)
-    return True
+    return _ALIAS.install(force)
 
 
 def uninstall_ark_sdk_alias() -> None:
     """Remove the alias and forget the aliased modules (mainly for tests)."""
-    if _FINDER in sys.meta_path:
-        sys.meta_path.remove(_FINDER)
-    for name in list(sys.modules):
-        if name == "ark_sdk" or name.startswith("ark_sdk."):
-            del sys.modules[name]
+    _ALIAS.uninstall()

@@ -110,6 +110,23 @@ MAX_ROW_CHARS = 2_000_000
 _TOO_DEEP = object()
 
 
+def _json_object(text: str) -> tuple[Any, str | None]:
+    """The JSON object on one line, or what is wrong with the line."""
+    if len(text) > MAX_ROW_CHARS:
+        return None, f"the line is {len(text)} characters; the limit is {MAX_ROW_CHARS}"
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        obj = _TOO_DEEP
+    if obj is _TOO_DEEP or nesting_depth(obj) > MAX_DEPTH:
+        return None, f"the row is nested more than {MAX_DEPTH} levels deep"
+    if not isinstance(obj, dict):
+        return None, f"a row must be a JSON object, got {type(obj).__name__}"
+    return obj, None
+
+
 def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
     """Validate JSONL lines; raise one ``DatasetError`` naming every bad line and field."""
     rows: list[DataRow] = []
@@ -117,24 +134,9 @@ def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue  # blank lines (e.g. a trailing newline) are not rows
-        if len(text) > MAX_ROW_CHARS:
-            errors.append(f"{source}:{number}: the line is {len(text)} characters; the limit "
-                          f"is {MAX_ROW_CHARS}")
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{source}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        except RecursionError:
-            obj = _TOO_DEEP
-        if obj is _TOO_DEEP or nesting_depth(obj) > MAX_DEPTH:
-            errors.append(f"{source}:{number}: the row is nested more than {MAX_DEPTH} levels "
-                          "deep")
-            continue
-        if not isinstance(obj, dict):
-            errors.append(f"{source}:{number}: a row must be a JSON object, got "
-                          f"{type(obj).__name__}")
+        obj, problem = _json_object(text)
+        if problem:
+            errors.append(f"{source}:{number}: {problem}")
             continue
         try:
             row = DataRow.model_validate(obj)

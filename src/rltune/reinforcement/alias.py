@@ -19,8 +19,9 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import sys
 from types import ModuleType
+
+from rltune._alias import ImportAlias
 
 # Cloud module prefix → rltune module prefix. Longest prefix wins.
 ALIASES: dict[str, str] = {
@@ -67,16 +68,7 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             )
 
 
-_FINDER = _AliasFinder()
-
-
-def _real_dashscope_installed() -> bool:
-    if any(isinstance(f, _AliasFinder) for f in sys.meta_path):
-        return False
-    try:
-        return importlib.util.find_spec("dashscope") is not None
-    except (ImportError, ValueError):
-        return False
+_ALIAS = ImportAlias("dashscope", _AliasFinder())
 
 
 def install_as_dashscope(force: bool = False) -> bool:
@@ -85,22 +77,9 @@ def install_as_dashscope(force: bool = False) -> bool:
     Returns False (and changes nothing) when a real ``dashscope`` is importable and
     ``force`` is False.
     """
-    if _FINDER in sys.meta_path:
-        return True
-    if _real_dashscope_installed() and not force:
-        return False
-    if force:
-        for name in list(sys.modules):
-            if name == "dashscope" or name.startswith("dashscope."):
-                del sys.modules[name]
-    sys.meta_path.insert(0, _FINDER)
-    return True
+    return _ALIAS.install(force)
 
 
 def uninstall_dashscope_alias() -> None:
     """Remove the alias and forget the aliased modules (mainly for tests)."""
-    if _FINDER in sys.meta_path:
-        sys.meta_path.remove(_FINDER)
-    for name in list(sys.modules):
-        if name == "dashscope" or name.startswith("dashscope."):
-            del sys.modules[name]
+    _ALIAS.uninstall()

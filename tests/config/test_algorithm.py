@@ -36,3 +36,35 @@ def test_warmup_and_steps():
     assert hp.total_steps(10) == 4
     assert hp.warmup_steps(100) == 3
     assert HyperParameters(lr_warmup_steps=5).warmup_steps(100) == 5
+
+
+def test_each_knob_is_declared_once_and_its_override_is_derived():
+    from rltune.config.algorithm import KNOB_NAMES, KNOBS, PRESETS, AlgorithmKnobs
+
+    fields = HyperParameters.model_fields
+    for name, knob in KNOBS.items():
+        assert AlgorithmKnobs.model_fields[name].description == knob.text
+        if not knob.overridable:
+            assert name not in fields and name not in KNOB_NAMES
+            continue
+        field = fields[name]
+        assert field.default is None and field.description == knob.text
+        bounds = {k: getattr(m, k) for m in field.metadata for k in ("ge", "gt", "le", "lt")
+                  if getattr(m, k, None) is not None}
+        assert bounds == {k: v for k in ("ge", "gt", "le", "lt")
+                          if (v := getattr(knob, k)) is not None}, name
+        assert all(name in preset for preset in PRESETS.values())  # every preset resolves it
+
+
+def test_a_knob_override_keeps_its_range_and_error():
+    import pytest
+
+    from rltune.config import validate_hyper_parameters
+    from rltune.sdk.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"clip_ratio_low = 1\.5") as err:
+        validate_hyper_parameters({"clip_ratio_low": 1.5})
+    assert "[0, 1)" in err.value.hint
+    with pytest.raises(ConfigError, match="loss_agg_mode"):
+        validate_hyper_parameters({"loss_agg_mode": "token-sum"})
+    assert "advantage_estimator" not in HyperParameters.model_fields  # preset-only

@@ -199,3 +199,24 @@ def test_ranks_die_with_the_job_and_a_dead_rank_fails_it(tmp_path, tiny_model_di
             os.killpg(job.pid, signal.SIGKILL)  # the session this test started
         except ProcessLookupError:
             pass
+
+
+def test_an_opd_job_runs_on_two_ranks(tmp_path, tiny_model_dir):
+    """On-policy distillation has no KL term, so ``n_gpus_training: 2`` is accepted (it was
+    refused "for the KL term": the check read the gspo preset) and trains on both ranks."""
+    from rltune.models import build_tiny_model, save_model
+
+    teacher = save_model(*build_tiny_model(seed=1), tmp_path / "teacher",
+                         meta={"size": "tiny", "seed": 1, "trained": False})
+    ws = _workspace(tmp_path, tiny_model_dir, max_steps=1, kl_loss_coef=0.001)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["teacher_model"] = str(teacher)
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    assert load_job_config(ws / "job.yaml").knobs.advantage_estimator == "opd"
+    out = tmp_path / "opd"
+    _train(ws, out, tmp_path)
+    assert "data parallel: 2 trainer ranks" in (out / "train.log").read_text()
+    assert "ready on cpu" in (out / "ranks" / "rank-1.log").read_text()
+    got, base = _weights(out / "checkpoints" / "checkpoint-1"), _weights(tiny_model_dir)
+    assert all(bool(torch.isfinite(v).all()) for v in got.values())
+    assert max(float((got[k] - base[k]).abs().max()) for k in base) > 1e-6  # it trained

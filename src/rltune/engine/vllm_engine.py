@@ -2,9 +2,12 @@
 
 vLLM's ``LLMEngine`` runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, the layout of
 TRL's ``colocate`` mode), driven by one scheduler thread: each loop it admits new requests and
-runs one ``step()``. Because the model lives in this process, a weight sync hands the tensors
-to the worker's ``reload_weights`` through ``collective_rpc`` (no serialisation, no copy through
-disk), followed by a prefix cache reset so no cached KV from the old weights is reused.
+runs one ``step()``; the requests of a caller that left (an HTTP client that disconnected) are
+aborted in vLLM before the next step (:mod:`rltune.engine.threaded` holds what the engines
+share: jobs, streaming, abort, pause and weight updates). Because the model lives in this
+process, a weight sync hands the tensors to the worker's ``reload_weights`` through
+``collective_rpc`` (no serialisation, no copy through disk), followed by a prefix cache reset
+so no cached KV from the old weights is reused.
 
 Token ids go in, sampled ids and their log-probs come out. The engine is built with
 ``logprobs_mode="raw_logprobs"``: the reported log-prob is the model's own ``log_softmax`` at
@@ -33,21 +36,13 @@ import itertools
 import logging
 import os
 import threading
-import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.engine.base import Engine
-from rltune.engine.types import (
-    Completion,
-    GenerationRequest,
-    GenerationResult,
-    TokenDelta,
-    TopLogprob,
-)
+from rltune.engine.threaded import Job, ThreadedEngine, check_model_dir, eos_ids, find_stop
+from rltune.engine.types import Completion, GenerationRequest, TokenDelta, TopLogprob
 from rltune.engine.vllm_support import require_vllm
-from rltune.sdk.errors import ConflictError, DependencyError, ValidationError
+from rltune.sdk.errors import DependencyError, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -55,65 +50,27 @@ log = logging.getLogger(__name__)
 CPU_KVCACHE_GIB = 1
 
 
-class _Job:
-    """One request: its ``n`` choices, each a vLLM request, report to the submitting loop."""
-
-    def __init__(self, request: GenerationRequest, loop: asyncio.AbstractEventLoop,
-                 stream: bool, version: int):
-        self.request = request
-        self.loop = loop
-        self.future: asyncio.Future = loop.create_future()
-        self.queue: Optional[asyncio.Queue] = asyncio.Queue() if stream else None
-        self.started = time.perf_counter()
-        self.done: dict[int, Completion] = {}
-        self.weight_version = version
-
-    def emit(self, delta: TokenDelta) -> None:
-        if self.queue is not None:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, delta)
-
-    def finish_choice(self, completion: Completion) -> None:
-        self.done[completion.index] = completion
-        if len(self.done) == self.request.sampling.n:
-            result = GenerationResult(
-                prompt_ids=self.request.prompt_ids,
-                completions=[self.done[i] for i in sorted(self.done)],
-                weight_version=self.weight_version,
-                latency_s=time.perf_counter() - self.started)
-            self.loop.call_soon_threadsafe(_settle, self.future, result, None)
-
-    def fail(self, exc: BaseException) -> None:
-        self.loop.call_soon_threadsafe(_settle, self.future, None, exc)
-        if self.queue is not None:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, exc)
-
-
-def _settle(fut: asyncio.Future, value: Any, exc: Optional[BaseException]) -> None:
-    if fut.done():
-        return
-    if exc is not None:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(value)
-
-
 class _Choice:
-    """One of a job's ``n`` choices: the tokens vLLM returned so far."""
+    """One of a job's ``n`` choices (a row): one vLLM request and the tokens it returned."""
 
-    def __init__(self, job: _Job, index: int):
-        self.job, self.index = job, index
+    def __init__(self, job: Job, index: int, rid: str, params: Any):
+        self.job, self.index, self.rid, self.params = job, index, rid, params
         self.ids: list[int] = []
         self.lps: list[float] = []
         want_top = job.request.sampling.top_logprobs
         self.top: Optional[list[list[TopLogprob]]] = [] if want_top else None
 
 
-class VLLMEngine(Engine):
+class VLLMEngine(ThreadedEngine):
     """vLLM's ``LLMEngine`` in this process, stepped by one scheduler thread.
 
     Build it with :meth:`from_pretrained`. ``tokenizer`` is rltune's own (the gateway renders
     chats with it; vLLM itself only sees token ids).
     """
+
+    thread_name = "rltune-vllm"
+    close_timeout_s = 60.0
+    context_key = "max_model_len"
 
     def __init__(self, llm: Any, tokenizer: Any, *, model_config: Any, model_name: str,
                  max_context: int, eos_ids: set[int], device: str, sleep_mode: bool):
@@ -125,22 +82,12 @@ class VLLMEngine(Engine):
         self.max_context = max_context
         self.device = device
         self.sleep_mode = sleep_mode
-        self._vocab = int(model_config.vocab_size)
         self._eos_ids = eos_ids
-        self._version = 0
         self._ids = itertools.count()
-        self._cond = threading.Condition()
         self._lock = threading.Lock()  # every call into the (not thread-safe) LLMEngine
-        self._waiting: list[tuple[str, _Choice, Any]] = []
         self._running: dict[str, _Choice] = {}
-        self._paused = False
-        self._closed = False
         self._asleep = False
-        self._idle = threading.Event()
-        self._idle.set()
-        self.stats = {"steps": 0, "tokens": 0}
-        self._thread = threading.Thread(target=self._run, name="rltune-vllm", daemon=True)
-        self._thread.start()
+        self._start(model_config.vocab_size)
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: str = "float32",
@@ -155,11 +102,7 @@ class VLLMEngine(Engine):
         """
         from rltune.engine.transformers_engine import load_tokenizer
 
-        path = Path(path)
-        if not (path / "config.json").is_file():
-            raise ValidationError(f"no model found at {path} (config.json is missing)",
-                                  where=str(path), hint="pass a directory saved with "
-                                  "save_pretrained")
+        path = check_model_dir(path, "pass a directory saved with save_pretrained")
         on_cuda = device.startswith("cuda")
         if not on_cuda and (sleep_mode or gpu_memory_utilization is not None):
             key = "sleep mode" if sleep_mode else "inference_gpu_memory_utilization"
@@ -211,56 +154,7 @@ class VLLMEngine(Engine):
                    max_context=ctx, eos_ids=_eos_ids(path, tokenizer), device=device,
                    sleep_mode=sleep_mode)
 
-    # -- public API -------------------------------------------------------------------------
-
-    @property
-    def weight_version(self) -> int:
-        return self._version
-
-    async def generate_one(self, request: GenerationRequest) -> GenerationResult:
-        return await self._submit(request, stream=False).future
-
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
-        job = self._submit(request, stream=True)
-        remaining = request.sampling.n
-        while remaining:
-            item = await job.queue.get()
-            if isinstance(item, BaseException):
-                raise item
-            if item.finished is not None:
-                remaining -= 1
-            yield item
-
-    async def pause(self) -> None:
-        """Stop admitting requests; return once the running ones have finished."""
-        with self._cond:
-            self._paused = True
-            self._cond.notify_all()
-        await asyncio.to_thread(self._idle.wait)
-
-    async def resume(self) -> None:
-        with self._cond:
-            self._paused = False
-            self._cond.notify_all()
-
-    async def update_weights(self, weights: Any) -> int:
-        """Load a state dict (or a module's) into vLLM's model, between requests.
-
-        Names are Hugging Face's; vLLM's ``load_weights`` fuses q/k/v and gate/up itself and
-        skips a tied ``lm_head``. The prefix cache is reset afterwards: cached blocks hold KV
-        computed with the old weights. A sleeping engine is woken first (its weights must be
-        resident to be overwritten).
-        """
-        was_paused = self._paused
-        if not was_paused:
-            await self.pause()
-        try:
-            state = weights.state_dict() if hasattr(weights, "state_dict") else weights
-            await asyncio.to_thread(self._load_state, state)
-        finally:
-            if not was_paused:
-                await self.resume()
-        return self._version
+    # -- public API (the rest is the threaded engine's) -------------------------------------
 
     async def sleep(self) -> bool:
         """Free the engine's accelerator memory for a trainer update (CUDA + ``sleep_mode``).
@@ -279,36 +173,11 @@ class VLLMEngine(Engine):
         await asyncio.to_thread(self._wake)
         await self.resume()
 
-    async def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-        await asyncio.to_thread(self._thread.join, 60)
+    # -- the threaded engine's hooks --------------------------------------------------------
 
-    # -- submission -------------------------------------------------------------------------
-
-    def _submit(self, request: GenerationRequest, stream: bool) -> _Job:
-        if self._closed:
-            raise ConflictError("the engine is closed", hint="start a new engine")
-        n_prompt = len(request.prompt_ids)
-        if n_prompt >= self.max_context:
-            raise ValidationError(
-                f"prompt has {n_prompt} tokens; the model's context is {self.max_context}",
-                where="prompt_ids", hint="shorten the conversation or raise max_model_len")
-        bad = [t for t in request.prompt_ids if not 0 <= t < self._vocab]
-        if bad:
-            raise ValidationError(f"token id {bad[0]} is outside the vocabulary "
-                                  f"(size {self._vocab})", where="prompt_ids",
-                                  hint="tokenize with this model's tokenizer")
-        job = _Job(request, asyncio.get_running_loop(), stream, self._version)
-        items = []
-        for index in range(request.sampling.n):
-            rid = f"r{next(self._ids)}"
-            items.append((rid, _Choice(job, index), self._params(request, index)))
-        with self._cond:
-            self._waiting.extend(items)
-            self._cond.notify_all()
-        return job
+    def _rows(self, job: Job) -> list[_Choice]:
+        return [_Choice(job, i, f"r{next(self._ids)}", self._params(job.request, i))
+                for i in range(job.request.sampling.n)]
 
     def _params(self, request: GenerationRequest, index: int) -> Any:
         from vllm import SamplingParams
@@ -325,36 +194,26 @@ class VLLMEngine(Engine):
             logprobs=sp.top_logprobs, detokenize=False,
             output_kind=RequestOutputKind.DELTA)
 
-    # -- scheduler thread -------------------------------------------------------------------
+    def _running_rows(self) -> list[_Choice]:
+        return list(self._running.copy().values())  # other threads count them too
 
-    def _run(self) -> None:
-        try:
-            while True:
-                with self._cond:
-                    while not self._closed and not self._running and (
-                            self._paused or not self._waiting):
-                        self._idle.set()
-                        self._cond.wait()
-                    if self._closed:
-                        break
-                    admit = [] if self._paused else self._waiting
-                    if admit:
-                        self._waiting = []
-                    self._idle.clear()
-                with self._lock:
-                    for rid, choice, params in admit:
-                        self._llm.add_request(
-                            rid, {"prompt_token_ids": choice.job.request.prompt_ids}, params)
-                        self._running[rid] = choice
-                    outputs = self._llm.step() if self._running else []
-                self.stats["steps"] += 1
-                for out in outputs:
-                    self._deliver(out)
-        except BaseException as exc:  # a crash must not leave callers waiting forever
-            log.exception("vLLM scheduler crashed")
-            self._fail_all(exc)
-            return
-        self._fail_all(ConflictError("the engine was closed while the request was running"))
+    def _step(self, admit: list[_Choice]) -> None:
+        """Abort the requests of callers that left, add the admitted ones, run one step."""
+        with self._lock:
+            gone = [rid for rid, c in self._running.items() if c.job.cancelled]
+            if gone:
+                self._llm.abort_request(gone)
+                for rid in gone:
+                    del self._running[rid]
+            for choice in admit:
+                self._llm.add_request(
+                    choice.rid, {"prompt_token_ids": choice.job.request.prompt_ids},
+                    choice.params)
+                self._running[choice.rid] = choice
+            outputs = self._llm.step() if self._running else []
+        self.stats["steps"] += 1
+        for out in outputs:
+            self._deliver(out)
 
     def _deliver(self, out: Any) -> None:
         choice = self._running.get(out.request_id)
@@ -376,7 +235,9 @@ class VLLMEngine(Engine):
         choice.lps.extend(new_lps)
         self.stats["tokens"] += len(new_ids)
         finished: Optional[Completion] = None
-        hit = self._stop_string(choice) if sp.stop and not out.finished else None
+        hit = None
+        if sp.stop and not out.finished:
+            hit = find_stop(sp.stop, choice.ids, self._decode)
         if hit is not None:
             with self._lock:
                 self._llm.abort_request([out.request_id])
@@ -394,30 +255,22 @@ class VLLMEngine(Engine):
             self._running.pop(out.request_id, None)
             choice.job.finish_choice(finished)
 
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
     @staticmethod
     def _completion(choice: _Choice, reason: str, stop_reason: Any) -> Completion:
         return Completion(index=choice.index, completion_ids=list(choice.ids),
                           logprobs=list(choice.lps), finish_reason=reason,
                           stop_reason=stop_reason, top_logprobs=choice.top)
 
-    def _stop_string(self, choice: _Choice) -> Optional[str]:
-        stops = choice.job.request.sampling.stop
-        longest = max(len(s.encode()) for s in stops)
-        tail = self.tokenizer.decode(choice.ids[-(longest + 1):], skip_special_tokens=False)
-        return next((s for s in stops if s and s in tail), None)
-
-    def _fail_all(self, exc: BaseException) -> None:
-        with self._cond:
-            jobs = {id(c.job): c.job for _, c, _ in self._waiting}
-            jobs.update({id(c.job): c.job for c in self._running.values()})
-            self._waiting, self._closed = [], True
-            self._idle.set()
+    def _drop_running(self) -> list[_Choice]:
         with self._lock:
             if self._running:
                 self._llm.abort_request(list(self._running))
+            rows = list(self._running.values())
             self._running.clear()
-        for job in jobs.values():
-            job.fail(exc)
+        return rows
 
     def _load_state(self, state: dict[str, Any]) -> None:
         items = list(state.items())
@@ -453,13 +306,6 @@ def _eos_ids(path: Path, tokenizer: Any) -> set[int]:
     """End-of-sequence ids: the model's generation config and the tokenizer's (as built-in)."""
     import json
 
-    ids: set[int] = set()
     gen = path / "generation_config.json"
-    eos = json.loads(gen.read_text()).get("eos_token_id") if gen.is_file() else None
-    if isinstance(eos, int):
-        ids.add(eos)
-    elif eos:
-        ids.update(int(e) for e in eos)
-    if tokenizer.eos_token_id is not None:
-        ids.add(int(tokenizer.eos_token_id))
-    return ids
+    return eos_ids(json.loads(gen.read_text()).get("eos_token_id") if gen.is_file() else None,
+                   tokenizer)

@@ -89,57 +89,56 @@ def create_app(gw: Gateway) -> FastAPI:
             message, param = _describe(exc.errors())
             return _error(400, message, param=param)
 
+    async def begin(request: Request, model: type) -> Any:
+        """Authenticate, read and prepare one chat call: a :class:`_Call`, or the error."""
+        rollout_id = gw.authenticate(request.headers.get("authorization"))
+        req = await read(request, model)
+        if isinstance(req, JSONResponse):
+            return req
+        chat_req = to_chat_request(req) if isinstance(req, ResponsesRequest) else req
+        p = gw.chat.prepare(chat_req, gw.store.calls(rollout_id) if rollout_id else ())
+        gw.chat.stats["requests"] += 1
+        call_index = gw.store.next_index(rollout_id) if rollout_id else 0
+        return _Call(gw, rollout_id, req, p, call_index)
+
+    async def generate(request: Request, call: _Call) -> Any:
+        """The engine's result, or None when the client left first (its job was aborted)."""
+        with generate_span(request.headers, call.rollout_id,
+                           gw.trace_parent(request.headers.get("authorization"))) as span:
+            result = await _unless_disconnected(
+                request, gw.engine.generate_one(gw.chat.engine_request(call.prepared)))
+            if result is not None:
+                _span_usage(span, result, call.index)
+        if result is None:
+            gw.chat.stats["disconnected"] = gw.chat.stats.get("disconnected", 0) + 1
+        return result
+
     @app.post("/v1/responses")
     async def responses(request: Request) -> Any:
         """The Responses API over the chat service; captured like chat completions."""
-        rollout_id = gw.authenticate(request.headers.get("authorization"))
-        req = await read(request, ResponsesRequest)
-        if isinstance(req, JSONResponse):
-            return req
-        svc = gw.chat
-        p = svc.prepare(to_chat_request(req), gw.store.calls(rollout_id) if rollout_id else ())
-        svc.stats["requests"] += 1
-        call_index = gw.store.next_index(rollout_id) if rollout_id else 0
-        result = await gw.engine.generate_one(svc.engine_request(p))
-        chat, parsed = svc.response(p, result.completions)
-        if rollout_id:
-            for c, out in zip(result.completions, parsed, strict=True):
-                gw.store.add(svc.captured(p, c, out, rollout_id, call_index,
-                                          result.weight_version, result.latency_s))
-        return JSONResponse(response_body(req, chat, svc.model_name))
+        call = await begin(request, ResponsesRequest)
+        if isinstance(call, JSONResponse):
+            return call
+        result = await generate(request, call)
+        if result is None:
+            return Response(status_code=499)
+        chat, parsed = gw.chat.response(call.prepared, result.completions)
+        call.capture(result.completions, parsed, result.weight_version, result.latency_s)
+        return JSONResponse(response_body(call.request, chat, gw.chat.model_name))
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
-        rollout_id = gw.authenticate(request.headers.get("authorization"))
-        req = await read(request, ChatCompletionRequest)
-        if isinstance(req, JSONResponse):
-            return req
-        svc = gw.chat
-        p = svc.prepare(req, gw.store.calls(rollout_id) if rollout_id else ())
-        svc.stats["requests"] += 1
-        call_index = gw.store.next_index(rollout_id) if rollout_id else 0
-        if req.stream:
-            def record(completions: list, parsed: list, version: int, latency: float) -> None:
-                if rollout_id:
-                    for c, out in zip(completions, parsed, strict=True):
-                        gw.store.add(svc.captured(p, c, out, rollout_id, call_index, version,
-                                                  latency))
-            return StreamingResponse(_sse(svc.stream_chunks(p, record)),
+        call = await begin(request, ChatCompletionRequest)
+        if isinstance(call, JSONResponse):
+            return call
+        if call.request.stream:
+            return StreamingResponse(_sse(gw.chat.stream_chunks(call.prepared, call.capture)),
                                      media_type="text/event-stream")
-        with generate_span(request.headers, rollout_id,
-                           gw.trace_parent(request.headers.get("authorization"))) as span:
-            result = await _unless_disconnected(request,
-                                                gw.engine.generate_one(svc.engine_request(p)))
-            if result is not None:
-                _span_usage(span, result, call_index)
+        result = await generate(request, call)
         if result is None:  # the client is gone; its rows were freed
-            svc.stats["disconnected"] = svc.stats.get("disconnected", 0) + 1
             return Response(status_code=499)
-        resp, parsed = svc.response(p, result.completions)
-        if rollout_id:
-            for c, out in zip(result.completions, parsed, strict=True):
-                gw.store.add(svc.captured(p, c, out, rollout_id, call_index,
-                                          result.weight_version, result.latency_s))
+        resp, parsed = gw.chat.response(call.prepared, result.completions)
+        call.capture(result.completions, parsed, result.weight_version, result.latency_s)
         return JSONResponse(resp.model_dump(exclude_none=True))
 
     @app.exception_handler(AuthError)
@@ -167,6 +166,23 @@ class _BodyLimit:
                 await resp(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+class _Call:
+    """One prepared chat call: who made it (the rollout, if any), its request, its index."""
+
+    def __init__(self, gw: Gateway, rollout_id: Optional[str], request: Any, prepared: Any,
+                 index: int):
+        self.gw, self.rollout_id, self.request = gw, rollout_id, request
+        self.prepared, self.index = prepared, index
+
+    def capture(self, completions: list, parsed: list, version: int, latency: float) -> None:
+        """Record the completions for the rollout (a serving key's calls are not captured)."""
+        if not self.rollout_id:
+            return
+        for c, out in zip(completions, parsed, strict=True):
+            self.gw.store.add(self.gw.chat.captured(self.prepared, c, out, self.rollout_id,
+                                                    self.index, version, latency))
 
 
 async def _unless_disconnected(request: Request, work: Any, poll_s: float = 0.25) -> Any:

@@ -8,8 +8,10 @@ front of each, and serves them all on one port: ``POST /v1/chat/completions`` go
 gateway of the request's ``model`` (the only one when ``model`` is left out);
 ``GET /v1/models`` lists them. Once listening it writes ``<dir>/endpoint.json``.
 
-``load_engine`` is the seam for other engines: a spec ``engine`` other than ``builtin`` is
-refused here until an engine (e.g. vLLM) is added behind the same ``Engine`` interface.
+Engines are built by ``rltune.engine.select.build_engine``, as for jobs and ``rltune serve``:
+``builtin`` (``threads`` torch threads) or ``vllm`` (its CPU backend takes ``OMP_NUM_THREADS``).
+The built-in engine runs on the CPU; vLLM on CUDA where torch sees a GPU, else on the CPU (the
+installed vLLM build decides which it can run on).
 """
 
 from __future__ import annotations
@@ -23,19 +25,18 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.sdk.errors import ConfigError
-
-ENGINES = ("builtin",)
-
 
 def load_engine(kind: str, path: str, name: str, threads: int) -> Any:
-    """The engine of one served model (the one place that maps ``engine`` to a class)."""
-    if kind == "builtin":
-        from rltune.engine.transformers_engine import TransformersEngine
+    """The engine of one served model, built by the one engine selector."""
+    from rltune.engine.select import build_engine
 
-        return TransformersEngine.from_pretrained(path, threads=threads, model_name=name)
-    raise ConfigError(f"engine {kind!r} is not available", where="engine",
-                      hint=f"use one of {', '.join(ENGINES)}")
+    device = "cpu"
+    if kind == "vllm":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return build_engine(kind, path, model_name=name, device=device, threads=threads,
+                        colocated=False)
 
 
 class KeyRing:
@@ -147,10 +148,11 @@ async def serve(root: Path) -> None:
     gateways: dict[str, Any] = {}
     for m in spec["models"]:
         parser = parser_name_for_model_dir(m["path"], m.get("tool_parser"))
-        engine = load_engine(spec.get("engine", "builtin"), m["path"], m["name"],
-                             int(spec.get("threads", 1)))
+        kind = spec.get("engine", "builtin")
+        engine = load_engine(kind, m["path"], m["name"], int(spec.get("threads", 1)))
         gateways[m["name"]] = Gateway(engine, open_access=True, tool_parser=parser)
-        print(f"loaded {m['name']} from {m['path']} (tool-call parser {parser})", flush=True)
+        print(f"loaded {m['name']} from {m['path']} (engine {kind}, tool-call parser "
+              f"{parser})", flush=True)
     config = uvicorn.Config(Router(gateways, KeyRing(root)), host=spec.get("host", "127.0.0.1"),
                             port=int(spec.get("port", 0)), log_level="warning",
                             lifespan="off", access_log=False)

@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from rltune._process import pid_alive
 from rltune.server.auth import KEY_PREFIX, hash_key
@@ -76,12 +76,16 @@ class DeploymentManager:
 
     # ---- operations
     async def create(self, workspace: str, name: str, models: list[dict[str, Any]],
-                     threads: int = 1) -> tuple[dict[str, Any], str]:
-        """Record and start a deployment; returns (record, its first API key's secret)."""
+                     threads: int = 1, engine: Optional[str] = None
+                     ) -> tuple[dict[str, Any], str]:
+        """Record and start a deployment; returns (record, its first API key's secret).
+
+        ``engine`` (``builtin`` or ``vllm``; the manager's default when None) is the caller's
+        to check first (``rltune.engine.select.check_engine_installed``)."""
         dep_id = f"dep-{secrets.token_hex(6)}"
         secret, key = new_key()
         rec = {"id": dep_id, "workspace": workspace, "status": STARTING,
-               "created_at": time.time(), "name": name, "engine": self.engine,
+               "created_at": time.time(), "name": name, "engine": engine or self.engine,
                "models": [m["name"] for m in models], "model_paths": models,
                "threads": threads, "keys": [key], "desired": "running", "pid": None,
                "base_url": None, "error": None}

@@ -1,8 +1,10 @@
 """``/v1/deployments``: serve published models behind an OpenAI-compatible endpoint.
 
-``POST /v1/deployments`` ``{models: [name, ...], name}`` starts one serving process for all
-the models (requests are routed by their ``model`` field) and answers with the deployment and
-its first API key (shown once). The endpoint is ``base_url`` once ``status`` is RUNNING.
+``POST /v1/deployments`` ``{models: [name, ...], name, engine}`` starts one serving process for
+all the models (requests are routed by their ``model`` field) and answers with the deployment
+and its first API key (shown once). ``engine`` is ``builtin`` (default) or ``vllm``; an engine
+this installation cannot start is refused here, by name, before anything is recorded. The
+endpoint is ``base_url`` once ``status`` is RUNNING.
 ``POST /v1/deployments/{id}/chat/completions`` forwards a chat from a workspace key (the
 console's playground) so the browser never holds a deployment key.
 """
@@ -10,15 +12,16 @@ console's playground) so the browser never holds a deployment key.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal, Optional
 
 import httpx
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
+from rltune.engine.select import ENGINE_NAMES, check_engine_installed
 from rltune.lifecycle.publish import NAME_PATTERN
-from rltune.sdk.errors import ConflictError, NotFoundError, OverloadedError
+from rltune.sdk.errors import ConfigError, ConflictError, NotFoundError, OverloadedError
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging
 from rltune.server.deployments import LIVE, RUNNING, DeploymentManager
@@ -49,7 +52,23 @@ class DeployRequest(BaseModel):
     models: list[str] = Field(..., min_length=1, max_length=16,
                               description="published model names, served on one endpoint")
     name: str = Field("", max_length=128)
-    threads: int = Field(1, ge=1, le=64, description="torch threads of the serving process")
+    threads: Optional[int] = Field(None, ge=1, le=64, description="torch threads of the "
+                                   "built-in engine's serving process (default 1)")
+    engine: Literal[ENGINE_NAMES] = Field(  # type: ignore[valid-type]
+        "builtin", description="inference engine: builtin, or vllm where vLLM is installed "
+        "(one model per deployment)")
+
+    def check_engine(self) -> None:
+        """Refuse, naming the key, what the chosen engine cannot do on this installation."""
+        check_engine_installed(self.engine)
+        if self.engine == "vllm" and len(set(self.models)) > 1:
+            raise ConfigError("engine: vllm serves one model per deployment (one vLLM engine "
+                              f"per process); got {len(set(self.models))} models",
+                              where="models", hint="start one deployment per model")
+        if self.engine == "vllm" and self.threads is not None:
+            raise ConfigError("threads sets the built-in engine's torch threads; vLLM's CPU "
+                              "backend takes OMP_NUM_THREADS from the server's environment",
+                              where="threads", hint="leave threads out with engine: vllm")
 
 
 @router.post("/deployments", status_code=201)
@@ -58,6 +77,7 @@ async def create_deployment(body: DeployRequest, request: Request,
     """Start serving published models; the answer carries ``api_key`` (shown once)."""
     import re
 
+    body.check_engine()
     store = ctx_of(request).store
     models = []
     for i, name in enumerate(dict.fromkeys(body.models)):
@@ -67,7 +87,7 @@ async def create_deployment(body: DeployRequest, request: Request,
         rec = get_model(store, caller.workspace, name)
         models.append({"name": name, "path": rec["path"]})
     rec, secret = await _mgr(request).create(caller.workspace, body.name or models[0]["name"],
-                                             models, body.threads)
+                                             models, body.threads or 1, engine=body.engine)
     return dep_view(rec) | {"api_key": secret}
 
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.names import ENGINES, check_registry
+from rltune.config.job_rules import engine_key_problem
+from rltune.names import ENGINES, REPLICA_BACKENDS, check_registry
 from rltune.sdk.errors import ConfigError
 
 ENGINE_NAMES = ("builtin", "vllm")
 check_registry("engine", ENGINES, ENGINE_NAMES)
-REPLICA_BACKENDS = ("local", "ray")
 _HP = "training.hyper_parameters."
 
 #: vLLM's share of a GPU it shares with the trainer when the job does not set
@@ -53,20 +53,17 @@ def check_engine_options(name: str, *, device: Optional[str] = "cpu",
     if name not in ENGINE_NAMES:
         raise ConfigError(f"unknown engine {name!r}", where="engine",
                           hint="use one of: " + ", ".join(ENGINE_NAMES))
-    if gpu_memory_utilization is None:
-        pass
-    elif name == "builtin":
-        raise ConfigError(
-            "inference_gpu_memory_utilization is a vLLM setting; the built-in engine has no "
-            "memory pool to size", where="training.hyper_parameters."
-            "inference_gpu_memory_utilization", hint="unset it, or set engine: vllm on a GPU")
-    elif device is not None and not device.startswith("cuda"):
-        raise ConfigError(
-            f"inference_gpu_memory_utilization needs a CUDA device; the vllm engine runs on "
-            f"{device}, where vLLM sizes its KV cache from VLLM_CPU_KVCACHE_SPACE (GiB)",
-            where="training.hyper_parameters.inference_gpu_memory_utilization",
-            hint="unset it and set VLLM_CPU_KVCACHE_SPACE, or run on a GPU")
-    _check_replicas(name, device, replicas, replica_backend)
+    if replica_backend not in REPLICA_BACKENDS:
+        raise ConfigError(f"unknown inference_replica_backend {replica_backend!r}",
+                          where=_HP + "inference_replica_backend",
+                          hint="use one of: " + ", ".join(REPLICA_BACKENDS))
+    # the same rules, and words, as the job config's (config/job_rules.py)
+    problem = engine_key_problem(name, device=device,
+                                 gpu_memory_utilization=gpu_memory_utilization,
+                                 replicas=replicas, replica_backend=replica_backend)
+    if problem is not None:
+        key, _value, rule, fix = problem
+        raise ConfigError(f"{key} {rule}", where=_HP + key, hint=fix)
     if name == "vllm":
         from rltune.engine.vllm_support import require_vllm
 
@@ -96,25 +93,6 @@ def check_engine_installed(name: str, where: str = "engine") -> None:
             f"engine: {name} is not available here: vLLM is not installed (neither the vllm "
             f"nor the vllm-cpu package); supported here: {', '.join(supported)}",
             where=where, hint=f"install vLLM where the engine runs: {INSTALL_HINT}")
-
-
-def _check_replicas(name: str, device: Optional[str], replicas: int, backend: str) -> None:
-    if backend not in REPLICA_BACKENDS:
-        raise ConfigError(f"unknown inference_replica_backend {backend!r}",
-                          where=_HP + "inference_replica_backend",
-                          hint="use one of: " + ", ".join(REPLICA_BACKENDS))
-    if name == "vllm" and (replicas > 1 or backend == "ray"):
-        key = "inference_replicas" if replicas > 1 else "inference_replica_backend"
-        raise ConfigError(
-            f"{key} needs the built-in engine: this build runs one vLLM engine per job "
-            f"(engine replicas are built-in engines, in this process or as Ray actors)",
-            where=_HP + key, hint="remove it, or set engine: builtin")
-    if backend == "ray" and device is not None and device != "cpu":
-        raise ConfigError(
-            f"inference_replica_backend: ray runs the built-in engine on the CPU of each node "
-            f"in this build; the job's device is {device}",
-            where=_HP + "inference_replica_backend",
-            hint="set device: cpu, or use inference_replica_backend: local")
 
 
 def build_engine(name: str, path: str | Path, *, model_name: str, device: str = "cpu",

@@ -131,7 +131,14 @@ def _python_dirs(python: str) -> list[str]:
     py = Path(python)
     dirs.add(str(py.parent.parent))  # a per-function venv: <venv>/bin/python
     dirs.add(str(py.resolve().parent.parent))
-    return sorted(d for d in dirs if Path(d).exists() and d not in ("/", ""))
+    return sorted(d for d in dirs if d not in ("/", "") and _exists(d))
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except OSError:  # a folder this user may not enter (a server that is not root)
+        return False
 
 
 def homes_to_hide(workspace: Path) -> list[Path]:
@@ -140,7 +147,7 @@ def homes_to_hide(workspace: Path) -> list[Path]:
 
     homes = {rltune_home().resolve()}
     homes.update(p for p in workspace.parents
-                 if (p / "server").is_dir() and (p / "functions").is_dir())
+                 if _exists(str(p / "server")) and _exists(str(p / "functions")))
     return sorted(homes)
 
 

@@ -98,17 +98,21 @@ def uv_executable() -> Optional[str]:
         return None
 
 
-def venv_digest(workspace: str | Path) -> str:
+def venv_digest(workspace: str | Path, cache_dir: str | Path | None = None) -> str:
     """The cache key of a built environment: every file of the workspace (requirements.txt
     may name local packages, wheels and other files: two workspaces with the same
     requirements.txt but different local packages get different builds), this interpreter
     and the isolation mode the build ran under."""
-    from rltune.functions.archive import content_hash
+    from rltune.functions.archive import content_hash, workspace_files
     from rltune.functions.sandbox import active_isolation
 
-    workspace = Path(workspace)
+    workspace = Path(workspace).resolve()
+    files = workspace_files(workspace)
+    if cache_dir is not None:  # the venv cache may lie inside the workspace (the CLI's)
+        cache = Path(cache_dir).resolve()
+        files = [f for f in files if cache not in (workspace / f).parents]
     digest = hashlib.sha256((workspace / REQUIREMENTS_FILE).read_bytes())
-    digest.update(b"\0" + content_hash(workspace).encode())
+    digest.update(b"\0" + content_hash(workspace, files).encode())
     digest.update(b"\0" + sys.executable.encode() + b"\0" + active_isolation().encode())
     return digest.hexdigest()[:16]
 
@@ -132,7 +136,7 @@ def ensure_venv(workspace: str | Path, cache_dir: str | Path) -> Path:
     req = workspace / REQUIREMENTS_FILE
     if not req.is_file():
         return Path(sys.executable)
-    digest = venv_digest(workspace)
+    digest = venv_digest(workspace, cache_dir)
     venv = Path(cache_dir) / f"venv-{digest}"
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     if (venv / ".rltune-ready").exists():

@@ -109,7 +109,9 @@ def build(workspace: Path, venv: Path, uv: Optional[str], digest: str) -> None:
     try:
         if isolated:
             src = scratch / "src"  # a private copy: the build may write build/, *.egg-info
-            shutil.copytree(workspace, src, symlinks=True)
+            skip = {venv.parent.resolve()}  # a cache folder inside the workspace
+            shutil.copytree(workspace, src, symlinks=True, ignore=lambda d, names: [
+                n for n in names if (Path(d) / n).resolve() in skip])
             args = [sys.executable, "-c", _DRIVER, sandbox.VENV,
                     f"{sandbox.WORKSPACE}/requirements.txt", uv or "", *_parent_sites()]
             wrapped = sandbox.bwrap_command(args, src, home, workspace_writable=True,

@@ -18,7 +18,7 @@ import pytest
 
 from rltune.functions.sandbox import active_isolation, bwrap_problem
 
-from .conftest import start_server, zip_bytes
+from .conftest import run_function, start_server, zip_bytes
 
 pytestmark = pytest.mark.skipif(
     active_isolation() != "bwrap" and not os.environ.get("RLTUNE_REQUIRE_ISOLATION"),
@@ -61,28 +61,14 @@ class Probe(AbstractRewardProcessor):
 '''
 
 
-def _run(client, files: dict[str, str], classpath: str, env: dict, **runtime) -> dict:
-    fn = client.post("/v1/functions", params={"classpath": classpath, "type": "reward"},
-                     content=zip_bytes(files))
-    assert fn.status_code == 201, fn.text
-    inst = client.post(f"/v1/functions/{fn.json()['entity_id']}/load",
-                       json={"runtime": {"env": env, **runtime}})
-    assert inst.status_code == 201, inst.text
-    r = client.post(f"/v1/instances/{inst.json()['instance_id']}/test",
-                    json={"input": {"agent_output": {"messages": []}}})
-    assert r.status_code == 200, r.text
-    out = r.json()["output"]
-    assert out["status"] == "success", out
-    return out["reward"]["found"]
-
-
 def test_a_function_of_a_root_server_has_no_capability_and_no_escape_syscall(server):
     """Item 2 (and item 18: neutral working directory and mount points)."""
     with server.client() as admin:
         key = admin.post("/v1/keys", json={"workspace": "probe"}).json()["api_key"]
     targets = {"admin_key": str(server.home / "server" / "admin.key")}
     with server.client(key) as c:
-        found = _run(c, {"probe.py": PROBE}, "probe.py:Probe", {"TARGETS": json.dumps(targets)})
+        found = run_function(c, {"probe.py": PROBE}, "probe.py:Probe",
+                             {"TARGETS": json.dumps(targets)})
     assert int(found["cap_eff"], 16) == 0, found
     assert found["seccomp"] == "2", found  # a filter is loaded
     assert found["umount_tmp"] == "EPERM", found
@@ -166,9 +152,9 @@ def test_tenants_with_identical_code_do_not_share_a_writable_folder(server):
         key_b = admin.post("/v1/keys", json={"workspace": "cache-b"}).json()["api_key"]
     files = {"cache_fn.py": WRITER}
     with server.client(key_a) as a:
-        found_a = _run(a, files, "cache_fn.py:Cache", {"MODE": "write"})
+        found_a = run_function(a, files, "cache_fn.py:Cache", {"MODE": "write"})
     with server.client(key_b) as b:
-        found_b = _run(b, files, "cache_fn.py:Cache", {"MODE": "read"})
+        found_b = run_function(b, files, "cache_fn.py:Cache", {"MODE": "read"})
     assert found_b["seen"] is False, (found_a, found_b)
     assert found_a["wrote"] == "OSError" or found_a["wrote"] != "ok", found_a
 
@@ -202,7 +188,7 @@ def test_a_worker_cannot_write_more_than_its_memory_size_to_tmp(server):
     with server.client() as admin:
         key = admin.post("/v1/keys", json={"workspace": "filler"}).json()["api_key"]
     with server.client(key) as c:
-        found = _run(c, {"fill.py": TMP_FILLER}, "fill.py:Fill", {}, memory_size=192)
+        found = run_function(c, {"fill.py": TMP_FILLER}, "fill.py:Fill", {}, memory_size=192)
     assert found["error"] is not None and found["written"] <= 192 << 20, found
 
 

@@ -6,11 +6,14 @@ User functions are other people's code. A worker gets only:
   ``HOME``/``TMPDIR``, ``PYTHONPATH`` (its workspace and rltune) and its own ``runtime.env`` —
   never ``RLTUNE_HOME``, API keys or anything else of the process that starts it;
 - with bubblewrap (``bwrap``, Debian package ``bubblewrap``): a mount namespace holding the
-  system's programs and libraries read-only, the Python installation read-only, its workspace,
-  and an empty private ``/tmp``. ``$RLTUNE_HOME`` (keys, database, other workspaces' files and
-  jobs) is not mounted at all, and a new PID namespace hides every other process (so
-  ``/proc/<server pid>/environ`` does not exist). The network is shared: a rollout must reach
-  the policy gateway on 127.0.0.1.
+  system's programs and libraries read-only, the Python installation read-only, its code
+  read-only at ``/workspace``, a built venv at ``/venv``, a private folder at ``/worker`` and
+  a private ``/tmp`` of a given size. ``$RLTUNE_HOME`` (keys, database, other workspaces' files
+  and jobs) is not mounted at all, and a new PID namespace hides every other process (so
+  ``/proc/<server pid>/environ`` does not exist). No capabilities, ``nobody`` in a user
+  namespace where the kernel allows one, and a seccomp filter against escape syscalls
+  (``rltune.functions.seccomp``): a server running as root hands no privilege to function
+  code. The network is shared: a rollout must reach the policy gateway on 127.0.0.1.
 
 ``RLTUNE_FUNCTION_ISOLATION`` picks the mode: ``auto`` (default: bubblewrap when it works, else
 environment only), ``bwrap`` (bubblewrap or fail) or ``none`` (environment only).

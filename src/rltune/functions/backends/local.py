@@ -177,12 +177,16 @@ class LocalProcessBackend(WorkerBackend):
         env = {var: "false" if var == "TOKENIZERS_PARALLELISM" else threads
                for var in _THREAD_VARS}
         env["RLTUNE_WORKER_CPU"] = threads
-        if sandboxed and os.environ.get("RLTUNE_TRACE_DIR"):
+        trace_dir = os.environ.get("RLTUNE_TRACE_DIR")
+        if sandboxed and trace_dir and Path(trace_dir).exists():  # mounted there
             env["RLTUNE_TRACE_DIR"] = sandbox.TRACES
         env.update(runtime.env_strings())
         if sandboxed:
-            return sandbox.minimal_env(Path(sandbox.WORKSPACE), Path(sandbox.WORKER_DIR), env,
-                                       tmpdir="/tmp")
+            inside = sandbox.minimal_env(Path(sandbox.WORKSPACE), Path(sandbox.WORKER_DIR), env,
+                                         tmpdir="/tmp")
+            if inside.get("RLTUNE_TRACE_DIR") != sandbox.TRACES:
+                inside.pop("RLTUNE_TRACE_DIR", None)  # a server path, not mounted
+            return inside
         return sandbox.minimal_env(Path(spec.workspace), private_dir, env)
 
     async def start_worker(self, spec: FunctionComponentSpec, worker_id: str) -> WorkerHandle:

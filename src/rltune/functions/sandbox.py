@@ -123,7 +123,7 @@ def minimal_env(workspace: Path, private_dir: Path, extra: dict[str, str],
     return env
 
 
-def _python_dirs(python: str) -> list[str]:
+def python_dirs(python: str) -> list[str]:
     """Directories the worker's interpreter imports from (read-only in the sandbox)."""
     import rltune
 
@@ -161,11 +161,26 @@ WORKSPACE, VENV, WORKER_DIR, TRACES = "/workspace", "/venv", "/worker", "/traces
 SANDBOX_UID = 65534
 
 
+@functools.cache
+def bwrap_supports(option: str) -> bool:
+    """Whether this bubblewrap knows ``option`` (``--size`` and ``--disable-userns`` came
+    in 0.8.0)."""
+    try:
+        res = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option in (res.stdout + res.stderr).split()
+
+
 @functools.lru_cache(maxsize=1)
 def userns_problem() -> Optional[str]:
     """None when bubblewrap can run a process as ``nobody`` in a new user namespace here."""
     if bwrap_problem() is not None:
         return bwrap_problem()
+    if not bwrap_supports("--disable-userns"):
+        log.warning("bubblewrap is older than 0.8.0 (no --disable-userns): functions run with "
+                    "all capabilities dropped and a seccomp filter, as the server's uid")
+        return "bubblewrap older than 0.8.0"
     res = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-user", "--uid",
                           str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns",
                           "--cap-drop", "ALL", "true"], capture_output=True, timeout=20)
@@ -218,8 +233,10 @@ def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path, *,
     """
     args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", *hardening_args(), "--proc", "/proc", "--dev", "/dev"]
-    if tmp_bytes:
+    if tmp_bytes and bwrap_supports("--size"):
         args += ["--size", str(int(tmp_bytes))]
+    elif tmp_bytes:
+        log.warning("bubblewrap is older than 0.8.0 (no --size): /tmp is not size-limited")
     args += ["--tmpfs", "/tmp"]
     bound: list[str] = []
     for d in _SYSTEM_DIRS:
@@ -231,7 +248,7 @@ def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path, *,
             bound.append(d)
     for name in _ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    pydirs = _python_dirs(sys.executable)
+    pydirs = python_dirs(sys.executable)
     for d in pydirs:
         args += ["--ro-bind", d, d]
     hidden = [h for h in homes_to_hide(workspace)

@@ -107,6 +107,9 @@ def build(workspace: Path, venv: Path, uv: Optional[str], digest: str) -> None:
     home.mkdir()
     venv.mkdir(parents=True)
     try:
+        if isolated and uv and not _visible_in_sandbox(uv):
+            log.info("uv at %s is outside the sandbox's mounts; building with pip", uv)
+            uv = None
         if isolated:
             src = scratch / "src"  # a private copy: the build may write build/, *.egg-info
             skip = {venv.parent.resolve()}  # a cache folder inside the workspace
@@ -176,6 +179,13 @@ def _watch(proc: subprocess.Popen, timeout: float, max_bytes: int, *roots: Path
             return problem
         time.sleep(_CHECK_EVERY_S)
     return None
+
+
+def _visible_in_sandbox(exe: str) -> bool:
+    """Whether ``exe`` lies in a folder the sandbox mounts (system or Python folders)."""
+    real = Path(exe).resolve()
+    roots = [Path(d) for d in ("/usr", *sandbox.python_dirs(sys.executable))]
+    return any(root == real or root in real.parents for root in roots)
 
 
 def _parent_sites() -> list[str]:

@@ -234,21 +234,18 @@ class LocalProcessBackend(WorkerBackend):
                 writable=writable)
             cmd = wrapped.argv
         fds = (*(wrapped.pass_fds if wrapped else ()), *(log_pipe.pass_fds if log_pipe else ()))
-        try:
-            with open(log_path, "ab") as log:
-                # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked
-                # exits.
-                proc = subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    env=self.worker_env(spec, private, sandboxed), cwd=str(spec.workspace),
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-                    pass_fds=fds,
-                )
-        finally:
-            if wrapped:
-                wrapped.close()
-            if log_pipe:
-                log_pipe.started()
+        with open(log_path, "ab") as log:
+            # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=self.worker_env(spec, private, sandboxed), cwd=str(spec.workspace),
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                pass_fds=fds,
+            )
+        if wrapped:
+            wrapped.close()  # the child holds its own copies now
+        if log_pipe:
+            log_pipe.started()
         deadline = time.monotonic() + spec.start_timeout
         delay = 0.01
         while True:

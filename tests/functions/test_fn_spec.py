@@ -85,7 +85,11 @@ async def test_pool_worker_runs_in_the_built_venv(tmp_path, monkeypatch):
                                  build_venv=True)
     async with await FunctionPool.start(spec) as pool:
         out = await pool.call({"agent_output": {"messages": []}})
-    assert "functions/venvs/venv-" in out.python
+    from rltune.functions.sandbox import active_isolation
+
+    # In the sandbox the venv is mounted at /venv; without it, used from the cache.
+    assert out.python == "/venv" if active_isolation() == "bwrap" else \
+        "functions/venvs/venv-" in out.python
 
 
 def _local_wheel(folder) -> str:
@@ -128,7 +132,11 @@ async def test_auto_venv_installs_missing_requirements_once_per_hash(tmp_path, m
                                  build_venv="auto", runtime={"capacity": 2, "max_capacity": 2})
     async with await FunctionPool.start(spec) as pool:
         out = await pool.call({"agent_output": {"messages": []}})
-    assert out.value == "installed-marker" and "functions/venvs/venv-" in out.python
+    from rltune.functions.sandbox import active_isolation
+
+    assert out.value == "installed-marker"
+    assert out.python == "/venv" if active_isolation() == "bwrap" else \
+        "functions/venvs/venv-" in out.python
     venvs = list((tmp_path / "home" / "functions" / "venvs").glob("venv-*/.rltune-ready"))
     assert len(venvs) == 1
     stamp = venvs[0].stat().st_mtime_ns

@@ -10,7 +10,7 @@ import pytest
 
 from server.conftest import Server, start_server  # tests/server/conftest.py
 
-__all__ = ["Server", "start_server", "zip_bytes"]
+__all__ = ["Server", "run_function", "start_server", "zip_bytes"]
 
 
 def zip_bytes(entries: dict[str, str]) -> bytes:
@@ -19,6 +19,24 @@ def zip_bytes(entries: dict[str, str]) -> bytes:
         for name, text in entries.items():
             zf.writestr(name, text)
     return buf.getvalue()
+
+
+def run_function(client, files: dict[str, str], classpath: str, env: dict,
+                 **runtime) -> dict:
+    """Register ``files`` as a reward function, load it with ``runtime.env`` = ``env`` (and
+    the other ``runtime`` fields), call it once; its reward's ``found`` field."""
+    fn = client.post("/v1/functions", params={"classpath": classpath, "type": "reward"},
+                     content=zip_bytes(files))
+    assert fn.status_code == 201, fn.text
+    inst = client.post(f"/v1/functions/{fn.json()['entity_id']}/load",
+                       json={"runtime": {"env": env, **runtime}})
+    assert inst.status_code == 201, inst.text
+    r = client.post(f"/v1/instances/{inst.json()['instance_id']}/test",
+                    json={"input": {"agent_output": {"messages": []}}})
+    assert r.status_code == 200, r.text
+    out = r.json()["output"]
+    assert out["status"] == "success", out
+    return out["reward"]["found"]
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from rltune.functions.sandbox import active_isolation, bwrap_problem
 
-from .conftest import zip_bytes
+from .conftest import run_function
 
 HOSTILE = '''
 import glob, json, os
@@ -52,28 +52,16 @@ def test_a_hostile_function_reads_no_secret(server):
                "db": str(home / "server" / "rltune.db"), "other_file": str(victim_file),
                "server_environ": f"/proc/{server.proc.pid}/environ", "home": str(home)}
     with server.client(tenant["api_key"]) as c:
-        fn = c.post("/v1/functions", params={"classpath": "spy.py:Spy", "type": "reward"},
-                    content=zip_bytes({"spy.py": HOSTILE}))
-        assert fn.status_code == 201, fn.text
-        inst = c.post(f"/v1/functions/{fn.json()['entity_id']}/load",
-                      json={"runtime": {"env": {"TARGETS": json.dumps(targets)}}})
-        assert inst.status_code == 201, inst.text
-        r = c.post(f"/v1/instances/{inst.json()['instance_id']}/test",
-                   json={"input": {"agent_output": {"messages": []}}})
-        assert r.status_code == 200, r.text
-    out = r.json()["output"]
-    assert out["status"] == "success", out
-    found = out["reward"]["found"]
+        found = run_function(c, {"spy.py": HOSTILE}, "spy.py:Spy",
+                             {"TARGETS": json.dumps(targets)})
     text = json.dumps(found)
     assert admin_key not in text and other["api_key"] not in text
     assert "VICTIMDATA" not in text and "SQLite format" not in text
     for name in ("admin_key", "db", "other_file", "server_environ"):
         assert found[name].startswith("ERR "), (name, found[name])
-    # Only its own workspace shows under the server's home (no server/, no other workspace).
-    listing = found["home_listing"]
-    assert listing and all("/server" not in p for p in listing), listing
-    assert len({p.split("/functions/workspaces/")[-1].split("/")[0] for p in listing
-                if "/functions/workspaces/" in p}) == 1, listing
+    # Nothing of the server's home is mounted (its code is at /workspace).
+    # (glob answers "<home>/" for a "<home>/**" that does not exist)
+    assert found["home_listing"] in ([], [f"{home}/"]), found["home_listing"]
     env = found["env"]
     assert "RLTUNE_HOME" not in env and "RLTUNE_API_KEY" not in env
     assert not any(str(home / "server") in v for k, v in env.items() if k != "TARGETS"), env

@@ -172,9 +172,53 @@ def job_log() -> Optional[Path]:
     return path
 
 
-def worker_args(name: str) -> list[str]:
-    """Flags for a worker command line: its function name and, in a job, the job log."""
+def worker_args(name: str, job_log_path: Optional[str] = None) -> list[str]:
+    """Flags for a worker command line: its function name and, in a job, the job log (or
+    ``job_log_path``, the path the worker sees for it)."""
     args = ["--name", name]
-    if os.environ.get(JOB_LOG_ENV):
-        args += ["--job-log", os.environ[JOB_LOG_ENV]]
+    if job_log_path or os.environ.get(JOB_LOG_ENV):
+        args += ["--job-log", job_log_path or os.environ[JOB_LOG_ENV]]
     return args
+
+
+class JobLogPipe:
+    """A sandboxed worker's way into the job log: a pipe, so it can append lines but never
+    truncate or rewrite the file. A thread of this process copies what arrives to the log,
+    whole lines per ``write`` on an ``O_APPEND`` descriptor, until the worker closes its end.
+
+    The worker opens ``inside`` (``/proc/self/fd/<n>``: the inherited write end)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._read, self._write = os.pipe()
+        os.set_inheritable(self._write, True)
+        self.pass_fds: tuple[int, ...] = (self._write,)
+        self.inside = f"/proc/self/fd/{self._write}"
+
+    @classmethod
+    def open(cls, path: Optional[Path]) -> Optional[JobLogPipe]:
+        return cls(path) if path is not None else None
+
+    def started(self) -> None:
+        """The worker holds the write end now: close ours and start copying."""
+        os.close(self._write)
+        self.pass_fds = ()
+        threading.Thread(target=self._copy, name="job-log-pipe", daemon=True).start()
+
+    def _copy(self) -> None:
+        out = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        pending = b""
+        try:
+            while chunk := os.read(self._read, 1 << 16):
+                pending += chunk
+                cut = pending.rfind(b"\n") + 1
+                if cut:
+                    os.write(out, pending[:cut])
+                    pending = pending[cut:]
+            if pending:
+                os.write(out, pending + b"\n")
+        except OSError:
+            pass  # a full disk must not stop the worker; it keeps its own log
+        finally:
+            os.close(out)
+            os.close(self._read)

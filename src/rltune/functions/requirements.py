@@ -2,7 +2,7 @@
 
 By default a worker runs in the current environment; ``missing_requirements`` says which lines
 are not satisfied so the worker can report them clearly. ``ensure_venv`` builds (once per
-requirements hash) a virtual environment that sees this environment's packages and adds the
+workspace content) a virtual environment that sees this environment's packages and adds the
 workspace's own, and returns its interpreter. Jobs build one when a line is not satisfied
 (``build_venv="auto"``); ``rltune functions serve --build-venv`` always does.
 
@@ -20,14 +20,10 @@ import hashlib
 import importlib.metadata
 import os
 import shutil
-import site
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
-
-from rltune.sdk.errors import ConfigError
 
 REQUIREMENTS_FILE = "requirements.txt"
 # Present in every worker environment; the cloud docs also tell users not to list them.
@@ -102,27 +98,45 @@ def uv_executable() -> Optional[str]:
         return None
 
 
-def venv_digest(requirements: bytes) -> str:
-    """The cache key of a built environment: the file's bytes and this interpreter."""
-    return hashlib.sha256(requirements + b"\0" + sys.executable.encode()).hexdigest()[:16]
+def venv_digest(workspace: str | Path, cache_dir: str | Path | None = None) -> str:
+    """The cache key of a built environment: every file of the workspace (requirements.txt
+    may name local packages, wheels and other files: two workspaces with the same
+    requirements.txt but different local packages get different builds), this interpreter
+    and the isolation mode the build ran under."""
+    from rltune.functions.archive import content_hash, workspace_files
+    from rltune.functions.sandbox import active_isolation
+
+    workspace = Path(workspace).resolve()
+    files = workspace_files(workspace)
+    if cache_dir is not None:  # the venv cache may lie inside the workspace (the CLI's)
+        cache = Path(cache_dir).resolve()
+        files = [f for f in files if cache not in (workspace / f).parents]
+    digest = hashlib.sha256((workspace / REQUIREMENTS_FILE).read_bytes())
+    digest.update(b"\0" + content_hash(workspace, files).encode())
+    digest.update(b"\0" + sys.executable.encode() + b"\0" + active_isolation().encode())
+    return digest.hexdigest()[:16]
 
 
 def ensure_venv(workspace: str | Path, cache_dir: str | Path) -> Path:
     """Build (or reuse) a venv for the workspace's requirements; return its python executable.
 
-    The venv is keyed by the hash of requirements.txt (and this interpreter), sees rltune and
-    its dependencies without a reinstall, and is built once even when several workers start
-    together (a file lock). ``uv`` builds it when available — measured on a 2-core box with
-    one small local wheel: 1.1 s against 31.7 s for ``python -m venv`` + pip (most of it
-    ``ensurepip``) — else venv + pip. Paths in the file are relative to the workspace.
+    The venv is keyed by the workspace's content (``venv_digest``), sees rltune and its
+    dependencies without a reinstall, and is built once even when several workers start
+    together (a file lock). The build runs the workspace's own code, so it runs like a worker:
+    sandboxed, with a minimal environment, a time limit and a size cap
+    (``rltune.functions.venv_build``). ``uv`` builds it when available — measured on a 2-core
+    box with one small local wheel: 1.1 s against 31.7 s for ``python -m venv`` + pip (most of
+    it ``ensurepip``) — else venv + pip. Paths in the file are relative to the workspace.
     """
     import fcntl
+
+    from rltune.functions.venv_build import build
 
     workspace = Path(workspace).resolve()
     req = workspace / REQUIREMENTS_FILE
     if not req.is_file():
         return Path(sys.executable)
-    digest = venv_digest(req.read_bytes())
+    digest = venv_digest(workspace, cache_dir)
     venv = Path(cache_dir) / f"venv-{digest}"
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     if (venv / ".rltune-ready").exists():
@@ -134,34 +148,6 @@ def ensure_venv(workspace: str | Path, cache_dir: str | Path) -> Path:
             return python
         shutil.rmtree(venv, ignore_errors=True)  # a build that died half-way
         uv = uv_executable()
-        steps = ([[uv, "venv", "-q", "--system-site-packages", "--python", sys.executable,
-                   str(venv)],
-                  [uv, "pip", "install", "-q", "--python", str(python), "-r", str(req)]]
-                 if uv else
-                 [[sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                  [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                   "-r", str(req)]])
-        for i, cmd in enumerate(steps):
-            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workspace)
-            if proc.returncode != 0:
-                raise ConfigError(
-                    f"building the environment failed: {' '.join(cmd)}\n"
-                    f"{(proc.stderr or proc.stdout)[-2000:]}",
-                    where=str(req),
-                    hint="fix the failing requirement line or install it into this environment",
-                )
-            if i == 0:
-                _inherit_site_packages(python)
+        build(workspace, venv, uv, digest)
         (venv / ".rltune-ready").write_text(f"{digest} {'uv' if uv else 'pip'}\n")
     return python
-
-
-def _inherit_site_packages(python: Path) -> None:
-    # --system-site-packages exposes the *base* interpreter's packages, not those of the venv
-    # rltune runs in. A .pth that calls site.addsitedir appends this environment's site dirs
-    # (processing their own .pth files, e.g. an editable rltune) after the new venv's own.
-    out = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"],
-                         capture_output=True, text=True, check=True)
-    target = Path(out.stdout.strip())
-    lines = [f"import site; site.addsitedir({d!r})" for d in site.getsitepackages()]
-    (target / "zz-rltune-parent.pth").write_text("\n".join(lines) + "\n")

@@ -6,11 +6,14 @@ User functions are other people's code. A worker gets only:
   ``HOME``/``TMPDIR``, ``PYTHONPATH`` (its workspace and rltune) and its own ``runtime.env`` —
   never ``RLTUNE_HOME``, API keys or anything else of the process that starts it;
 - with bubblewrap (``bwrap``, Debian package ``bubblewrap``): a mount namespace holding the
-  system's programs and libraries read-only, the Python installation read-only, its workspace,
-  and an empty private ``/tmp``. ``$RLTUNE_HOME`` (keys, database, other workspaces' files and
-  jobs) is not mounted at all, and a new PID namespace hides every other process (so
-  ``/proc/<server pid>/environ`` does not exist). The network is shared: a rollout must reach
-  the policy gateway on 127.0.0.1.
+  system's programs and libraries read-only, the Python installation read-only, its code
+  read-only at ``/workspace``, a built venv at ``/venv``, a private folder at ``/worker`` and
+  a private ``/tmp`` of a given size. ``$RLTUNE_HOME`` (keys, database, other workspaces' files
+  and jobs) is not mounted at all, and a new PID namespace hides every other process (so
+  ``/proc/<server pid>/environ`` does not exist). No capabilities, ``nobody`` in a user
+  namespace where the kernel allows one, and a seccomp filter against escape syscalls
+  (``rltune.functions.seccomp``): a server running as root hands no privilege to function
+  code. The network is shared: a rollout must reach the policy gateway on 127.0.0.1.
 
 ``RLTUNE_FUNCTION_ISOLATION`` picks the mode: ``auto`` (default: bubblewrap when it works, else
 environment only), ``bwrap`` (bubblewrap or fail) or ``none`` (environment only).
@@ -18,15 +21,18 @@ environment only), ``bwrap`` (bubblewrap or fail) or ``none`` (environment only)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from rltune.functions import seccomp
 from rltune.sdk.errors import ConfigError
 
 log = logging.getLogger("rltune.functions.sandbox")
@@ -96,14 +102,19 @@ def passed_env() -> dict[str, str]:
     return env
 
 
-def minimal_env(workspace: Path, private_dir: Path, extra: dict[str, str]) -> dict[str, str]:
-    """The whole environment of a worker: nothing inherited but the harmless variables."""
+def minimal_env(workspace: Path, private_dir: Path, extra: dict[str, str],
+                tmpdir: Optional[str] = None) -> dict[str, str]:
+    """The whole environment of a worker: nothing inherited but the harmless variables.
+
+    ``workspace`` and ``private_dir`` are the paths the worker sees (``/workspace`` and
+    ``/worker`` in the sandbox); ``tmpdir`` is ``TMPDIR`` (default: ``private_dir``)."""
     import rltune
 
     env = passed_env()
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = f"{bindir}:{DEFAULT_PATH}"
-    env["HOME"] = env["TMPDIR"] = str(private_dir)
+    env["HOME"] = str(private_dir)
+    env["TMPDIR"] = tmpdir or str(private_dir)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     rltune_root = str(Path(rltune.__file__).resolve().parent.parent)
@@ -112,7 +123,7 @@ def minimal_env(workspace: Path, private_dir: Path, extra: dict[str, str]) -> di
     return env
 
 
-def _python_dirs(python: str) -> list[str]:
+def python_dirs(python: str) -> list[str]:
     """Directories the worker's interpreter imports from (read-only in the sandbox)."""
     import rltune
 
@@ -123,7 +134,14 @@ def _python_dirs(python: str) -> list[str]:
     py = Path(python)
     dirs.add(str(py.parent.parent))  # a per-function venv: <venv>/bin/python
     dirs.add(str(py.resolve().parent.parent))
-    return sorted(d for d in dirs if Path(d).exists() and d not in ("/", ""))
+    return sorted(d for d in dirs if d not in ("/", "") and _exists(d))
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except OSError:  # a folder this user may not enter (a server that is not root)
+        return False
 
 
 def homes_to_hide(workspace: Path) -> list[Path]:
@@ -132,42 +150,131 @@ def homes_to_hide(workspace: Path) -> list[Path]:
 
     homes = {rltune_home().resolve()}
     homes.update(p for p in workspace.parents
-                 if (p / "server").is_dir() and (p / "functions").is_dir())
+                 if _exists(str(p / "server")) and _exists(str(p / "functions")))
     return sorted(homes)
 
 
-def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path,
-                  hidden: list[Path], writable: tuple[Path, ...] = ()) -> list[str]:
+#: Where a sandboxed process sees its folders (neutral names: no server path shows through
+#: its working directory, environment or ``/proc/self/mountinfo``).
+WORKSPACE, VENV, WORKER_DIR, TRACES = "/workspace", "/venv", "/worker", "/traces"
+#: The unprivileged user (``nobody``) a function runs as inside its user namespace.
+SANDBOX_UID = 65534
+
+
+@functools.cache
+def bwrap_supports(option: str) -> bool:
+    """Whether this bubblewrap knows ``option`` (``--size`` and ``--disable-userns`` came
+    in 0.8.0)."""
+    try:
+        res = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option in (res.stdout + res.stderr).split()
+
+
+@functools.lru_cache(maxsize=1)
+def userns_problem() -> Optional[str]:
+    """None when bubblewrap can run a process as ``nobody`` in a new user namespace here."""
+    if bwrap_problem() is not None:
+        return bwrap_problem()
+    if not bwrap_supports("--disable-userns"):
+        log.warning("bubblewrap is older than 0.8.0 (no --disable-userns): functions run with "
+                    "all capabilities dropped and a seccomp filter, as the server's uid")
+        return "bubblewrap older than 0.8.0"
+    res = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-user", "--uid",
+                          str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns",
+                          "--cap-drop", "ALL", "true"], capture_output=True, timeout=20)
+    if res.returncode != 0:
+        problem = res.stderr.decode(errors="replace")[:300].strip()
+        log.warning("bubblewrap cannot create a user namespace here (%s): functions run "
+                    "with all capabilities dropped and a seccomp filter, but as the server's "
+                    "uid (kernel.unprivileged_userns_clone / user.max_user_namespaces)", problem)
+        return problem
+    return None
+
+
+def hardening_args() -> list[str]:
+    """No capabilities; ``nobody`` in a user namespace that cannot create another one."""
+    args = ["--cap-drop", "ALL"]
+    if userns_problem() is None:
+        args += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                 "--disable-userns"]
+    return args
+
+
+@dataclass
+class BwrapCommand:
+    """A sandboxed command line and the descriptors it needs (its seccomp program).
+
+    Start it with ``Popen(c.argv, pass_fds=c.pass_fds)``, then ``c.close()``."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+
+
+def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path, *,
+                  workspace_writable: bool = False, venv: Optional[Path] = None,
+                  venv_writable: bool = False, tmp_bytes: Optional[int] = None,
+                  writable: dict[Path, str] | None = None) -> BwrapCommand:
     """``cmd`` wrapped in a bubblewrap sandbox (see the module doc).
 
-    ``hidden`` paths (``$RLTUNE_HOME``) get an empty tmpfs over them even if a Python
-    directory lies inside; ``workspace``, ``private_dir`` and the existing ``writable`` paths
-    (the job's log and trace folder, which the worker appends to) are mounted after.
+    ``workspace`` shows at ``/workspace`` (read-only unless ``workspace_writable``: the code
+    of a registered function is shared by every instance of it), ``venv`` at ``/venv``,
+    ``private_dir`` (the worker's ``HOME``) at ``/worker``, each of ``writable`` at the path it
+    maps to. ``/tmp`` is a tmpfs of ``tmp_bytes``. ``cmd`` must name these inside paths.
+    ``$RLTUNE_HOME`` is not mounted; where a mounted Python folder contains it, an empty
+    tmpfs hides it.
     """
     args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+            "--unshare-uts", *hardening_args(), "--proc", "/proc", "--dev", "/dev"]
+    if tmp_bytes and bwrap_supports("--size"):
+        args += ["--size", str(int(tmp_bytes))]
+    elif tmp_bytes:
+        log.warning("bubblewrap is older than 0.8.0 (no --size): /tmp is not size-limited")
+    args += ["--tmpfs", "/tmp"]
+    bound: list[str] = []
     for d in _SYSTEM_DIRS:
         p = Path(d)
         if p.is_symlink():
             args += ["--symlink", os.readlink(p), d]
         elif p.is_dir():
             args += ["--ro-bind", d, d]
+            bound.append(d)
     for name in _ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    for d in _python_dirs(cmd[0]):
+    pydirs = python_dirs(sys.executable)
+    for d in pydirs:
         args += ["--ro-bind", d, d]
+    hidden = [h for h in homes_to_hide(workspace)
+              if any(_inside(h, Path(d)) for d in bound + pydirs)]
     for h in hidden:
         args += ["--tmpfs", str(h)]
-    # Mounted last, so they show through a hidden parent (a workspace inside $RLTUNE_HOME).
-    for d in _python_dirs(cmd[0]):
+    # Mounted again after, so they show through a hidden parent.
+    for d in pydirs:
         if any(_inside(Path(d), h) for h in hidden):
             args += ["--ro-bind", d, d]
-    args += ["--bind", str(workspace), str(workspace)]
-    args += ["--bind", str(private_dir), str(private_dir)]
-    for path in writable:
-        args += ["--bind", str(path), str(path)]
-    args += ["--chdir", str(workspace), "--"]
-    return args + cmd
+    args += ["--bind" if workspace_writable else "--ro-bind", str(workspace), WORKSPACE]
+    if venv is not None:
+        args += ["--bind" if venv_writable else "--ro-bind", str(venv), VENV]
+    args += ["--bind", str(private_dir), WORKER_DIR]
+    for path, inside in (writable or {}).items():
+        args += ["--bind", str(path), inside]
+    fds: tuple[int, ...] = ()
+    if seccomp.supported():
+        fd = seccomp.program_fd()
+        args += ["--seccomp", str(fd)]
+        fds = (fd,)
+    else:
+        log.warning("no seccomp filter for %s: sandboxed functions run without one",
+                    seccomp.machine())
+    args += ["--chdir", WORKSPACE, "--"]
+    return BwrapCommand(args + cmd, fds)
 
 
 def _inside(path: Path, parent: Path) -> bool:

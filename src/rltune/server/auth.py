@@ -15,10 +15,18 @@ from typing import Optional
 
 from fastapi import Request
 
-from rltune.sdk.errors import AuthError
+from rltune.sdk.errors import AuthError, ConflictError
 from rltune.server.store import Store
 
 KEY_PREFIX = "rlt-"
+
+
+class UnisolatedWorkspaceError(AuthError):
+    """A valid key of a second workspace on a server that cannot (or no longer can) sandbox
+    function code: refused at every request, not only when the key was created."""
+
+    http_status = 403
+    code = "forbidden"
 
 
 def hash_key(secret: str) -> str:
@@ -105,5 +113,12 @@ def authenticate(request: Request) -> Caller:
     if caller is None:
         raise AuthError("invalid or revoked API key", where="Authorization header",
                         hint="create a key with POST /v1/keys or use the admin key")
+    if caller.workspace != "default":
+        try:  # the server may have lost its sandbox since the key was made (bwrap removed)
+            request.app.state.ctx.check_isolated(f"the key {caller.key_id} of workspace "
+                                                 f"{caller.workspace!r}")
+        except ConflictError as exc:
+            raise UnisolatedWorkspaceError(exc.message, where="Authorization header",
+                                           hint=exc.hint) from None
     request.state.caller = caller
     return caller

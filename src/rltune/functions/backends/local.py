@@ -25,7 +25,7 @@ import psutil
 
 from rltune.functions import sandbox
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
-from rltune.functions.output import job_log, worker_args
+from rltune.functions.output import JobLogPipe, job_log, worker_args
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import UserCodeError
 
@@ -168,14 +168,25 @@ class LocalProcessBackend(WorkerBackend):
 
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
-    def worker_env(self, spec: FunctionComponentSpec, private_dir: Path) -> dict[str, str]:
-        """The worker's whole environment: nothing of this process's but harmless variables."""
+    def worker_env(self, spec: FunctionComponentSpec, private_dir: Path,
+                   sandboxed: bool = False) -> dict[str, str]:
+        """The worker's whole environment: nothing of this process's but harmless variables
+        (in the sandbox, with the paths the worker sees there)."""
         runtime = spec.resolved_runtime()
         threads = str(max(1, math.ceil(runtime.cpu or 1)))
         env = {var: "false" if var == "TOKENIZERS_PARALLELISM" else threads
                for var in _THREAD_VARS}
         env["RLTUNE_WORKER_CPU"] = threads
+        trace_dir = os.environ.get("RLTUNE_TRACE_DIR")
+        if sandboxed and trace_dir and Path(trace_dir).exists():  # mounted there
+            env["RLTUNE_TRACE_DIR"] = sandbox.TRACES
         env.update(runtime.env_strings())
+        if sandboxed:
+            inside = sandbox.minimal_env(Path(sandbox.WORKSPACE), Path(sandbox.WORKER_DIR), env,
+                                         tmpdir="/tmp")
+            if inside.get("RLTUNE_TRACE_DIR") != sandbox.TRACES:
+                inside.pop("RLTUNE_TRACE_DIR", None)  # a server path, not mounted
+            return inside
         return sandbox.minimal_env(Path(spec.workspace), private_dir, env)
 
     async def start_worker(self, spec: FunctionComponentSpec, worker_id: str) -> WorkerHandle:
@@ -185,35 +196,56 @@ class LocalProcessBackend(WorkerBackend):
         ready = private / "ready.json"
         log_path = self.log_dir / f"{worker_id}.log"
         python = spec.python or sys.executable
+        venv = None
         if spec.build_venv and not spec.python and needs_venv(spec):
             from rltune.functions.requirements import ensure_venv
             from rltune.paths import functions_home
 
             venvs = functions_home() / "venvs"
             python = str(await asyncio.to_thread(ensure_venv, spec.workspace, venvs))
+            venv = Path(python).parent.parent
+        elif spec.python and (Path(spec.python).parent.parent / "pyvenv.cfg").is_file():
+            venv = Path(spec.python).parent.parent  # built by `functions serve --build-venv`
+        sandboxed = isolation == "bwrap"
+        if sandboxed:  # the worker sees neutral paths; its job log is a pipe (append-only)
+            python = f"{sandbox.VENV}/bin/python" if venv else python
+            workspace, ready_arg = sandbox.WORKSPACE, f"{sandbox.WORKER_DIR}/ready.json"
+            log_pipe = JobLogPipe.open(job_log())
+        else:
+            workspace, ready_arg, log_pipe = str(spec.workspace), str(ready), None
         cmd = [
             python, "-m", "rltune.functions.worker",
             "--func-type", spec.func_type.value, "--classpath", spec.classpath,
-            "--workspace", str(spec.workspace), "--port", "0",
+            "--workspace", workspace, "--port", "0",
             "--concurrency", str(runtime.concurrency), "--queue-size", str(spec.queue_size),
-            "--ready-file", str(ready), *worker_args(spec.display_name),
+            "--ready-file", ready_arg,
+            *worker_args(spec.display_name, log_pipe.inside if log_pipe else None),
         ]
         if spec.timeout:
             cmd += ["--timeout", str(spec.timeout)]
-        if isolation == "bwrap":
-            ws = Path(spec.workspace).resolve()
+        wrapped = None
+        if sandboxed:
             trace_dir = os.environ.get("RLTUNE_TRACE_DIR")  # spans kept in the job folder
-            writable = [p for p in (job_log(), Path(trace_dir) if trace_dir else None)
-                        if p is not None and p.exists()]
-            cmd = sandbox.bwrap_command(cmd, ws, private, hidden=sandbox.homes_to_hide(ws),
-                                        writable=tuple(writable))
+            writable = {Path(trace_dir): sandbox.TRACES} if trace_dir and \
+                Path(trace_dir).exists() else {}
+            wrapped = sandbox.bwrap_command(
+                cmd, Path(spec.workspace).resolve(), private, venv=venv,
+                tmp_bytes=runtime.memory_size * 2**20 if runtime.memory_size else None,
+                writable=writable)
+            cmd = wrapped.argv
+        fds = (*(wrapped.pass_fds if wrapped else ()), *(log_pipe.pass_fds if log_pipe else ()))
         with open(log_path, "ab") as log:
             # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=self.worker_env(spec, private), cwd=str(spec.workspace),
+                env=self.worker_env(spec, private, sandboxed), cwd=str(spec.workspace),
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                pass_fds=fds,
             )
+        if wrapped:
+            wrapped.close()  # the child holds its own copies now
+        if log_pipe:
+            log_pipe.started()
         deadline = time.monotonic() + spec.start_timeout
         delay = 0.01
         while True:

@@ -209,7 +209,8 @@ class TrainingRuntime:
         backend = self.config.function_backend
         if backend is None or backend.type != "ray":
             return "127.0.0.1"
-        from rltune.functions.backends.ray_backend import connect, disconnect, gateway_host
+        from rltune._ray import connect, disconnect
+        from rltune.functions.backends.ray_backend import gateway_host
 
         connect(backend.address)  # held until the job ends: the pools share it
 

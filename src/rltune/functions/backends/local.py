@@ -13,7 +13,6 @@ import asyncio
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from typing import Optional
 
 import psutil
 
+from rltune._process import describe_exit, die_with_parent, tail_file
 from rltune.functions import sandbox
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.output import job_log, worker_args
@@ -36,16 +36,6 @@ CHILDREN_REFRESH_S = 2.0
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "NUMEXPR_NUM_THREADS", "RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM")
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
 
 
 class LocalProcessHandle(WorkerHandle):
@@ -65,15 +55,7 @@ class LocalProcessHandle(WorkerHandle):
         return self.proc.poll() is None
 
     def exit_description(self) -> str:
-        code = self.proc.poll()
-        if code is None:
-            return "still running"
-        if code < 0:
-            try:
-                return f"killed by signal {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exited with code {code}"
+        return describe_exit(self.proc.poll())
 
     def rss_bytes(self) -> int:
         try:
@@ -127,13 +109,7 @@ class LocalProcessHandle(WorkerHandle):
         self.kill()
 
     def log_tail(self, n_chars: int = 2000) -> str:
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - n_chars))
-                return fh.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return tail_file(self.log_path, n_chars)
 
 
 def needs_venv(spec: FunctionComponentSpec) -> bool:
@@ -212,7 +188,7 @@ class LocalProcessBackend(WorkerBackend):
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=self.worker_env(spec, private), cwd=str(spec.workspace),
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                preexec_fn=die_with_parent(),
             )
         deadline = time.monotonic() + spec.start_timeout
         delay = 0.01

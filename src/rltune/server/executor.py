@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rltune._process import pid_alive, signal_group, spawn_group, stop_group
+from rltune.jobdir import JobDir
 from rltune.server import states as S
 from rltune.server.jobdata import read_log_lines
 from rltune.server.jobproc import read_result
@@ -128,8 +129,8 @@ class JobExecutor:
             cmd += ["--resume", job["resume_from"]]
         if self.ray_address:
             cmd += ["--ray-address", self.ray_address]
-        (job_dir / "result.json").unlink(missing_ok=True)
-        proc = await spawn_group(cmd, log_path=job_dir / "process.log", cwd=job_dir)
+        JobDir(job_dir).result.unlink(missing_ok=True)
+        proc = await spawn_group(cmd, log_path=JobDir(job_dir).process_log, cwd=job_dir)
         self.procs[job["id"]] = proc
         self.store.update("jobs", job["id"], pid=proc.pid)
         watcher = asyncio.create_task(self._watch(job["id"], proc))

@@ -26,7 +26,7 @@ _LAZY = {
     "restore_training_state": "rltune.trainer.checkpoint",
     "latest_checkpoint": "rltune.trainer.checkpoint",
     "list_checkpoints": "rltune.trainer.checkpoint",
-    "read_trainer_state": "rltune.trainer.checkpoint",
+    "read_trainer_state": "rltune.jobdir",
 }
 
 __all__ = sorted(_LAZY)

@@ -48,8 +48,8 @@ from rltune.trainer.update import PolicyUpdater
 
 
 def resolve_model_path(name: str) -> Path:
-    """The model directory for a job's model spec (``rltune.paths.resolve_model``)."""
-    from rltune.paths import resolve_model
+    """The model directory for a job's model spec (``rltune.models.registry.resolve_model``)."""
+    from rltune.models.registry import resolve_model
 
     return resolve_model(name)
 

@@ -8,7 +8,8 @@ Every process rltune starts goes through here:
   process, its output appended to a log file;
 - :func:`signal_group` / :func:`stop_group` signal or stop such a group: SIGTERM, then SIGKILL
   after ``grace`` seconds, and a last SIGKILL for stragglers;
-- :func:`pid_alive`, :func:`describe_exit` and :func:`tail_file` say how a process is doing.
+- :func:`pid_alive`, :func:`describe_exit`, :func:`tree_rss` and :func:`tail_file` say how a
+  process is doing.
 
 Example:
     >>> import os
@@ -27,7 +28,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 PR_SET_PDEATHSIG = 1
 
@@ -109,6 +110,23 @@ def describe_exit(code: Optional[int]) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exited with code {code}"
+
+
+def tree_rss(proc: Any, children: Sequence[Any] = ()) -> int:
+    """Resident bytes of the ``psutil.Process`` ``proc`` and of ``children`` (those that are
+    gone count 0); 0 when ``proc`` itself is gone."""
+    import psutil
+
+    try:
+        total = proc.memory_info().rss
+    except psutil.Error:
+        return 0
+    for child in children:
+        try:
+            total += child.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
 
 
 def tail_file(path: Path, n_chars: int = 2000) -> str:

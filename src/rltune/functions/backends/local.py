@@ -22,7 +22,7 @@ from typing import Optional
 
 import psutil
 
-from rltune._process import describe_exit, die_with_parent, tail_file
+from rltune._process import describe_exit, die_with_parent, tail_file, tree_rss
 from rltune.functions import sandbox
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.output import job_log, worker_args
@@ -61,18 +61,12 @@ class LocalProcessHandle(WorkerHandle):
         try:
             if self._ps is None:
                 self._ps = psutil.Process(self.pid)
-            total = self._ps.memory_info().rss
             if time.monotonic() - self._children_at >= CHILDREN_REFRESH_S:
                 self._children = self._ps.children(recursive=True)
                 self._children_at = time.monotonic()
-            for child in self._children:
-                try:
-                    total += child.memory_info().rss
-                except psutil.Error:
-                    pass
-            return total
         except psutil.Error:
             return 0
+        return tree_rss(self._ps, self._children)
 
     def kill(self) -> None:
         if self.is_alive():

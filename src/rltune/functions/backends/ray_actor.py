@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune._process import die_with_parent, tail_file
+from rltune._process import die_with_parent, tail_file, tree_rss
 from rltune._ray import node_address
 
 
@@ -93,17 +93,12 @@ class FunctionActor:
             return 0
         try:
             ps = psutil.Process(self.proc.pid)
-            total = ps.memory_info().rss
-            for child in ps.children(recursive=True):
-                try:
-                    total += child.memory_info().rss
-                except psutil.Error:
-                    pass
-            return total
+            children = ps.children(recursive=True)
         except psutil.Error:
             return 0
+        return tree_rss(ps, children)
 
-    async def logtail_file(self, n_chars: int = 2000) -> str:
+    async def log_tail(self, n_chars: int = 2000) -> str:
         return tail_file(self.log_path, n_chars)
 
     async def stop(self, grace: float = 3.0) -> None:

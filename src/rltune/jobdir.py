@@ -54,10 +54,27 @@ LOG_SOURCES = {"train": TRAIN_LOG, "process": PROCESS_LOG}
 STEP_FILE = re.compile(r"^step_(\d+)\.jsonl$")
 
 
+def _file(name: str, what: str) -> property:
+    """A :class:`JobDir` attribute: the path of ``name`` in the folder."""
+    return property(lambda self: self.root / name, doc=f"{what} ({name})")
+
+
 class JobDir:
     """The paths of one run's folder (``root``); it creates nothing."""
 
     __slots__ = ("root",)
+
+    metrics = _file(METRICS, "metric lines")
+    log = _file(TRAIN_LOG, "the run's log")
+    process_log = _file(PROCESS_LOG, "the job process's output")
+    progress = _file(PROGRESS, "the latest progress")
+    trajectories = _file(TRAJECTORIES, "the trajectory files' folder")
+    result = _file(RESULT, "the job process's outcome")
+    job_yaml = _file(JOB_YAML, "the runnable job config")
+    job_meta = _file(JOB_META, "the job's id and facts")
+    config = _file(CONFIG, "the config as submitted")
+    ranks = _file(RANKS, "the other trainer ranks' logs")
+    traces = _file(TRACES, "the run's spans")
 
     def __init__(self, root: PathLike):
         self.root = Path(root)
@@ -65,53 +82,9 @@ class JobDir:
     def __repr__(self) -> str:
         return f"JobDir({str(self.root)!r})"
 
-    @property
-    def metrics(self) -> Path:
-        return self.root / METRICS
-
-    @property
-    def log(self) -> Path:
-        return self.root / TRAIN_LOG
-
-    @property
-    def process_log(self) -> Path:
-        return self.root / PROCESS_LOG
-
-    @property
-    def progress(self) -> Path:
-        return self.root / PROGRESS
-
-    @property
-    def trajectories(self) -> Path:
-        return self.root / TRAJECTORIES
-
     def trajectory(self, step: int) -> Path:
         """The trajectory file of ``step``."""
         return self.trajectories / f"step_{int(step):06d}.jsonl"
-
-    @property
-    def result(self) -> Path:
-        return self.root / RESULT
-
-    @property
-    def job_yaml(self) -> Path:
-        return self.root / JOB_YAML
-
-    @property
-    def job_meta(self) -> Path:
-        return self.root / JOB_META
-
-    @property
-    def config(self) -> Path:
-        return self.root / CONFIG
-
-    @property
-    def ranks(self) -> Path:
-        return self.root / RANKS
-
-    @property
-    def traces(self) -> Path:
-        return self.root / TRACES
 
     @property
     def checkpoints(self) -> Path:

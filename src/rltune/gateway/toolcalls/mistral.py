@@ -69,12 +69,9 @@ class MistralToolParser(ToolParser):
     def _segment(self, seg: str, calls: list[ParsedToolCall]) -> Optional[str]:
         body = seg.strip()
         if body.startswith(("[", "{")):  # JSON list (or one object) of calls
-            try:
-                obj, end = self._decoder.raw_decode(body)
-            except json.JSONDecodeError as exc:
-                return f"tool calls are not valid JSON: {exc}"
-            if body[end:].strip():
-                return f"text after the tool calls: {body[end:end + 40]!r}"
+            obj, _, err = self._whole_json(body, "tool calls are", "tool calls")
+            if err:
+                return err
             items = obj if isinstance(obj, list) else [obj]
             if not items:
                 return "empty tool-call list"
@@ -93,18 +90,25 @@ class MistralToolParser(ToolParser):
         if not m or not m.group(1):
             return f"[TOOL_CALLS] is followed by neither a JSON list nor name[ARGS]: {body[:40]!r}"
         raw = seg[m.end():].strip()
-        try:
-            args, end = self._decoder.raw_decode(raw)
-        except json.JSONDecodeError as exc:
-            return f"arguments of {m.group(1)} are not valid JSON: {exc}"
-        if raw[end:].strip():
-            return f"text after the tool call: {raw[end:end + 40]!r}"
+        args, end, err = self._whole_json(raw, f"arguments of {m.group(1)} are", "tool call")
+        if err:
+            return err
         if not isinstance(args, dict):
             return "arguments is not a JSON object"
         cid = m.group(2)
         calls.append(ParsedToolCall(name=m.group(1), arguments=raw[:end],
                                     id=cid if _is_mistral_id(cid) else _mistral_id()))
         return None
+
+    def _whole_json(self, text: str, what: str, after: str) -> tuple[Any, int, Optional[str]]:
+        """(the JSON value that is all of ``text``, where it ends, None), or why it is not."""
+        try:
+            value, end = self._decoder.raw_decode(text)
+        except json.JSONDecodeError as exc:
+            return None, 0, f"{what} not valid JSON: {exc}"
+        if text[end:].strip():
+            return None, 0, f"text after the {after}: {text[end:end + 40]!r}"
+        return value, end, None
 
     def forced_prefix(self, name: Optional[str] = None) -> str:
         if name is None:

@@ -2,10 +2,9 @@
 </parameter>...</function></tool_call>``; a value is JSON if it parses as JSON, else the string.
 
 Example:
-    >>> out = Qwen3CoderToolParser().parse("<tool_call>\\n<function=f>\\n<parameter=x>\\n1\\n"
-    ...                                    "</parameter>\\n</function>\\n</tool_call>")
-    >>> out.tool_calls[0].name, out.tool_calls[0].arguments
-    ('f', '{"x": 1}')
+    >>> xml = "<tool_call>\\n<function=f>\\n<parameter=x>\\n1\\n</parameter>\\n</function>"
+    >>> [(c.name, json.loads(c.arguments)) for c in Qwen3CoderToolParser().parse(xml).tool_calls]
+    [('f', {'x': 1})]
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from rltune.sdk.errors import ValidationError
 
 
 def test_the_sink_writes_where_the_job_folder_says_and_the_server_reads_it(tmp_path):
-    from rltune.server.jobdata import metric_series, read_progress, read_trajectories
+    from rltune.server.jobdata import metric_series, read_progress, trajectory_steps
     from rltune.trainer.sink import FileSink
 
     files = JobDir(tmp_path)
@@ -29,7 +29,8 @@ def test_the_sink_writes_where_the_job_folder_says_and_the_server_reads_it(tmp_p
     assert files.progress.is_file() and "hello" in files.log.read_text()
     assert metric_series(tmp_path) == {"critic/rewards/mean": [[2, 0.5]]}
     assert read_progress(tmp_path) == {"step": 2}
-    assert [r["rollout_id"] for r in read_trajectories(tmp_path, 2)] == ["r1"]
+    assert trajectory_steps(tmp_path) == [{"step": 2, "count": 1}]
+    assert json.loads(files.trajectory(2).read_text())["rollout_id"] == "r1"
 
 
 def test_complete_checkpoints_and_the_trainer_state(tmp_path):

@@ -100,29 +100,6 @@ def trajectory_steps(job_dir: Path) -> list[dict[str, int]]:
     return sorted(out, key=lambda s: s["step"])
 
 
-def read_trajectories(job_dir: Path, step: int) -> list[dict[str, Any]]:
-    return _json_lines(JobDir(job_dir).trajectory(step))
-
-
-def filter_trajectories(records: list[dict[str, Any]], *, min_reward: Optional[float] = None,
-                        max_reward: Optional[float] = None, status: Optional[str] = None,
-                        sample_index: Optional[int] = None,
-                        rollout_id: Optional[str] = None) -> list[dict[str, Any]]:
-    def keep(r: dict[str, Any]) -> bool:
-        reward = r.get("reward")
-        if min_reward is not None and (reward is None or reward < min_reward):
-            return False
-        if max_reward is not None and (reward is None or reward > max_reward):
-            return False
-        if status is not None and r.get("status") != status:
-            return False
-        if sample_index is not None and r.get("sample_index") != sample_index:
-            return False
-        return rollout_id is None or r.get("rollout_id") == rollout_id
-
-    return [r for r in records if keep(r)]
-
-
 def list_checkpoints(job_dir: Path) -> list[dict[str, Any]]:
     """Complete checkpoints (those with ``trainer_state.json``), oldest first."""
     found = []

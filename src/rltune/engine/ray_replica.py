@@ -196,7 +196,7 @@ def start_ray_replicas(path: str | Path, count: int, *, address: Optional[str] =
     from rltune._ray import connect, disconnect, ship_package
     from rltune.engine.transformers_engine import load_tokenizer
 
-    ray = connect(address, what="engine replicas on Ray", where=WHERE)
+    ray = connect(address, what="inference_replica_backend ray", where=WHERE)
     actors: list[Any] = []
     try:
         env: dict[str, Any] = {"env_vars": dict.fromkeys(_THREAD_VARS, str(threads))}

@@ -37,13 +37,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parents[1] / "src" / "rltune"
 
 LAYERS: list[tuple[str, ...]] = [
     ("sdk",),
-    ("errors", "_process", "_lazy", "_alias", "_ray", "paths", "names"),
+    ("errors", "_process", "_lazy", "_alias", "_ray", "paths", "jobdir", "names"),
     ("config",),
     ("ark", "reinforcement"),
     ("observability",),
@@ -60,14 +58,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("cli",),
 ]
 LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
-
-#: Up-imports other branches are removing (lead: delete this list once they are merged; the
-#: strict xfail below fails as soon as they are gone, as a reminder).
-KNOWN = {
-    ("rltune.paths", "models"),  # paths.py -> models (the job folder moves to the ground floor)
-    ("rltune.observability.session", "trainer"),  # the trainer's checkpoint module
-}
-
 
 def _modules() -> list[tuple[str, Path]]:
     out = []
@@ -132,14 +122,8 @@ def _up_imports() -> list[tuple[str, str, str]]:
 
 def test_no_import_runs_up_the_layers():
     bad = [f"{m} (layer {LAYER_OF[_unit(m)]}) imports {t} (layer {LAYER_OF[o]})"
-           for m, o, t in _up_imports() if (m, o) not in KNOWN]
+           for m, o, t in _up_imports()]
     assert not bad, "imports up the layers:\n" + "\n".join(bad)
-
-
-@pytest.mark.xfail(strict=True, reason="paths -> models and observability -> trainer are "
-                   "removed on other branches; then delete KNOWN")
-def test_the_known_up_imports_are_gone():
-    assert not [x for x in _up_imports() if (x[0], x[1]) in KNOWN]
 
 
 def test_the_checker_sees_an_up_import(tmp_path):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rltune.paths import check_model, published_dir, resolve_model
+from rltune.models.registry import resolve_model
+from rltune.paths import check_model, published_dir
 from rltune.sdk.errors import NotFoundError, ValidationError
 
 
@@ -24,3 +25,20 @@ def test_a_model_published_in_the_default_workspace_resolves_by_name(tmp_path):
 def test_a_workspace_name_that_is_a_path_is_refused(tmp_path):
     with pytest.raises(ValidationError, match="cannot hold published models"):
         published_dir(tmp_path, "..", "x")
+
+
+def test_paths_knows_the_demo_sizes_without_importing_the_models(tmp_path):
+    import subprocess
+    import sys
+
+    from rltune.models.recipes import RECIPES
+    from rltune.paths import DEMO_SIZES
+
+    assert tuple(RECIPES) == DEMO_SIZES
+    code = ("import sys\nfrom rltune.paths import check_model\n"
+            f"print(check_model('nano', {str(tmp_path)!r}).kind)\n"
+            "assert not [m for m in sys.modules if m.startswith('rltune.models')]\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "demo"

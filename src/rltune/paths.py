@@ -1,4 +1,4 @@
-"""Where rltune keeps things, and how a model name becomes a directory (no torch here).
+"""Where rltune keeps things, and where a model name comes from (no torch here).
 
 Home directory: ``$RLTUNE_HOME``, else ``~/.rltune``::
 
@@ -11,7 +11,8 @@ Home directory: ``$RLTUNE_HOME``, else ``~/.rltune``::
 Checkpoints of a run: ``<job dir>/checkpoints/checkpoint-<step>/``.
 
 A model spec (``model.name`` of a job, ``rltune serve MODEL``, ``teacher_model``) resolves, in
-this order, to:
+this order (:func:`check_model`; ``rltune.models.registry.resolve_model`` then builds a demo
+size or downloads a hub id), to:
 
 1. a directory holding ``config.json`` (a ``save_pretrained`` output or a hub snapshot);
 2. a name under ``<home>/models``, else a model published in the ``default`` workspace;
@@ -21,8 +22,9 @@ this order, to:
    when it is not there, unless ``HF_HUB_OFFLINE`` is set: then a missing snapshot is a
    ``NotFoundError`` that says how to get it.
 
-:func:`check_model` answers the same question without building or downloading anything, so
-the CLI and the job server can refuse a job before it starts.
+:func:`check_model` answers without building or downloading anything, so the CLI and the job
+server can refuse a job before it starts. The demo sizes are named here (:data:`DEMO_SIZES`);
+``rltune.models.recipes`` checks at import that its recipes are exactly these.
 
 Example:
     >>> str(models_home("/tmp/h")), str(checkpoint_dir("/tmp/run", 3))
@@ -49,6 +51,8 @@ CHECKPOINTS = "checkpoints"
 CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 _TRUE = {"1", "true", "yes", "on"}
+#: The demo model sizes built on first use (one recipe each in ``rltune.models.recipes``).
+DEMO_SIZES = ("nano", "small")
 
 
 # -- home -----------------------------------------------------------------------------------
@@ -122,13 +126,6 @@ def hf_cache_dir() -> Path:
     return Path(xdg).expanduser() / "huggingface" / "hub"
 
 
-def demo_sizes() -> tuple[str, ...]:
-    """The sizes :func:`resolve_model` builds on first use (``rltune.models.recipes``)."""
-    from rltune.models.recipes import RECIPES
-
-    return tuple(RECIPES)
-
-
 def is_hub_id(spec: str) -> bool:
     """``org/name`` with hub-legal characters (a path such as ``./x`` or ``/x`` is not one)."""
     return bool(_HUB_ID.match(spec)) and ".." not in spec
@@ -195,7 +192,7 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
     if not spec:
         raise NotFoundError("no model given", where=what,
                             hint="set model.name: a model directory, a name under "
-                            f"{models_home(home)}, a demo size ({', '.join(demo_sizes())}) or a "
+                            f"{models_home(home)}, a demo size ({', '.join(DEMO_SIZES)}) or a "
                             "hub id such as Qwen/Qwen2.5-0.5B-Instruct")
     path = Path(spec).expanduser()
     if (path / "config.json").is_file():
@@ -206,7 +203,7 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
     published = published_dir(home, "default", spec) if "/" not in spec else None
     if published is not None and (published / "config.json").is_file():
         return ModelSource(spec, "named", published)
-    if spec in demo_sizes():
+    if spec in DEMO_SIZES:
         return ModelSource(spec, "demo", named if (named / "config.json").is_file() else None)
     if is_hub_id(spec) and not path.exists():
         snapshot = cached_snapshot(spec)
@@ -226,17 +223,3 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
         hint=("known names: " + ", ".join(known)) if known else
         "pass a directory saved with save_pretrained, a hub id such as "
         "Qwen/Qwen2.5-0.5B-Instruct, or build the demo model with `rltune models build-demo`")
-
-
-def resolve_model(spec: PathLike, home: Optional[PathLike] = None, *,
-                  what: str = "model.name") -> Path:
-    """The model directory for ``spec`` (see the module docstring): builds a demo size and
-    downloads a hub id when needed."""
-    source = check_model(str(spec), home, what=what)
-    if source.path is not None:
-        return source.path
-    if source.kind == "demo":
-        from rltune.models.registry import ensure_demo_model
-
-        return Path(ensure_demo_model(source.spec, home=home))
-    return download_snapshot(source.spec)

@@ -93,3 +93,42 @@ def test_oversized_member_and_not_a_zip(tmp_path):
     (tmp_path / "junk.zip").write_text("not a zip")
     with pytest.raises(ArchiveError, match="not a readable zip archive"):
         extract_archive(tmp_path / "junk.zip", tmp_path / "out")
+
+
+# (.gitignore, files of the workspace, a file git keeps, a file git ignores): each row names
+# one rule of git's own semantics; the hand-made matcher this replaced got the first three wrong.
+GITIGNORE_TABLE = [
+    ("/*.py\n", ["top.py", "functions/x.py"], "functions/x.py", "top.py"),
+    ("docs/*.md\n", ["docs/a.md", "docs/sub/x.md"], "docs/sub/x.md", "docs/a.md"),
+    ("\\#notes\n", ["#notes", "notes"], "notes", "#notes"),
+    ("*.txt\n!keep.txt\n", ["a.txt", "keep.txt", "sub/b.txt"], "keep.txt", "sub/b.txt"),
+    ("build/\n", ["build/out.py", "src/build/gen.py", "build.py"], "build.py",
+     "src/build/gen.py"),
+    ("**/cache/*.bin\n", ["cache/a.bin", "x/y/cache/b.bin", "x/cache.bin"], "x/cache.bin",
+     "x/y/cache/b.bin"),
+    ("a/**/z.py\n", ["a/z.py", "a/b/c/z.py", "b/a/z.py"], "b/a/z.py", "a/b/c/z.py"),
+    ("# a comment\n*.log\n!important.log\n", ["x.log", "important.log", "# a comment"],
+     "# a comment", "x.log"),
+    ("secret\n", ["secret", "lib/secret", "secrets"], "secrets", "lib/secret"),
+    ("/only-root/\n", ["only-root/a.py", "lib/only-root/b.py"], "lib/only-root/b.py",
+     "only-root/a.py"),
+    ("*.py[co]\n?.tmp2\n", ["a.pyc", "a.py", "b.tmp2", "bb.tmp2"], "bb.tmp2", "a.pyc"),
+    ("trailing.py   \n", ["trailing.py", "other.py"], "other.py", "trailing.py"),
+]
+
+
+@pytest.mark.parametrize("rules,files,kept,ignored", GITIGNORE_TABLE,
+                         ids=[row[0].splitlines()[0] for row in GITIGNORE_TABLE])
+def test_gitignore_filtering_equals_pathspec(tmp_path, rules, files, kept, ignored):
+    import pathspec
+
+    from rltune.functions.archive import workspace_files
+
+    ws = tmp_path / "ws"
+    for rel in [*files, ".gitignore"]:
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(rules if rel == ".gitignore" else "x\n")
+    spec = pathspec.GitIgnoreSpec.from_lines(rules.splitlines())
+    expected = sorted(f for f in [*files, ".gitignore"] if not spec.match_file(f))
+    assert workspace_files(ws, excludes=()) == expected
+    assert kept in expected and ignored not in expected  # the row's rule, stated plainly

@@ -20,7 +20,7 @@ from rltune.sdk import TaskStatus
 from rltune.sdk.errors import ConfigError, UserCodeError
 
 ray = pytest.importorskip("ray")
-from rltune.functions.backends import ray_backend  # noqa: E402
+from rltune import _ray  # noqa: E402
 from rltune.functions.backends.ray_backend import RayBackend  # noqa: E402
 
 slow = pytest.mark.slow
@@ -42,7 +42,7 @@ async def test_no_address_is_a_clear_config_error(monkeypatch):
 @pytest.fixture(scope="module")
 def cluster():
     with LocalRayCluster(head_cpus=1, worker_nodes=1, worker_cpus=1) as c:
-        ray_backend.connect(c.address)  # one driver connection for the module's tests
+        _ray.connect(c.address)  # one driver connection for the module's tests
         try:
             deadline = time.monotonic() + 60
             while ray.cluster_resources().get("CPU", 0) < 2:
@@ -50,7 +50,7 @@ def cluster():
                 time.sleep(0.2)
             yield c
         finally:
-            ray_backend.disconnect()
+            _ray.disconnect()
 
 
 def free_cpus() -> float:

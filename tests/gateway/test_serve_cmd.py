@@ -12,7 +12,7 @@ import time
 import openai
 import pytest
 
-from rltune.paths import resolve_model as resolve_model_path
+from rltune.models.registry import resolve_model as resolve_model_path
 from rltune.sdk.errors import NotFoundError
 
 

@@ -15,7 +15,8 @@ import openai
 import pytest
 
 from rltune.engine.types import Completion, GenerationResult
-from rltune.paths import check_model, hf_cache_dir, resolve_model
+from rltune.models.registry import resolve_model
+from rltune.paths import check_model, hf_cache_dir
 from rltune.sdk.errors import NotFoundError
 
 REPO = "acme/qwen-standin"

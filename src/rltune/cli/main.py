@@ -8,8 +8,8 @@ import os
 import typer
 
 # The Hugging Face hub is contacted only to download a hub id (org/name) that a job or command
-# names and the HF cache lacks (rltune.paths.resolve_model); every load after that is from a
-# local directory. HF_HUB_OFFLINE=1 turns downloads off: a missing model is then an error.
+# names and the HF cache lacks (rltune.models.registry.resolve_model); every load after that is
+# from a local directory. HF_HUB_OFFLINE=1 turns downloads off: a missing model is then an error.
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 app = typer.Typer(

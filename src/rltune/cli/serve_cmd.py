@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
 
         from rltune.engine.select import check_engine_options
         from rltune.gateway.toolcalls import parser_name_for_model_dir
-        from rltune.paths import resolve_model
+        from rltune.models.registry import resolve_model
         from rltune.sdk.errors import RltuneError
 
         try:

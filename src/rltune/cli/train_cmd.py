@@ -136,15 +136,17 @@ def _after_failure(job_dir: Path, existed: bool) -> bool:
     """Remove a run folder this run created when it failed before its first step (nothing in
     it but an empty metrics file and the log); say where the log is otherwise. True if
     removed."""
-    metrics = job_dir / "metrics.jsonl"
-    trained = (metrics.is_file() and metrics.stat().st_size > 0) or any(
-        (job_dir / "checkpoints").glob("checkpoint-*"))
+    from rltune.jobdir import JobDir
+
+    files = JobDir(job_dir)
+    trained = (files.metrics.is_file() and files.metrics.stat().st_size > 0) or any(
+        files.checkpoints.glob("checkpoint-*"))
     if not existed and job_dir.is_dir() and not trained:
         shutil.rmtree(job_dir, ignore_errors=True)
         typer.secho("nothing was trained; the run folder was removed", fg="yellow", err=True)
         return True
-    if (job_dir / "train.log").is_file():
-        typer.secho(f"the log is in {job_dir / 'train.log'}", fg="yellow", err=True)
+    if files.log.is_file():
+        typer.secho(f"the log is in {files.log}", fg="yellow", err=True)
     return False
 
 
@@ -180,11 +182,12 @@ async def _run(
     )
 
     from rltune.functions.output import JOB_LOG_ENV
+    from rltune.jobdir import JobDir
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import build_sink
 
     sink = build_sink(job_dir, job)
-    os.environ[JOB_LOG_ENV] = str(job_dir / "train.log")  # workers append their output there
+    os.environ[JOB_LOG_ENV] = str(JobDir(job_dir).log)  # workers append their output there
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),

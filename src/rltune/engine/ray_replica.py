@@ -49,7 +49,7 @@ class EngineActor:
     async def info(self) -> dict[str, Any]:
         import ray
 
-        from rltune.functions.backends.ray_actor import node_address
+        from rltune._ray import node_address
 
         return {"node": ray.get_runtime_context().get_node_id(), "host": node_address(ray),
                 "pid": os.getpid(), "max_context": self.engine.max_context,
@@ -170,7 +170,7 @@ class RayEngineReplica(Engine):
         if self._closed:
             return
         self._closed = True
-        from rltune.functions.backends.ray_backend import disconnect
+        from rltune._ray import disconnect
 
         try:
             await asyncio.wait_for(self._call("close"), 60)
@@ -184,22 +184,6 @@ class RayEngineReplica(Engine):
             disconnect()
 
 
-def _rltune_package() -> dict[str, Any]:
-    """rltune's own package as a runtime_env part: uploaded to the cluster (content-addressed,
-    once) so every node runs the driver's version."""
-    import logging
-
-    from ray._private.runtime_env.py_modules import upload_py_modules_if_needed
-
-    import rltune
-
-    root = str(Path(rltune.__file__).resolve().parent)
-    with tempfile.TemporaryDirectory(prefix="rltune-ray-") as scratch:
-        return upload_py_modules_if_needed({"py_modules": [root]}, include_gitignore=True,
-                                           scratch_dir=scratch,
-                                           logger=logging.getLogger(__name__))
-
-
 def start_ray_replicas(path: str | Path, count: int, *, address: Optional[str] = None,
                        threads: int = 1, dtype: str = "float32", model_name: str = "model",
                        max_batch_size: int = 64, start_timeout: float = 300.0,
@@ -209,20 +193,15 @@ def start_ray_replicas(path: str | Path, count: int, *, address: Optional[str] =
 
     ``ship_rltune``: send this process's rltune package with the actors (``py_modules``);
     turn it off when the nodes have rltune installed."""
+    from rltune._ray import connect, disconnect, ship_package
     from rltune.engine.transformers_engine import load_tokenizer
-    from rltune.functions.backends.ray_backend import connect, disconnect, import_ray
 
-    ray = import_ray()
-    if not (ray.is_initialized() or address or os.environ.get("RAY_ADDRESS")):
-        raise ConfigError("engine replicas on Ray need the cluster's address", where=WHERE,
-                          hint="export RAY_ADDRESS (host:port of the head), or run the job "
-                               "with --ray-address")
-    connect(address)
+    ray = connect(address, what="inference_replica_backend ray", where=WHERE)
     actors: list[Any] = []
     try:
         env: dict[str, Any] = {"env_vars": dict.fromkeys(_THREAD_VARS, str(threads))}
         if ship_rltune:
-            env.update(_rltune_package())
+            env.update(ship_package())
         files = ray.put(model_files(path))
         kwargs = {"dtype": dtype, "threads": threads, "model_name": model_name,
                   "max_batch_size": max_batch_size}
@@ -244,7 +223,7 @@ def start_ray_replicas(path: str | Path, count: int, *, address: Optional[str] =
         tokenizer, config = load_tokenizer(path), AutoConfig.from_pretrained(path)
         replicas = []
         for actor, info in zip(actors, infos, strict=True):
-            connect(address)  # each replica holds the connection until it closes
+            connect(address, where=WHERE)  # each replica holds the connection until it closes
             replicas.append(RayEngineReplica(ray, actor, info, tokenizer, config))
         return replicas
     except BaseException:

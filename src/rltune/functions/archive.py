@@ -2,8 +2,9 @@
 
 Zipping skips the cloud SDK's default exclusions (reference §7: VCS and editor files, caches,
 ``*.md``, ``*.log``, ``data/``, ``tests/``, …) and whatever the workspace's ``.gitignore``
-ignores. Entries are sorted and time-stamped 1980-01-01 so the same content gives the same
-bytes; ``content_hash`` (over paths and file bytes) is the archive's identity.
+ignores, by git's rules (``pathspec.GitIgnoreSpec``). Entries are sorted and time-stamped
+1980-01-01 so the same content gives the same bytes; ``content_hash`` (over paths and file
+bytes) is the archive's identity.
 
 Extraction refuses absolute paths, ``..`` components, symlinks, special files, members larger
 than ``max_member_bytes`` and archives that unpack to more than ``max_total_bytes``; sizes are
@@ -35,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
+import pathspec
+
 from rltune.sdk.errors import ArchiveError
 
 DEFAULT_EXCLUDES = (
@@ -58,56 +61,28 @@ class WorkspaceArchive:
     files: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class _Rule:
-    pattern: str
-    negate: bool
-    dir_only: bool
-    anchored: bool
-
-
-def _gitignore_rules(root: Path) -> list[_Rule]:
+def gitignore_spec(root: Path) -> Optional[pathspec.GitIgnoreSpec]:
+    """The workspace's ``.gitignore`` with git's own semantics (anchoring, ``**``, ``!``,
+    ``dir/``, escapes such as ``\\#``), or None when there is none."""
     path = root / ".gitignore"
     if not path.is_file():
-        return []
-    rules = []
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = raw.rstrip()
-        if not line or line.startswith("#"):
-            continue
-        negate = line.startswith("!")
-        line = line[1:] if negate else line
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        anchored = "/" in line  # a slash anywhere but the end anchors it to the root
-        rules.append(_Rule(line.lstrip("/"), negate, dir_only, anchored))
-    return rules
-
-
-def _match(rule: _Rule, rel: str, is_dir: bool) -> bool:
-    if rule.dir_only and not is_dir:
-        return False
-    if rule.anchored:
-        return fnmatch.fnmatchcase(rel, rule.pattern) or (
-            "**" in rule.pattern and fnmatch.fnmatchcase(rel, rule.pattern.replace("**/", ""))
-        )
-    return fnmatch.fnmatchcase(PurePosixPath(rel).name, rule.pattern)
+        return None
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 class _Filter:
     def __init__(self, root: Path, excludes: Iterable[str]):
         self.excludes = tuple(excludes)
-        self.rules = _gitignore_rules(root)
+        self.spec = gitignore_spec(root)
 
     def skip(self, rel: str, is_dir: bool) -> bool:
         name = PurePosixPath(rel).name
         if any(fnmatch.fnmatchcase(name, pat) for pat in self.excludes):
             return True
-        ignored = False
-        for rule in self.rules:  # last matching rule wins, as in git
-            if _match(rule, rel, is_dir):
-                ignored = not rule.negate
-        return ignored
+        # A folder is asked as ``dir/`` (so ``build/`` matches it); as in git, the walk does
+        # not enter an ignored folder, so nothing below it can be re-included.
+        return self.spec is not None and self.spec.match_file(rel + "/" if is_dir else rel)
 
 
 def workspace_files(root: str | Path, excludes: Iterable[str] = DEFAULT_EXCLUDES) -> list[str]:

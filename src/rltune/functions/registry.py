@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
@@ -197,11 +196,3 @@ class FunctionRegistry:
 
     def list_instances(self) -> list[FunctionInstance]:
         return [self.get_instance(p.stem) for p in sorted(self._dir("instances").glob("*.json"))]
-
-    def delete_instance(self, instance_id: str) -> None:
-        self.get_instance(instance_id)
-        (self.root / "instances" / f"{instance_id}.json").unlink()
-
-
-def dump_json(model: BaseModel) -> str:
-    return json.dumps(model.model_dump(mode="json"), indent=2)

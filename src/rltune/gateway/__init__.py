@@ -7,20 +7,11 @@ names are resolved on first use.
 
 from __future__ import annotations
 
-from rltune._lazy import lazy_getattr
+from rltune._lazy import lazy_exports
 
-_EXPORTS = {
-    "Gateway": "rltune.gateway.server",
-    "CapturedCall": "rltune.gateway.capture",
-    "CaptureStore": "rltune.gateway.capture",
-    "build_rows": "rltune.gateway.rows",
-    "Row": "rltune.gateway.rows",
-    "RowBreak": "rltune.gateway.rows",
-    "RowsResult": "rltune.gateway.rows",
-    "get_parser": "rltune.gateway.toolcalls",
-    "register_parser": "rltune.gateway.toolcalls",
-    "parser_for_model_type": "rltune.gateway.toolcalls",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__ = lazy_getattr(__name__, _EXPORTS)
+__all__, __getattr__ = lazy_exports(__name__, {
+    ".server": ("Gateway",),
+    ".capture": ("CapturedCall", "CaptureStore"),
+    ".rows": ("build_rows", "Row", "RowBreak", "RowsResult"),
+    ".toolcalls": ("get_parser", "register_parser", "parser_for_model_type"),
+})

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+from rltune._process import die_with_parent
 from rltune.sdk.errors import ConfigError, FunctionCallError
 
 PUSH_TIMEOUT_S = 1800.0
@@ -52,7 +53,8 @@ async def push_in_subprocess(model_dir: str, repo_id: str, part: str, private: b
         sys.executable, "-m", "rltune.lifecycle.hub",
         json.dumps({"model_dir": model_dir, "repo_id": repo_id, "part": part,
                     "private": private}),
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        preexec_fn=die_with_parent())  # a push does not outlive the server that started it
     try:
         out, err = await asyncio.wait_for(proc.communicate(), PUSH_TIMEOUT_S)
     except asyncio.TimeoutError:

@@ -14,25 +14,12 @@ Public API (see each module for details):
 
 from __future__ import annotations
 
-from rltune._lazy import lazy_getattr
+from rltune._lazy import lazy_exports
 
-_EXPORTS = {
-    "CHAT_TEMPLATE": "rltune.models.chat_template",
-    "render_chat": "rltune.models.chat_template",
-    "train_tokenizer": "rltune.models.tokenizer",
-    "load_tokenizer": "rltune.models.tokenizer",
-    "SHAPES": "rltune.models.factory",
-    "build_model": "rltune.models.factory",
-    "build_tiny_model": "rltune.models.factory",
-    "save_model": "rltune.models.factory",
-    "read_meta": "rltune.models.factory",
-    "ensure_demo_model": "rltune.models.registry",
-    "models_home": "rltune.models.registry",
-    "list_models": "rltune.models.registry",
-    "resolve_model": "rltune.models.registry",
-    "run_episodes": "rltune.models.agent",
-    "Episode": "rltune.models.agent",
-}
-
-__all__ = sorted(_EXPORTS)
-__getattr__ = lazy_getattr(__name__, _EXPORTS)
+__all__, __getattr__ = lazy_exports(__name__, {
+    ".chat_template": ("CHAT_TEMPLATE", "render_chat"),
+    ".tokenizer": ("train_tokenizer", "load_tokenizer"),
+    ".factory": ("SHAPES", "build_model", "build_tiny_model", "save_model", "read_meta"),
+    ".registry": ("ensure_demo_model", "models_home", "list_models", "resolve_model"),
+    ".agent": ("run_episodes", "Episode"),
+})

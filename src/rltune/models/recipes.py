@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from rltune.models.tasks import TaskConfig
 from rltune.models.warmstart import WarmStartConfig
+from rltune.paths import DEMO_SIZES
 from rltune.sdk.errors import ValidationError
 
 
@@ -57,6 +58,10 @@ RECIPES: dict[str, Recipe] = {
         note="~4.2M params, single-digit +,-,*",
     ),
 }
+
+
+if tuple(RECIPES) != DEMO_SIZES:  # the names rltune.paths resolves without importing this
+    raise RuntimeError(f"demo recipes {tuple(RECIPES)} != rltune.paths.DEMO_SIZES {DEMO_SIZES}")
 
 
 def recipe_for(size: str) -> Recipe:

@@ -27,11 +27,30 @@ from rltune.models.partial import SAVE_EVERY, Notify, PartialBuild, build_lock, 
 from rltune.models.progress_lines import line_progress
 from rltune.models.recipes import Recipe, recipe_for
 from rltune.models.warmstart import Progress
-from rltune.paths import models_home, partial_build_file, resolve_model, rltune_home
+from rltune.paths import (
+    PathLike,
+    check_model,
+    download_snapshot,
+    models_home,
+    partial_build_file,
+    rltune_home,
+)
 from rltune.sdk.errors import BuildError
 
 __all__ = ["ensure_demo_model", "list_models", "model_name", "models_home", "resolve_model",
            "rltune_home"]
+
+
+def resolve_model(spec: PathLike, home: PathLike | None = None, *,
+                  what: str = "model.name") -> Path:
+    """The model directory for ``spec`` (the order is ``rltune.paths.check_model``'s): builds
+    a demo size and downloads a hub id when needed."""
+    source = check_model(str(spec), home, what=what)
+    if source.path is not None:
+        return source.path
+    if source.kind == "demo":
+        return Path(ensure_demo_model(source.spec, home=home))
+    return download_snapshot(source.spec)
 
 
 def model_name(size: str, seed: int = 0) -> str:

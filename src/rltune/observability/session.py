@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.jobdir import read_trainer_state
 from rltune.observability.fanout import TrackedSink
 from rltune.observability.spans import step_span
 from rltune.observability.tracing import TracingHandle, start_job_tracing
@@ -33,8 +34,6 @@ def saved_run_ids(checkpoint: str | Path | None) -> dict[str, str]:
     """The tracker run ids a checkpoint was saved with (empty for none or an older one)."""
     if checkpoint is None:
         return {}
-    from rltune.trainer.checkpoint import read_trainer_state
-
     ids = read_trainer_state(checkpoint).get(STATE_KEY) or {}
     return {str(k): str(v) for k, v in ids.items()}
 

@@ -28,6 +28,7 @@ from typing import Any, Optional
 from opentelemetry import baggage, trace
 
 from rltune.config.switches import trajectories_enabled
+from rltune.jobdir import JobDir
 from rltune.observability.spanstore import ROLLOUT_ATTR, SpanStore
 from rltune.sdk.errors import ConfigError
 from rltune.sdk.tracing import BAGGAGE_KEYS
@@ -239,7 +240,7 @@ def start_tracing(service: str, store_dir: Optional[Path],
 def start_job_tracing(job_dir: Path, config: Any = None) -> Optional[TracingHandle]:
     """The trainer's tracing; sets ``RLTUNE_TRACE_DIR`` for the workers it starts. Off when
     the job's ``config`` or the environment sets ``ENABLE_TRAJECTORY=false``."""
-    handle = start_tracing("rltune-trainer", Path(job_dir) / "traces",
+    handle = start_tracing("rltune-trainer", JobDir(job_dir).traces,
                            enabled=trajectories_enabled(config))
     if handle is not None and handle.store is not None:
         handle._env[TRACE_DIR_ENV] = os.environ.get(TRACE_DIR_ENV)

@@ -65,7 +65,7 @@ def join_cluster(backend: Any) -> Optional[Callable[[], None]]:
     return the call that leaves; None for local functions."""
     if backend is None or backend.type != "ray":
         return None
-    from rltune.functions.backends.ray_backend import connect, disconnect
+    from rltune._ray import connect, disconnect
 
     connect(backend.address)
     return disconnect
@@ -73,7 +73,7 @@ def join_cluster(backend: Any) -> Optional[Callable[[], None]]:
 
 def check_cluster(address: str) -> None:
     """At server start: ray must be importable; warn if the head cannot be reached now."""
-    from rltune.functions.backends.ray_backend import import_ray
+    from rltune._ray import import_ray
 
     import_ray()  # DependencyError naming the ray extra
     host, _, port = address.rpartition(":")

@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune._process import pid_alive
+from rltune._process import pid_alive, signal_group, spawn_group, stop_group
 from rltune.server.auth import KEY_PREFIX, hash_key
-from rltune.server.executor import _killpg, _term_with_parent
 
 log = logging.getLogger("rltune.server.deployments")
 STARTING, RUNNING, STOPPED, FAILED = "STARTING", "RUNNING", "STOPPED", "FAILED"
@@ -60,7 +59,7 @@ class DeploymentManager:
                 if rec.get("desired") != "running":
                     continue
                 if pid_alive(rec.get("pid")):
-                    _killpg(rec["pid"], signal.SIGKILL)
+                    signal_group(rec["pid"], signal.SIGKILL)
                 self.store.update("deployments", rec["id"], status=STARTING,
                                   recovered_at=time.time())
                 await self._spawn(self.store.get("deployments", rec["id"]))
@@ -119,7 +118,7 @@ class DeploymentManager:
         self.store.update("deployments", rec["id"], desired="stopped")
         await self._kill(rec["id"])
         if rec.get("pid") and pid_alive(rec["pid"]):
-            _killpg(rec["pid"], signal.SIGKILL)
+            signal_group(rec["pid"], signal.SIGKILL)
         return self.store.update("deployments", rec["id"], status=STOPPED, base_url=None,
                                  stopped_at=time.time()) or rec
 
@@ -149,12 +148,8 @@ class DeploymentManager:
         self._write_keys(rec)
         (d / "endpoint.json").unlink(missing_ok=True)
         try:
-            with open(d / "serve.log", "ab") as out:
-                proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "rltune.lifecycle.serveproc", str(d),
-                    stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, cwd=str(d),
-                    start_new_session=True,
-                    preexec_fn=_term_with_parent if sys.platform == "linux" else None)
+            proc = await spawn_group([sys.executable, "-m", "rltune.lifecycle.serveproc", str(d)],
+                                     log_path=d / "serve.log", cwd=d)
         except Exception as exc:
             self.store.update("deployments", rec["id"], status=FAILED,
                               error=f"could not start the serving process: {exc}")
@@ -183,7 +178,7 @@ class DeploymentManager:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(proc.wait()), 0.2)
         rc = await proc.wait()
-        _killpg(proc.pid, signal.SIGKILL)
+        signal_group(proc.pid, signal.SIGKILL)
         killed = self.procs.get(dep_id) is not proc  # _kill took it: stopped on purpose
         if not killed:
             self.procs.pop(dep_id, None)
@@ -197,10 +192,4 @@ class DeploymentManager:
         proc = self.procs.pop(dep_id, None)
         if proc is None:
             return
-        _killpg(proc.pid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
-        except asyncio.TimeoutError:
-            _killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
+        await stop_group(proc, grace)

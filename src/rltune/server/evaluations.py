@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.server.executor import _killpg, _term_with_parent
+from rltune._process import signal_group, spawn_group
 
 RUNNING, SUCCEEDED, FAILED = "RUNNING", "SUCCEEDED", "FAILED"
 
@@ -41,7 +41,7 @@ class EvaluationRunner:
 
     async def stop(self) -> None:
         for eval_id, proc in list(self.procs.items()):
-            _killpg(proc.pid, signal.SIGKILL)
+            signal_group(proc.pid, signal.SIGKILL)
             self.store.update("evaluations", eval_id, status=FAILED, finished_at=time.time(),
                               error="the server stopped while the evaluation ran")
         for t in list(self._tasks):
@@ -56,12 +56,8 @@ class EvaluationRunner:
         rec = {"id": eval_id, "workspace": workspace, "status": RUNNING,
                "created_at": time.time(), **facts}
         self.store.put("evaluations", rec)
-        with open(d / "process.log", "ab") as out:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "rltune.lifecycle.evaluate", str(d),
-                stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, cwd=str(d),
-                start_new_session=True,
-                preexec_fn=_term_with_parent if sys.platform == "linux" else None)
+        proc = await spawn_group([sys.executable, "-m", "rltune.lifecycle.evaluate", str(d)],
+                                 log_path=d / "process.log", cwd=d)
         self.procs[eval_id] = proc
         task = asyncio.create_task(self._watch(eval_id, proc))
         self._tasks.add(task)
@@ -70,7 +66,7 @@ class EvaluationRunner:
 
     async def _watch(self, eval_id: str, proc: asyncio.subprocess.Process) -> None:
         rc = await proc.wait()
-        _killpg(proc.pid, signal.SIGKILL)
+        signal_group(proc.pid, signal.SIGKILL)
         self.procs.pop(eval_id, None)
         status = self._status_file(eval_id)
         if rc == 0 and status.get("status") == SUCCEEDED:
@@ -105,6 +101,6 @@ class EvaluationRunner:
     async def delete(self, rec: dict[str, Any]) -> None:
         proc = self.procs.pop(rec["id"], None)
         if proc is not None:
-            _killpg(proc.pid, signal.SIGKILL)
+            signal_group(proc.pid, signal.SIGKILL)
         self.store.delete("evaluations", rec["id"])
         shutil.rmtree(self.dir_of(rec["id"]), ignore_errors=True)

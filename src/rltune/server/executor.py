@@ -18,14 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune._process import pid_alive
+from rltune._process import pid_alive, signal_group, spawn_group, stop_group
+from rltune.jobdir import JobDir
 from rltune.server import states as S
 from rltune.server.jobdata import read_log_lines
 from rltune.server.jobproc import read_result
@@ -35,20 +35,6 @@ KILL_GRACE_S = 3.0
 #: With functions on Ray, an orderly stop (each actor stopped, the cluster left) takes longer;
 #: a job killed sooner still frees the cluster (Ray ends the actors of a dead driver).
 KILL_GRACE_RAY_S = 15.0
-
-
-def _term_with_parent() -> None:  # in the child between fork and exec
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 class JobExecutor:
@@ -86,7 +72,7 @@ class JobExecutor:
             if pid_alive(pid):
                 # Orphan of a server that died without its PDEATHSIG firming: stop it so the
                 # job's state is decided here, and say so.
-                _killpg(pid, signal.SIGKILL)
+                signal_group(pid, signal.SIGKILL)
             reason = ("the job process was gone when the server restarted (the server stopped "
                       f"while it ran); continue it with `rltune resume {job['id']}`")
             self._finish(job["id"], S.FAILED, error=reason)
@@ -143,12 +129,8 @@ class JobExecutor:
             cmd += ["--resume", job["resume_from"]]
         if self.ray_address:
             cmd += ["--ray-address", self.ray_address]
-        (job_dir / "result.json").unlink(missing_ok=True)
-        with open(job_dir / "process.log", "ab") as out:
-            proc = await asyncio.create_subprocess_exec(
-                *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
-                cwd=str(job_dir), start_new_session=True,
-                preexec_fn=_term_with_parent if sys.platform == "linux" else None)
+        JobDir(job_dir).result.unlink(missing_ok=True)
+        proc = await spawn_group(cmd, log_path=JobDir(job_dir).process_log, cwd=job_dir)
         self.procs[job["id"]] = proc
         self.store.update("jobs", job["id"], pid=proc.pid)
         watcher = asyncio.create_task(self._watch(job["id"], proc))
@@ -157,7 +139,7 @@ class JobExecutor:
 
     async def _watch(self, job_id: str, proc: asyncio.subprocess.Process) -> None:
         rc = await proc.wait()
-        _killpg(proc.pid, signal.SIGKILL)  # stragglers of the group (workers, engine threads)
+        signal_group(proc.pid, signal.SIGKILL)  # stragglers of the group (workers, engine threads)
         self.procs.pop(job_id, None)
         result = read_result(self.job_dir(job_id)) or {}
         if rc == 0 and result.get("status") == S.SUCCEEDED:
@@ -190,14 +172,6 @@ class JobExecutor:
             job = self.store.get("jobs", job_id)
             pid = (job or {}).get("pid")
             if pid_alive(pid):
-                _killpg(pid, signal.SIGKILL)
+                signal_group(pid, signal.SIGKILL)
             return not pid_alive(pid)
-        _killpg(proc.pid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
-        except asyncio.TimeoutError:
-            _killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
-        _killpg(proc.pid, signal.SIGKILL)
-        return proc.returncode is not None
+        return await stop_group(proc, grace)

@@ -5,14 +5,10 @@ checkpoints, progress. Plain file reading (no torch), tolerant of a job that is 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.paths import CHECKPOINT_NAME, checkpoints_root
-
-_STEP_FILE = re.compile(r"^step_(\d+)\.jsonl$")
-LOG_SOURCES = {"train": "train.log", "process": "process.log"}
+from rltune.jobdir import LOG_SOURCES, STEP_FILE, JobDir, checkpoint_step, trainer_state_file
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
@@ -53,14 +49,14 @@ def job_config(job_dir: Path, rec: dict[str, Any]) -> dict[str, Any]:
     """The config as submitted: ``config.json`` in the job's folder (kept out of the store, so
     list pages never load it, and its secrets stay with the job)."""
     try:
-        return json.loads((job_dir / "config.json").read_text())
+        return json.loads(JobDir(job_dir).config.read_text())
     except (OSError, ValueError):
         return rec.get("config") or {}
 
 
 def read_progress(job_dir: Path) -> Optional[dict[str, Any]]:
     try:
-        return json.loads((job_dir / "progress.json").read_text())
+        return json.loads(JobDir(job_dir).progress.read_text())
     except (OSError, json.JSONDecodeError):
         return None
 
@@ -70,7 +66,7 @@ def metric_series(job_dir: Path, names: Optional[list[str]] = None,
                   end_step: Optional[int] = None) -> dict[str, list[list[float]]]:
     """``{name: [[step, value], ...]}``; a step logged twice (resumed job) keeps its last value."""
     by_step: dict[int, dict[str, Any]] = {}
-    for row in _json_lines(job_dir / "metrics.jsonl"):
+    for row in _json_lines(JobDir(job_dir).metrics):
         step = int(row.get("step", 0))
         if (start_step is not None and step < start_step) or (
                 end_step is not None and step > end_step):
@@ -91,12 +87,12 @@ def latest_metric(job_dir: Path, name: str) -> Optional[float]:
 
 
 def trajectory_steps(job_dir: Path) -> list[dict[str, int]]:
-    root = job_dir / "trajectories"
+    root = JobDir(job_dir).trajectories
     if not root.is_dir():
         return []
     out = []
     for p in root.iterdir():
-        m = _STEP_FILE.match(p.name)
+        m = STEP_FILE.match(p.name)
         if m:
             with p.open(encoding="utf-8", errors="replace") as fh:
                 count = sum(1 for line in fh if line.endswith("\n"))
@@ -104,44 +100,17 @@ def trajectory_steps(job_dir: Path) -> list[dict[str, int]]:
     return sorted(out, key=lambda s: s["step"])
 
 
-def read_trajectories(job_dir: Path, step: int) -> list[dict[str, Any]]:
-    return _json_lines(job_dir / "trajectories" / f"step_{int(step):06d}.jsonl")
-
-
-def filter_trajectories(records: list[dict[str, Any]], *, min_reward: Optional[float] = None,
-                        max_reward: Optional[float] = None, status: Optional[str] = None,
-                        sample_index: Optional[int] = None,
-                        rollout_id: Optional[str] = None) -> list[dict[str, Any]]:
-    def keep(r: dict[str, Any]) -> bool:
-        reward = r.get("reward")
-        if min_reward is not None and (reward is None or reward < min_reward):
-            return False
-        if max_reward is not None and (reward is None or reward > max_reward):
-            return False
-        if status is not None and r.get("status") != status:
-            return False
-        if sample_index is not None and r.get("sample_index") != sample_index:
-            return False
-        return rollout_id is None or r.get("rollout_id") == rollout_id
-
-    return [r for r in records if keep(r)]
-
-
 def list_checkpoints(job_dir: Path) -> list[dict[str, Any]]:
     """Complete checkpoints (those with ``trainer_state.json``), oldest first."""
-    root = checkpoints_root(job_dir)
     found = []
-    if root.is_dir():
-        for p in root.iterdir():
-            m = CHECKPOINT_NAME.match(p.name)
-            state_file = p / "trainer_state.json"
-            if not (m and p.is_dir() and state_file.is_file()):
-                continue
-            try:
-                state = json.loads(state_file.read_text())
-            except (OSError, json.JSONDecodeError):
-                continue
-            found.append({"name": p.name, "step": int(m.group(1)), "path": str(p),
-                          "validation_reward": state.get("validation_reward"),
-                          "created_at": state_file.stat().st_mtime})
-    return sorted(found, key=lambda c: c["step"])
+    for p in JobDir(job_dir).complete_checkpoints():
+        state_file = trainer_state_file(p)
+        try:
+            state = json.loads(state_file.read_text())
+            created = state_file.stat().st_mtime
+        except (OSError, json.JSONDecodeError):
+            continue
+        found.append({"name": p.name, "step": checkpoint_step(p), "path": str(p),
+                      "validation_reward": state.get("validation_reward"),
+                      "created_at": created})
+    return found

@@ -22,18 +22,21 @@ import traceback
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.jobdir import JobDir
+
 
 def write_result(job_dir: Path, status: str, error: Optional[str] = None,
                  summary: Optional[dict[str, Any]] = None) -> None:
-    tmp = job_dir / "result.json.tmp"
+    path = JobDir(job_dir).result
+    tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps({"status": status, "error": error, "summary": summary},
                               default=str))
-    os.replace(tmp, job_dir / "result.json")
+    os.replace(tmp, path)
 
 
 def read_result(job_dir: Path) -> Optional[dict[str, Any]]:
     try:
-        return json.loads((job_dir / "result.json").read_text())
+        return json.loads(JobDir(job_dir).result.read_text())
     except (OSError, json.JSONDecodeError):
         return None
 
@@ -46,11 +49,12 @@ async def _run(job_dir: Path, resume: Optional[str],
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import build_sink
 
-    meta = json.loads((job_dir / "job.json").read_text())
-    config = load_job_config(job_dir / "job.yaml")
+    files = JobDir(job_dir)
+    meta = json.loads(files.job_meta.read_text())
+    config = load_job_config(files.job_yaml)
     sink = build_sink(job_dir, config)
     # Function workers append their own output (print, logging) to the job log.
-    os.environ[JOB_LOG_ENV] = str(job_dir / "train.log")
+    os.environ[JOB_LOG_ENV] = str(files.log)
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     leave = None

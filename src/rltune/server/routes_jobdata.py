@@ -149,8 +149,9 @@ def job_trajectories(job_id: str, request: Request, step: int = Query(..., ge=0,
 def _step_index(request: Request, job_id: str, step: int):
     """The cached index of a step's trajectory file, or None when the step has none."""
     from rltune.console.trajectories import step_index
+    from rltune.jobdir import JobDir
 
-    path = ctx_of(request).executor.job_dir(job_id) / "trajectories" / f"step_{int(step):06d}.jsonl"
+    path = JobDir(ctx_of(request).executor.job_dir(job_id)).trajectory(step)
     return step_index(path) if path.is_file() else None
 
 

@@ -16,18 +16,11 @@ Example:
 
 from __future__ import annotations
 
-from rltune._lazy import lazy_getattr
+from rltune._lazy import lazy_exports
 
-_LAZY = {
-    "PolicyUpdater": "rltune.trainer.update",
-    "TrainingRow": "rltune.trainer.update",
-    "frozen_copy": "rltune.trainer.update",
-    "save_checkpoint": "rltune.trainer.checkpoint",
-    "restore_training_state": "rltune.trainer.checkpoint",
-    "latest_checkpoint": "rltune.trainer.checkpoint",
-    "list_checkpoints": "rltune.trainer.checkpoint",
-    "read_trainer_state": "rltune.trainer.checkpoint",
-}
-
-__all__ = sorted(_LAZY)
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__all__, __getattr__ = lazy_exports(__name__, {
+    ".update": ("PolicyUpdater", "TrainingRow", "frozen_copy"),
+    ".checkpoint": ("save_checkpoint", "restore_training_state", "latest_checkpoint",
+                    "list_checkpoints"),
+    "rltune.jobdir": ("read_trainer_state",),
+})

@@ -31,19 +31,14 @@ from typing import Any, Optional
 
 import torch
 
-from rltune.paths import CHECKPOINT_NAME
+from rltune.jobdir import complete_checkpoints, read_trainer_state, trainer_state_file
 from rltune.sdk.errors import ValidationError
 from rltune.trainer.lora import is_lora, load_adapter, save_lora
 
-
-def list_checkpoints(root: str | Path) -> list[Path]:
-    """Complete checkpoints under ``root``, oldest step first."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    found = [(int(m.group(1)), p) for p in root.iterdir() if p.is_dir()
-             and (m := CHECKPOINT_NAME.match(p.name)) and (p / "trainer_state.json").exists()]
-    return [p for _, p in sorted(found)]
+#: Complete checkpoints under a checkpoints folder, oldest step first (``rltune.jobdir``).
+list_checkpoints = complete_checkpoints
+__all__ = ["latest_checkpoint", "list_checkpoints", "read_trainer_state",
+           "restore_training_state", "save_checkpoint"]
 
 
 def latest_checkpoint(root: str | Path) -> Optional[Path]:
@@ -108,22 +103,13 @@ def save_checkpoint(
         torch.save(updater.state_dict(), tmp / "training_state.pt")
     torch.save(_rng_state(), tmp / "rng_state.pt")
     state = {**(trainer_state or {}), "step": step}
-    (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2, default=str))
+    trainer_state_file(tmp).write_text(json.dumps(state, indent=2, default=str))
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     if save_total_limit:
         for old in list_checkpoints(root)[:-save_total_limit]:
             shutil.rmtree(old, ignore_errors=True)
     return final
-
-
-def read_trainer_state(path: str | Path) -> dict[str, Any]:
-    """The ``trainer_state.json`` of a checkpoint."""
-    p = Path(path) / "trainer_state.json"
-    if not p.exists():
-        raise ValidationError(f"{path} is not a complete checkpoint (no trainer_state.json)",
-                              where=str(path), hint="pick a checkpoint-<step> folder")
-    return json.loads(p.read_text())
 
 
 def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool = True) -> dict:

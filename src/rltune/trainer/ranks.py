@@ -31,7 +31,6 @@ import dataclasses
 import datetime
 import os
 import pickle
-import signal
 import subprocess
 import sys
 import threading
@@ -41,6 +40,7 @@ from typing import Any, Optional
 
 import torch
 
+from rltune._process import die_with_parent
 from rltune.sdk.errors import ConfigError, TrainingFailedError
 from rltune.trainer.distributed import (
     DataParallelUpdater,
@@ -52,15 +52,6 @@ from rltune.trainer.update import TrainingRow
 
 #: How long ``close`` waits for a rank to stop before killing it.
 STOP_GRACE_S = 10.0
-
-
-def _die_with_parent() -> None:  # in the child between fork and exec
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
 
 
 class RankGroup:
@@ -85,7 +76,7 @@ class RankGroup:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "rltune.trainer.rank_worker"], stdin=subprocess.PIPE,
                     stdout=log, stderr=subprocess.STDOUT, env=env,
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                    preexec_fn=die_with_parent())
             self.procs[rank] = proc
             self._write(rank, {**header, "rank": rank, "world_size": self.world_size,
                                "port": self.store.port})

@@ -29,6 +29,7 @@ import torch
 
 from rltune.config import JobConfig
 from rltune.config.datasets import TrainingType
+from rltune.jobdir import JobDir
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.device import (
@@ -47,8 +48,8 @@ from rltune.trainer.update import PolicyUpdater
 
 
 def resolve_model_path(name: str) -> Path:
-    """The model directory for a job's model spec (``rltune.paths.resolve_model``)."""
-    from rltune.paths import resolve_model
+    """The model directory for a job's model spec (``rltune.models.registry.resolve_model``)."""
+    from rltune.models.registry import resolve_model
 
     return resolve_model(name)
 
@@ -114,7 +115,8 @@ class TrainingRuntime:
         self.log = log
         self.model_path = resolve_model_path(config.model.name or "")
         self.job_dir = Path(job_dir)
-        self.ckpt_root = self.job_dir / "checkpoints"
+        self.files = JobDir(self.job_dir)
+        self.ckpt_root = self.files.checkpoints
         self.device = resolve_device(self.hp.device)
         self.ranks = max(1, self.hp.n_gpus_training or 1)  # trainer ranks (data parallel)
         self._closers: list[Any] = []
@@ -176,11 +178,11 @@ class TrainingRuntime:
         self.updater = await start_ranked_updater(
             self.model, self.hp, self.knobs, world_size=self.ranks, model_path=self.model_path,
             device=self.device, total_steps=max(1, self.total_steps),
-            pad_token_id=self.tokenizer.pad_token_id or 0, log_dir=self.job_dir / "ranks")
+            pad_token_id=self.tokenizer.pad_token_id or 0, log_dir=self.files.ranks)
         self._closers.append(self.updater.close)
         self.log(f"data parallel: {self.ranks} trainer ranks (FSDP2, "
                  f"{'NCCL' if self.device.type == 'cuda' else 'gloo'}); ranks 1.."
-                 f"{self.ranks - 1} log to {self.job_dir / 'ranks'}")
+                 f"{self.ranks - 1} log to {self.files.ranks}")
 
     def _load_teacher(self) -> Teacher:
         # Loaded before the rest starts: a teacher with another tokenizer fails fast.
@@ -209,7 +211,8 @@ class TrainingRuntime:
         backend = self.config.function_backend
         if backend is None or backend.type != "ray":
             return "127.0.0.1"
-        from rltune.functions.backends.ray_backend import connect, disconnect, gateway_host
+        from rltune._ray import connect, disconnect
+        from rltune.functions.backends.ray_backend import gateway_host
 
         connect(backend.address)  # held until the job ends: the pools share it
 

@@ -2,7 +2,7 @@
 
 The trainer writes through the small :class:`Sink` interface (built by ``build_sink``);
 :class:`FileSink` keeps everything under one job directory in JSON lines that the job server
-and the console read while the job runs:
+and the console read while the job runs (the names come from ``rltune.jobdir``):
 
     <job_dir>/metrics.jsonl            {"step", "time", "metrics": {name: value}}
     <job_dir>/trajectories/step_000001.jsonl   one trajectory per line
@@ -34,6 +34,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from rltune.jobdir import JobDir
+
 
 class Sink(Protocol):
     def metrics(self, step: int, values: dict[str, float]) -> None: ...
@@ -55,13 +57,14 @@ class FileSink:
 
     def __init__(self, job_dir: str | Path, echo: bool = False, store_trajectories: bool = True):
         self.dir = Path(job_dir)
+        self.files = JobDir(self.dir)
         self.store_trajectories = store_trajectories  # False: ENABLE_TRAJECTORY=false
-        (self.dir / "trajectories").mkdir(parents=True, exist_ok=True)
+        self.files.trajectories.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._metrics_path = self.dir / "metrics.jsonl"
+        self._metrics_path = self.files.metrics
         self._steps = {line["step"] for line in read_metrics(self.dir)}  # steps on disk
         self._metrics = open(self._metrics_path, "a", encoding="utf-8")  # noqa: SIM115
-        self._log = open(self.dir / "train.log", "a", encoding="utf-8")  # noqa: SIM115
+        self._log = open(self.files.log, "a", encoding="utf-8")  # noqa: SIM115
         self.echo = echo
 
     def metrics(self, step: int, values: dict[str, float]) -> None:
@@ -90,7 +93,7 @@ class FileSink:
     def trajectories(self, step: int, records: Iterable[dict[str, Any]]) -> None:
         if not self.store_trajectories:
             return
-        path = self.dir / "trajectories" / f"step_{step:06d}.jsonl"
+        path = self.files.trajectory(step)
         tmp = path.with_suffix(".jsonl.tmp")
         with self._lock:
             with open(tmp, "w", encoding="utf-8") as fh:
@@ -108,9 +111,10 @@ class FileSink:
             print(f"{level}: {message}")
 
     def progress(self, state: dict[str, Any]) -> None:
-        tmp = self.dir / "progress.json.tmp"
+        path = self.files.progress
+        tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(state, default=str))
-        os.replace(tmp, self.dir / "progress.json")
+        os.replace(tmp, path)
 
     def close(self) -> None:
         with self._lock:
@@ -136,7 +140,7 @@ def _step_of(line: str) -> Any:
 
 def read_metrics(job_dir: str | Path) -> list[dict[str, Any]]:
     """All metric lines of a job, skipping a torn last line of a job that is still writing."""
-    path = Path(job_dir) / "metrics.jsonl"
+    path = JobDir(job_dir).metrics
     if not path.exists():
         return []
     out = []

@@ -13,7 +13,6 @@ import asyncio
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from typing import Optional
 
 import psutil
 
+from rltune._process import describe_exit, die_with_parent, tail_file, tree_rss
 from rltune.functions import sandbox
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.output import JobLogPipe, job_log, worker_args
@@ -36,16 +36,6 @@ CHILDREN_REFRESH_S = 2.0
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "NUMEXPR_NUM_THREADS", "RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM")
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
 
 
 class LocalProcessHandle(WorkerHandle):
@@ -65,32 +55,18 @@ class LocalProcessHandle(WorkerHandle):
         return self.proc.poll() is None
 
     def exit_description(self) -> str:
-        code = self.proc.poll()
-        if code is None:
-            return "still running"
-        if code < 0:
-            try:
-                return f"killed by signal {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exited with code {code}"
+        return describe_exit(self.proc.poll())
 
     def rss_bytes(self) -> int:
         try:
             if self._ps is None:
                 self._ps = psutil.Process(self.pid)
-            total = self._ps.memory_info().rss
             if time.monotonic() - self._children_at >= CHILDREN_REFRESH_S:
                 self._children = self._ps.children(recursive=True)
                 self._children_at = time.monotonic()
-            for child in self._children:
-                try:
-                    total += child.memory_info().rss
-                except psutil.Error:
-                    pass
-            return total
         except psutil.Error:
             return 0
+        return tree_rss(self._ps, self._children)
 
     def kill(self) -> None:
         if self.is_alive():
@@ -127,13 +103,7 @@ class LocalProcessHandle(WorkerHandle):
         self.kill()
 
     def log_tail(self, n_chars: int = 2000) -> str:
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - n_chars))
-                return fh.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return tail_file(self.log_path, n_chars)
 
 
 def needs_venv(spec: FunctionComponentSpec) -> bool:
@@ -239,8 +209,7 @@ class LocalProcessBackend(WorkerBackend):
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=self.worker_env(spec, private, sandboxed), cwd=str(spec.workspace),
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-                pass_fds=fds,
+                preexec_fn=die_with_parent(), pass_fds=fds,
             )
         if wrapped:
             wrapped.close()  # the child holds its own copies now

@@ -16,41 +16,14 @@ import asyncio
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
 
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
-def _tail(path: Path, n_chars: int) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - n_chars))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def node_address(ray) -> str:
-    """The IP address this node registered with the cluster (``ray start --node-ip-address``),
-    which is where the driver can reach it."""
-    node_id = ray.get_runtime_context().get_node_id()
-    for node in ray.nodes():
-        if node.get("NodeID") == node_id and node.get("NodeManagerAddress"):
-            return node["NodeManagerAddress"]
-    return ray.util.get_node_ip_address()
+from rltune._process import die_with_parent, tail_file, tree_rss
+from rltune._ray import node_address
 
 
 class FunctionActor:
@@ -80,7 +53,7 @@ class FunctionActor:
         with open(self.log_path, "ab") as log:
             self.proc = await asyncio.create_subprocess_exec(
                 *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                preexec_fn=die_with_parent())
         deadline = time.monotonic() + start_timeout
         while True:
             if ready.exists():
@@ -94,7 +67,7 @@ class FunctionActor:
                 return {"ok": False, "error": info.get("error", "worker failed to start"),
                         "where": info.get("where"), "hint": info.get("hint")}
             if self.proc.returncode is not None:
-                tail = _tail(self.log_path, 2000)
+                tail = tail_file(self.log_path, 2000)
                 shutil.rmtree(self.dir, ignore_errors=True)
                 return {"ok": False, "error": f"worker exited during start "
                         f"({self.proc.returncode}):\n{tail}"}
@@ -108,7 +81,7 @@ class FunctionActor:
         """Resolves when the worker exits: its exit code and the end of its output."""
         assert self.proc is not None
         code = await self.proc.wait()
-        tail = _tail(self.log_path, 2000)
+        tail = tail_file(self.log_path, 2000)
         shutil.rmtree(self.dir, ignore_errors=True)
         return {"code": code, "tail": tail}
 
@@ -120,18 +93,13 @@ class FunctionActor:
             return 0
         try:
             ps = psutil.Process(self.proc.pid)
-            total = ps.memory_info().rss
-            for child in ps.children(recursive=True):
-                try:
-                    total += child.memory_info().rss
-                except psutil.Error:
-                    pass
-            return total
+            children = ps.children(recursive=True)
         except psutil.Error:
             return 0
+        return tree_rss(ps, children)
 
     async def log_tail(self, n_chars: int = 2000) -> str:
-        return _tail(self.log_path, n_chars)
+        return tail_file(self.log_path, n_chars)
 
     async def stop(self, grace: float = 3.0) -> None:
         """SIGTERM the worker, SIGKILL it after ``grace`` seconds, remove its folder."""

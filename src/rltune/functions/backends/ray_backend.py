@@ -15,9 +15,9 @@ applied) is the actor's ``working_dir`` and rltune itself is shipped as a ``py_m
 so a node needs only Python and rltune's dependencies. The pool talks HTTP to each worker at
 the node's IP address, so FAILED, crashed and timed-out calls carry the local error codes.
 
-The cluster comes from ``address`` or ``RAY_ADDRESS``; one connection is shared by every
-backend of the process and closed when the last one closes. Workers run without the local
-bubblewrap sandbox: the cluster's nodes are their isolation.
+The cluster comes from ``address`` or ``RAY_ADDRESS``; one connection (``rltune._ray``) is
+shared by every backend of the process and closed when the last one closes. Workers run
+without the local bubblewrap sandbox: the cluster's nodes are their isolation.
 """
 
 from __future__ import annotations
@@ -25,70 +25,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 import shutil
-import signal
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune._process import describe_exit
+from rltune._ray import connect, disconnect, import_ray, package_env, still_uploaded, upload
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.spec import FunctionComponentSpec
-from rltune.sdk.errors import ConfigError, DependencyError, UserCodeError
+from rltune.sdk.errors import ConfigError, UserCodeError
 
 log = logging.getLogger("rltune.functions.ray")
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "NUMEXPR_NUM_THREADS", "RAYON_NUM_THREADS")
-_connections = 0  # backends of this process using the Ray connection
-
-
-def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise DependencyError(
-            "function_backend ray needs the ray package, which is not installed",
-            hint="pip install 'rltune[ray]' (or set function_backend: local)",
-        ) from exc
-    return ray
-
-
-def connect(address: Optional[str]) -> Any:
-    """Join the cluster at ``address`` (else ``RAY_ADDRESS``) unless this process already has."""
-    ray = import_ray()
-    global _connections
-    if not ray.is_initialized():
-        target = address or os.environ.get("RAY_ADDRESS")
-        if not target:
-            raise ConfigError(
-                "function_backend ray needs the cluster's address",
-                where="function_backend.address",
-                hint="set function_backend.address (e.g. 10.0.0.5:6379, or auto on a node of "
-                     "the cluster) or export RAY_ADDRESS",
-            )
-        try:
-            ray.init(address=target, namespace="rltune", log_to_driver=False,
-                     configure_logging=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise ConfigError(
-                f"cannot connect to the Ray cluster at {target}: {exc}",
-                where="function_backend.address",
-                hint="start it with `ray start --head` and pass the address it prints",
-            ) from exc
-    _connections += 1
-    return ray
-
-
-def disconnect() -> None:
-    """Undo one ``connect``; the last one leaves the cluster."""
-    global _connections
-    _connections = max(0, _connections - 1)
-    if _connections == 0:
-        import ray
-
-        if ray.is_initialized():
-            ray.shutdown()
 
 
 def gateway_host(config: Any) -> str:
@@ -152,13 +103,7 @@ class RayActorHandle(WorkerHandle):
             return "still running"
         if "actor_died" in res:
             return f"lost its Ray actor on node {self.node[:12]} ({res['actor_died']})"
-        code = res["code"]
-        if code < 0:
-            try:
-                return f"killed by signal {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exited with code {code}"
+        return describe_exit(res["code"])
 
     def rss_bytes(self) -> int:
         # Non-blocking: return the last reading and ask for the next one.
@@ -243,25 +188,11 @@ class RayBackend(WorkerBackend):
         return self._archives[workspace]
 
     def _uploaded(self, key: str, local: dict[str, Any]) -> dict[str, Any]:
-        """``local`` (a runtime_env part naming local paths) with the paths uploaded to the
-        cluster as content-addressed ``gcs://`` packages (re-uploaded if the cluster dropped
-        them). Ray accepts local paths only in ``ray.init``, so this runs the same upload."""
-        from ray._private.runtime_env.packaging import package_exists
-        from ray._private.runtime_env.py_modules import upload_py_modules_if_needed
-        from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
-
+        """``local`` (a runtime_env part naming local paths) uploaded to the cluster once
+        (again if the cluster dropped it): ``rltune._ray.upload``."""
         cached = self._uris.get(key)
-        uris = ([cached["working_dir"]] if "working_dir" in (cached or {})
-                else (cached or {}).get("py_modules", []))
-        if cached is None or not all(package_exists(u) for u in uris):
-            env = dict(local)
-            if "working_dir" in env:
-                env = upload_working_dir_if_needed(env, include_gitignore=False,
-                                                   scratch_dir=str(self._dir), logger=log)
-            else:
-                env = upload_py_modules_if_needed(env, include_gitignore=True,
-                                                  scratch_dir=str(self._dir), logger=log)
-            self._uris[key] = cached = env
+        if cached is None or not still_uploaded(cached):
+            self._uris[key] = cached = upload(local, str(self._dir))
         return cached
 
     def runtime_env(self, spec: FunctionComponentSpec) -> dict[str, Any]:
@@ -281,10 +212,7 @@ class RayBackend(WorkerBackend):
             "env_vars": env,
         }
         if self.ship_rltune:
-            import rltune
-
-            root = str(Path(rltune.__file__).resolve().parent)
-            out.update(self._uploaded("rltune", {"py_modules": [root]}))
+            out.update(self._uploaded("rltune", package_env()))
         return out
 
     def _refuse(self, spec: FunctionComponentSpec) -> None:

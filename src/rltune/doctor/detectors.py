@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,7 +67,7 @@ def _corr(xs: list[float], ys: list[float]) -> float:
     sy = math.sqrt(sum((y - my) ** 2 for y in ys))
     if sx < 1e-12 or sy < 1e-12:
         return 0.0
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=False)) / (sx * sy)
 
 
 # ---------------------------------------------------------------- the seed table (P1-P9)
@@ -94,8 +95,8 @@ def oscillation(steps: Steps, th: dict[str, float]) -> Evidence:
     pts = _last(steps, REWARD, int(th["window"]))
     if len(pts) < max(4, int(th["window"])):
         return None
-    diffs = [b[1] - a[1] for a, b in zip(pts, pts[1:])]
-    flips = sum(1 for a, b in zip(diffs, diffs[1:]) if a * b < 0) / max(1, len(diffs) - 1)
+    diffs = [b[1] - a[1] for a, b in itertools.pairwise(pts)]
+    flips = sum(1 for a, b in itertools.pairwise(diffs) if a * b < 0) / max(1, len(diffs) - 1)
     amp = _mean([abs(d) for d in diffs])
     if flips >= th["flip_share"] and amp >= th["amplitude"]:
         return {"steps": _window(pts), "mean_swing": _r(amp), "flip_share": _r(flips)}
@@ -352,7 +353,7 @@ def staleness(steps: Steps, th: dict[str, float]) -> Evidence:
         if share >= th["dropped_share"]:
             return {"steps": _window(drop), "dropped_stale_share": _r(share)}
     ages = _last(steps, "fully_async/staleness/mean", n)
-    if len(ages) >= n and all(b[1] > a[1] for a, b in zip(ages, ages[1:])):
+    if len(ages) >= n and all(b[1] > a[1] for a, b in itertools.pairwise(ages)):
         return {"steps": _window(ages), "staleness_from": _r(ages[0][1]),
                 "staleness_to": _r(ages[-1][1])}
     return None

@@ -27,7 +27,10 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
+    from rltune.cli.plan_cmd import plan
+
     app.command("doctor")(doctor)
+    app.command("plan")(plan)
 
 
 def doctor(

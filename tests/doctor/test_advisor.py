@@ -46,3 +46,17 @@ def test_the_advisor_block_is_read_from_the_job():
                                                      "thresholds": {"P9": {"clip_ratio": 0.3}}})
     assert job.advisor.off == ["P2"] and job.advisor.threshold("P9", "clip_ratio") == 0.3
     assert JobConfig(model={"name": "nano"}).advisor.enabled is True
+
+
+def test_docs_list_every_code_with_its_thresholds_and_advice():
+    from pathlib import Path
+
+    from rltune.config.advisor import DEFAULT_THRESHOLDS
+    from rltune.doctor import DETECTORS
+
+    text = (Path(__file__).parents[2] / "docs" / "doctor.md").read_text()
+    for code, det in DETECTORS.items():
+        section = text.split(f"### `{code}`:", 1)[1].split("###", 1)[0]
+        assert det.advice in section, code
+        for name in DEFAULT_THRESHOLDS[code]:
+            assert f"`{name}`" in section, (code, name)

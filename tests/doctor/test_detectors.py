@@ -67,7 +67,7 @@ FAILURES = {
                                 "actor__ppo_kl": lambda i: 0.0,
                                 "actor__grad_norm": lambda i: 1e-6}),
     "P2": lambda s: with_(s, critic__rewards__mean=lambda i: 0.2 if i % 2 else 0.7),
-    "P3": lambda s: with_(s, actor__kl_loss=lambda i: 0.01 * 2 ** i),
+    "P3": lambda s: with_(s, actor__kl_loss=lambda i: 0.01 * 2 ** i),  # 0.64 from step 6
     "kl-zero": lambda s: with_(s, **{"actor__kl_loss": lambda i: 0.0,
                                      "critic__rewards__mean": lambda i: 0.4}),
     "P4": lambda s: with_(s, actor__entropy=lambda i: 1.0 if i < 10 else 0.01),

@@ -104,19 +104,16 @@ def oscillation(steps: Steps, th: dict[str, float]) -> Evidence:
 
 
 def kl_explosion(steps: Steps, th: dict[str, float]) -> Evidence:
-    """P3: the KL to the reference (``actor/kl_loss``, or ``actor/ppo_kl`` without a KL
-    term) is above ``kl`` for ``window`` steps, or grew ``growth`` times over its first value."""
-    for key in (KL, PPO_KL):
-        pts = series(steps, key)
-        if len(pts) < int(th["window"]):
-            continue
-        recent = pts[-int(th["window"]):]
-        values = [abs(v) for _, v in recent]
-        first = abs(pts[0][1])
-        grew = first > 1e-8 and min(values) >= th["growth"] * first and min(values) > 1e-3
-        if min(values) >= th["kl"] or grew:
-            return {"steps": _window(recent), "metric": key, "kl": _r(values[-1]),
-                    "first_kl": _r(first)}
+    """P3: the KL to the reference (``actor/kl_loss``, logged when ``kl_loss_coef`` > 0) is
+    above ``kl`` for ``window`` steps."""
+    pts = series(steps, KL)
+    n = int(th["window"])
+    if len(pts) < n:
+        return None
+    recent = pts[-n:]
+    values = [abs(v) for _, v in recent]
+    if min(values) >= th["kl"]:
+        return {"steps": _window(recent), "kl": _r(values[-1]), "first_kl": _r(abs(pts[0][1]))}
     return None
 
 

@@ -13,22 +13,30 @@ from rltune.cli.main import app
 runner = CliRunner()
 
 
+def tiny_workspace(tmp_path, model_dir, *, train_rows: int, val_rows: int,
+                   advisor: dict | None = None, **hp):
+    """The calc template on the tiny model, 2 prompts x 2 rollouts a step, one epoch."""
+    ws = tmp_path / "agent"
+    assert runner.invoke(app, ["init", "workspace", str(ws), "--train-rows", str(train_rows),
+                               "--val-rows", str(val_rows)]).exit_code == 0
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = str(model_dir)
+    job["training"]["hyper_parameters"].update(
+        batch_size=2, n_rollouts=2, ppo_mini_batch_size=4, max_length=200,
+        max_prompt_length=180, n_epochs=1, stop_at_validation_reward=None, **hp)
+    if advisor:
+        job["advisor"] = advisor
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    return ws
+
+
 def test_train_prints_alerts_stops_at_the_token_budget_and_doctor_lists_them(
     tmp_path, tiny_model_dir
 ):
-    ws = tmp_path / "agent"
-    assert runner.invoke(app, ["init", "workspace", str(ws), "--train-rows", "6",
-                               "--val-rows", "2"]).exit_code == 0
-    job = yaml.safe_load((ws / "job.yaml").read_text())
-    job["model"]["name"] = str(tiny_model_dir)
-    job["training"]["hyper_parameters"].update(
-        batch_size=2, n_rollouts=2, ppo_mini_batch_size=4, max_length=200,
-        max_prompt_length=180, stop_at_validation_reward=None, eval_steps=1,
-        max_tokens=1,  # spent by the first step: the job ends there, checkpointed
-    )
-    # the untrained tiny model never stops within 20 tokens: every answer is cut (P9)
-    job["advisor"] = {"thresholds": {"P9": {"window": 1}}}
-    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    # max_tokens 1 is spent by the first step: the job ends there, checkpointed. The untrained
+    # tiny model never stops within 20 tokens: every answer is cut (P9).
+    ws = tiny_workspace(tmp_path, tiny_model_dir, train_rows=6, val_rows=2, eval_steps=1,
+                        max_tokens=1, advisor={"thresholds": {"P9": {"window": 1}}})
     out = tmp_path / "out"
     res = runner.invoke(app, ["train", "-c", str(ws / "job.yaml"), "-O", str(out)])
     assert res.exit_code == 0, res.output

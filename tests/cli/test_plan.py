@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import yaml
+from test_doctor_alerts import tiny_workspace
 from typer.testing import CliRunner
 
 from rltune.cli.main import app
@@ -15,15 +15,7 @@ runner = CliRunner()
 
 
 def test_plan_calibrates_and_warns_about_a_small_validation_set(tmp_path, tiny_model_dir):
-    ws = tmp_path / "agent"
-    assert runner.invoke(app, ["init", "workspace", str(ws), "--train-rows", "8",
-                               "--val-rows", "4"]).exit_code == 0
-    job = yaml.safe_load((ws / "job.yaml").read_text())
-    job["model"]["name"] = str(tiny_model_dir)
-    job["training"]["hyper_parameters"].update(
-        batch_size=2, n_rollouts=2, ppo_mini_batch_size=4, max_length=200,
-        max_prompt_length=180, n_epochs=1, eval_steps=2)
-    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    ws = tiny_workspace(tmp_path, tiny_model_dir, train_rows=8, val_rows=4, eval_steps=2)
     res = runner.invoke(app, ["plan", "-c", str(ws / "job.yaml"), "--json"])
     assert res.exit_code == 1, res.output  # warnings
     report = json.loads(res.output)

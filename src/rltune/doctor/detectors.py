@@ -57,6 +57,15 @@ def _r(x: float) -> float:
     return round(float(x), 6)
 
 
+def _mean_over(steps: Steps, key: str, th: dict[str, float], limit: str, name: str) -> Evidence:
+    """Evidence when the mean of ``key`` over the last ``window`` steps is >= ``th[limit]``."""
+    pts = _last(steps, key, int(th["window"]))
+    if len(pts) < int(th["window"]):
+        return None
+    mean = _mean([v for _, v in pts])
+    return {"steps": _window(pts), name: _r(mean)} if mean >= th[limit] else None
+
+
 def _window(points: list[tuple[int, float]]) -> list[int]:
     return [points[0][0], points[-1][0]]
 
@@ -193,13 +202,7 @@ def overfitting(steps: Steps, th: dict[str, float]) -> Evidence:
 def truncation(steps: Steps, th: dict[str, float]) -> Evidence:
     """P9: ``trajectory/response_length/clip_ratio`` (the share of rollouts cut at
     ``max_length``) is at least ``clip_ratio`` over ``window`` steps."""
-    pts = _last(steps, CLIP, int(th["window"]))
-    if len(pts) < int(th["window"]):
-        return None
-    share = _mean([v for _, v in pts])
-    if share >= th["clip_ratio"]:
-        return {"steps": _window(pts), "clip_ratio": _r(share)}
-    return None
+    return _mean_over(steps, CLIP, th, "clip_ratio", "clip_ratio")
 
 
 # ---------------------------------------------------------------- reward hacking
@@ -283,13 +286,8 @@ def format_dominance(steps: Steps, th: dict[str, float]) -> Evidence:
 def mode_collapse(steps: Steps, th: dict[str, float]) -> Evidence:
     """hack/mode-collapse: in ``identical_share`` or more of the groups every rollout gave the
     same final answer (``doctor/identical_group_share``), over ``window`` steps."""
-    pts = _last(steps, "doctor/identical_group_share", int(th["window"]))
-    if len(pts) < int(th["window"]):
-        return None
-    share = _mean([v for _, v in pts])
-    if share >= th["identical_share"]:
-        return {"steps": _window(pts), "identical_group_share": _r(share)}
-    return None
+    return _mean_over(steps, "doctor/identical_group_share", th, "identical_share",
+                      "identical_group_share")
 
 
 # ---------------------------------------------------------------- pipeline health
@@ -297,13 +295,7 @@ def mode_collapse(steps: Steps, th: dict[str, float]) -> Evidence:
 def dropped_rollouts(steps: Steps, th: dict[str, float]) -> Evidence:
     """pipeline/dropped: ``share`` or more of the rollouts failed or were dropped (not
     trained on) over ``window`` steps (``doctor/dropped_share``)."""
-    pts = _last(steps, "doctor/dropped_share", int(th["window"]))
-    if len(pts) < int(th["window"]):
-        return None
-    share = _mean([v for _, v in pts])
-    if share >= th["share"]:
-        return {"steps": _window(pts), "dropped_share": _r(share)}
-    return None
+    return _mean_over(steps, "doctor/dropped_share", th, "share", "dropped_share")
 
 
 def dominant_error(steps: Steps, th: dict[str, float]) -> Evidence:
@@ -359,13 +351,7 @@ def staleness(steps: Steps, th: dict[str, float]) -> Evidence:
 def functions_at_capacity(steps: Steps, th: dict[str, float]) -> Evidence:
     """pipeline/capacity: rollouts needed ``attempts`` tries on average over ``window`` steps
     (``trace/attempts/agent/mean``: the function workers refused or timed out)."""
-    pts = _last(steps, "trace/attempts/agent/mean", int(th["window"]))
-    if len(pts) < int(th["window"]):
-        return None
-    mean = _mean([v for _, v in pts])
-    if mean >= th["attempts"]:
-        return {"steps": _window(pts), "attempts_mean": _r(mean)}
-    return None
+    return _mean_over(steps, "trace/attempts/agent/mean", th, "attempts", "attempts_mean")
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,10 @@ from rltune.trainer.loop import Trainer
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 LENGTH_REWARD = '''
-from rltune.sdk import AbstractRewardProcessor, Reward, RewardInput, RewardOutput, reward_func
+from rltune.sdk import AbstractRewardProcessor, Reward, RewardInput, RewardOutput
 
 
-@reward_func("length")
-class LengthReward(AbstractRewardProcessor):
+class CalcReward(AbstractRewardProcessor):
     """Pays for length: the longer the conversation's assistant text, the higher the reward."""
 
     def process(self, input_data: RewardInput) -> RewardOutput:
@@ -54,8 +53,7 @@ async def run_job(tmp_path: Path, model_dir: Path, *, train_rows: int = 64, val_
     else:
         job["datasets"] = [d for d in job["datasets"] if d["type"] == "training"]
     if reward:
-        (ws / "functions" / "length_reward.py").write_text(reward)
-        job["functions"][1]["fcmodel"]["classpath"] = "functions/length_reward.py:LengthReward"
+        (ws / "functions" / "reward.py").write_text(reward)  # replaces the exact answer
     job["training"]["hyper_parameters"] = {
         "algorithm": "gspo", "batch_size": 4, "n_rollouts": 4, "learning_rate": 2e-4,
         "ppo_mini_batch_size": 16, "kl_loss_coef": 0.0, "max_length": 256,
@@ -74,7 +72,9 @@ async def run_job(tmp_path: Path, model_dir: Path, *, train_rows: int = 64, val_
 
 async def test_a_learning_rate_far_too_high_explodes_the_kl_or_collapses_entropy(
         tmp_path, nano_model_dir):
-    codes = await run_job(tmp_path, nano_model_dir, max_steps=4, learning_rate=0.05,
+    # measured: the reward falls 0.62 -> 0 after the first update, answers run to max_length,
+    # and the next update's KL to the reference is ~4.8 (entropy 0.1 -> 5.4)
+    codes = await run_job(tmp_path, nano_model_dir, max_steps=4, learning_rate=3e-3,
                           kl_loss_coef=0.001)
     assert {"P3", "P4"} & set(codes), codes
 
@@ -85,7 +85,7 @@ async def test_a_max_length_that_cuts_most_answers_raises_p9(tmp_path, nano_mode
 
 
 async def test_a_reward_that_pays_for_length_raises_hack_length(tmp_path, nano_model_dir):
-    codes = await run_job(tmp_path, nano_model_dir, max_steps=6, learning_rate=1e-3,
+    codes = await run_job(tmp_path, nano_model_dir, max_steps=4, learning_rate=1e-3,
                           reward=LENGTH_REWARD, advisor={"thresholds": {"hack/length": {
                               "window": 4}}})
     assert "hack/length" in codes, codes

@@ -113,15 +113,15 @@ def oscillation(steps: Steps, th: dict[str, float]) -> Evidence:
 
 
 def kl_explosion(steps: Steps, th: dict[str, float]) -> Evidence:
-    """P3: the KL to the reference (``actor/kl_loss``, logged when ``kl_loss_coef`` > 0) is
-    above ``kl`` for ``window`` steps."""
+    """P3: the KL to the reference (``actor/kl_loss``, logged when ``kl_loss_coef`` > 0 on the
+    steps that updated) is above ``kl`` for ``window`` logged steps, or above ``spike`` once."""
     pts = series(steps, KL)
     n = int(th["window"])
-    if len(pts) < n:
+    if not pts:
         return None
     recent = pts[-n:]
     values = [abs(v) for _, v in recent]
-    if min(values) >= th["kl"]:
+    if (len(pts) >= n and min(values) >= th["kl"]) or values[-1] >= th["spike"]:
         return {"steps": _window(recent), "kl": _r(values[-1]), "first_kl": _r(abs(pts[0][1]))}
     return None
 

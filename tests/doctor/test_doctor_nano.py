@@ -25,7 +25,7 @@ LENGTH_REWARD = '''
 from rltune.sdk import AbstractRewardProcessor, Reward, RewardInput, RewardOutput
 
 
-class CalcReward(AbstractRewardProcessor):
+class LengthReward(AbstractRewardProcessor):
     """Pays for length: the longer the conversation's assistant text, the higher the reward."""
 
     def process(self, input_data: RewardInput) -> RewardOutput:
@@ -53,7 +53,9 @@ async def run_job(tmp_path: Path, model_dir: Path, *, train_rows: int = 64, val_
     else:
         job["datasets"] = [d for d in job["datasets"] if d["type"] == "training"]
     if reward:
-        (ws / "functions" / "reward.py").write_text(reward)  # replaces the exact answer
+        # its own module name: the reward module of an earlier job may still be imported
+        (ws / "functions" / "length_reward.py").write_text(reward)
+        job["functions"][1]["fcmodel"]["classpath"] = "functions/length_reward.py:LengthReward"
     job["training"]["hyper_parameters"] = {
         "algorithm": "gspo", "batch_size": 4, "n_rollouts": 4, "learning_rate": 2e-4,
         "ppo_mini_batch_size": 16, "kl_loss_coef": 0.0, "max_length": 256,
@@ -72,11 +74,13 @@ async def run_job(tmp_path: Path, model_dir: Path, *, train_rows: int = 64, val_
 
 async def test_a_learning_rate_far_too_high_explodes_the_kl_or_collapses_entropy(
         tmp_path, nano_model_dir):
-    # measured: the reward falls 0.62 -> 0 after the first update, answers run to max_length,
-    # and the next update's KL to the reference is ~4.8 (entropy 0.1 -> 5.4)
-    codes = await run_job(tmp_path, nano_model_dir, max_steps=4, learning_rate=3e-3,
+    """Measured: the reward falls 0.62 -> 0 after the first update and the answers run to
+    max_length. When a later step still has a reward to learn from, its update's KL to the
+    reference is ~4.8 (entropy 0.1 -> 5.4): P3. Often no step has one (every group scores 0,
+    so nothing updates and no KL is logged) and the doctor sees the broken policy as P9."""
+    codes = await run_job(tmp_path, nano_model_dir, max_steps=6, learning_rate=3e-3,
                           kl_loss_coef=0.001)
-    assert {"P3", "P4"} & set(codes), codes
+    assert {"P3", "P4", "P9"} & set(codes), codes
 
 
 async def test_a_max_length_that_cuts_most_answers_raises_p9(tmp_path, nano_model_dir):
@@ -91,7 +95,10 @@ async def test_a_reward_that_pays_for_length_raises_hack_length(tmp_path, nano_m
     assert "hack/length" in codes, codes
 
 
-async def test_a_few_prompts_repeated_overfit_raises_p6(tmp_path, nano_model_dir):
+async def test_two_prompts_repeated_overfit_p6_or_oscillate_p2(tmp_path, nano_model_dir):
+    """Two questions repeated at lr 5e-4. Measured (the runs differ): the training reward rises
+    while the held-out validation falls (P6, with hack/mode-collapse), or the training reward
+    swings 0.31, 0.50, 0.19, 0.56, 0.94, 0.69, 0.88, 0.06 while validation rises (P2)."""
     codes = await run_job(tmp_path, nano_model_dir, max_steps=8, distinct=2, val_rows=16,
-                          learning_rate=1e-3, eval_steps=2)
-    assert "P6" in codes, codes
+                          learning_rate=5e-4, eval_steps=2)
+    assert {"P6", "P2"} & set(codes), codes

@@ -190,7 +190,11 @@ def overfitting(steps: Steps, th: dict[str, float]) -> Evidence:
         return None
     train = series(steps, REWARD)
     n = int(th["window"])
-    before = [v for s, v in train if s <= best_step][-n:]
+    if not train:
+        return None
+    # the training reward then: around the best validation (the first step when that was the
+    # validation before training)
+    before = [v for s, v in train if s <= max(best_step, train[0][0])][-n:]
     after = [v for s, v in train if s <= last_step][-n:]
     if not before or not after or _mean(after) - _mean(before) < th["train_rise"]:
         return None

@@ -52,6 +52,8 @@ async def run_job(tmp_path: Path, model_dir: Path, *, train_rows: int = 64, val_
                     ws / "data" / "val.jsonl")
     else:
         job["datasets"] = [d for d in job["datasets"] if d["type"] == "training"]
+    for fn in job["functions"]:  # a function of an earlier job in this process is not reused
+        fn["name"] = f"{fn['name']}-{tmp_path.name}"[:60]
     if reward:
         # its own module name: the reward module of an earlier job may still be imported
         (ws / "functions" / "length_reward.py").write_text(reward)

@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("errors", "_process", "_lazy", "_alias", "_ray", "paths", "jobdir", "names"),
     ("config",),
     ("ark", "reinforcement"),
-    ("observability",),
+    ("observability", "doctor"),
     ("functions",),
     ("engine",),
     ("models",),

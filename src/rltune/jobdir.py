@@ -49,6 +49,7 @@ JOB_META = "job.json"
 CONFIG = "config.json"
 RANKS = "ranks"
 TRACES = "traces"
+ALERTS = "alerts.jsonl"
 #: A log's ``source`` (REST ``?source=``) → its file name.
 LOG_SOURCES = {"train": TRAIN_LOG, "process": PROCESS_LOG}
 STEP_FILE = re.compile(r"^step_(\d+)\.jsonl$")
@@ -75,6 +76,7 @@ class JobDir:
     config = _file(CONFIG, "the config as submitted")
     ranks = _file(RANKS, "the other trainer ranks' logs")
     traces = _file(TRACES, "the run's spans")
+    alerts = _file(ALERTS, "the training doctor's alerts")
 
     def __init__(self, root: PathLike):
         self.root = Path(root)

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from rltune.config import load_job_config
+from rltune.doctor import read_alerts
 from rltune.models.recipes import recipe_for
 from rltune.models.tasks import make_dataset_rows, write_jsonl
 from rltune.templates import TEMPLATES_DIR
@@ -77,6 +78,9 @@ def assert_rises(summary: dict, by: float) -> None:
 
 async def test_gspo_raises_validation_reward_by_0_2(tmp_path, nano_model_dir):
     assert_rises(await train(tmp_path, nano_model_dir, "gspo", steps=20), by=0.2)
+    # a healthy learning run: the training doctor raises no alert (docs/doctor.md)
+    alerts = read_alerts(tmp_path / "job-gspo")
+    assert alerts == [], [a.line() for a in alerts]
 
 
 @pytest.mark.slow  # ~100 s each: the default run keeps GSPO as the CI gate (CI's 15-min budget)

@@ -5,6 +5,8 @@ Example::
     rltune doctor                 # devices, torch / CUDA, engines, HF cache
     rltune doctor -c job.yaml     # + the job's device, dtype, engine, model and tool parser
     rltune doctor --json          # the same as one JSON object
+    rltune doctor ft-1a2b3c       # the training doctor's alerts of a job (running or finished)
+    rltune doctor runs/ft-1a2b3c  # the same for a run folder (``rltune train``'s output)
 
 Nothing is downloaded, built or loaded: a hub id that is not cached is reported as such.
 The exit code is 1 when the job cannot start here (unknown model, a hub id missing while
@@ -25,16 +27,24 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
+    from rltune.cli.plan_cmd import plan
+
     app.command("doctor")(doctor)
+    app.command("plan")(plan)
 
 
 def doctor(
+    target: Optional[str] = typer.Argument(
+        None, help="a job id (ft-…) or a run folder: show the training doctor's alerts"),
     config: Optional[Path] = typer.Option(
         None, "--config", "-c", help="job YAML: report what it would use", exists=True,
         dir_okay=False),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
-    """Print devices, torch/CUDA versions, engines, and what a job.yaml would use."""
+    """Print devices, torch/CUDA versions, engines, and what a job.yaml would use; or, given a
+    job id or run folder, the training doctor's alerts of that job."""
+    if target is not None:
+        raise typer.Exit(job_alerts(target, as_json))
     report: dict[str, Any] = {"machine": machine()}
     ok = True
     if config is not None:
@@ -47,6 +57,42 @@ def doctor(
             typer.echo(f"{section}:")
             _print(values, "  ")
     raise typer.Exit(0 if ok else 1)
+
+
+def find_run_dir(target: str) -> Optional[Path]:
+    """The folder of ``target``: a run folder itself, the job server's ``jobs/<id>`` under
+    RLTUNE_HOME, or ``runs/<id>`` here (where ``rltune train`` writes by default)."""
+    from rltune.paths import server_home
+
+    for path in (Path(target), server_home() / "jobs" / target, Path("runs") / target):
+        if path.is_dir() and ((path / "metrics.jsonl").exists() or (path / "train.log").exists()):
+            return path
+    return None
+
+
+def job_alerts(target: str, as_json: bool) -> int:
+    """Print a job's alerts (``alerts.jsonl``; replayed from its metrics when the job ran
+    without the doctor). Exit code 0 without alerts, 3 with, 2 when the job is not found."""
+    from rltune.doctor import diagnose, read_alerts
+    from rltune.trainer.sink import read_metrics
+
+    run_dir = find_run_dir(target)
+    if run_dir is None:
+        typer.secho(f"error: no job or run folder {target!r} (looked in {target}, "
+                    "$RLTUNE_HOME/server/jobs/ and ./runs/); give a run folder path",
+                    fg="red", err=True)
+        return 2
+    alerts = read_alerts(run_dir)
+    if not alerts and not (run_dir / "alerts.jsonl").exists():
+        rows = [{"step": r["step"], **r.get("metrics", {})} for r in read_metrics(run_dir)]
+        alerts = diagnose(rows)
+    if as_json:
+        typer.echo(json.dumps([a.model_dump() for a in alerts], indent=2))
+    elif not alerts:
+        typer.echo(f"{run_dir}: no alerts")
+    for alert in [] if as_json else alerts:
+        typer.echo(alert.line())
+    return 3 if alerts else 0
 
 
 def _print(values: Any, indent: str) -> None:

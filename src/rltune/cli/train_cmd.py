@@ -157,6 +157,9 @@ def summary_line(summary: dict, seconds: float) -> str:
     minutes, secs = divmod(round(seconds), 60)
     took = f"{minutes} min {secs} s" if minutes else f"{secs} s"
     first, points = summary.get("initial_validation"), summary.get("validation") or []
+    budget = summary.get("stopped_by_budget")
+    if budget:
+        took += f" ({budget['budget']} {budget['limit']:g} reached at step {budget['step']})"
     if first is None or not points:
         return f"{summary.get('steps', '?')} steps in {took}"
     last = points[-1][1]
@@ -205,8 +208,16 @@ async def _run(
         # Piped or logged output (CI, `make demo > log`) gets no live bar: a line a step instead.
         plain = not quiet and not bar.console.is_terminal
         started = time.monotonic()
+        shown = [0]  # alerts of the doctor already printed
 
         def on_progress(state: dict) -> None:
+            from rltune.doctor import read_alerts
+
+            alerts = read_alerts(job_dir)
+            for alert in alerts[shown[0]:]:
+                bar.console.print(f"doctor: {alert.line()}", style="yellow", highlight=False,
+                                  markup=False)
+            shown[0] = len(alerts)
             if plain:
                 bar.console.print(progress_line(state, time.monotonic() - started),
                                   highlight=False)

@@ -162,6 +162,18 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
         "reward reaches this value, checkpointing that step unless save_strategy is no; "
         "unset = train every step. Needs a validation dataset",
     )
+    max_wall_time: Optional[float] = Field(
+        None, gt=0, le=1e8,
+        description="budget in seconds of training (from the first step): the job ends at the "
+        "first step boundary past it, checkpointing that step unless save_strategy is no; "
+        "unset = no limit",
+    )
+    max_tokens: Optional[int] = Field(
+        None, ge=1, le=10**15,
+        description="budget in sampled tokens (prompt + response of every training rollout): "
+        "the job ends at the first step boundary past it, checkpointing that step unless "
+        "save_strategy is no; unset = no limit",
+    )
     val_n_rollouts: int = Field(
         1, ge=1, le=64,
         description="sampled rollouts per validation prompt; mean@1 is their average (more "

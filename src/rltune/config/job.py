@@ -39,6 +39,7 @@ from pydantic_core import PydanticCustomError
 
 from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
+from rltune.config.advisor import AdvisorConfig
 from rltune.config.algorithm import AlgorithmKnobs, resolve_algorithm
 from rltune.config.ark_job import ark_job_to_config, is_ark_job
 from rltune.config.components import (
@@ -168,6 +169,8 @@ class JobConfig(StrictModel):
     #: rltune's own: where the function instances run (``local`` processes or ``ray`` actors).
     #: Unset = ``local``.
     function_backend: Optional[FunctionBackend] = None
+    #: rltune's own: the training doctor's thresholds (``config/advisor.py``, docs/doctor.md).
+    advisor: AdvisorConfig = Field(default_factory=AdvisorConfig)
 
     @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""What a job produced: logs (with follow), metrics series, trajectories, checkpoints."""
+"""What a job produced: logs (with follow), metrics series, trajectories, checkpoints, and
+the training doctor's alerts."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Literal, Optional
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
+from rltune.doctor.alerts import read_alerts
 from rltune.sdk.errors import NotFoundError
 from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
@@ -109,6 +111,14 @@ def job_metrics(job_id: str, request: Request, names: Optional[str] = Query(None
     series = metric_series(ctx_of(request).executor.job_dir(job_id), wanted, start_step,
                            end_step)
     return {"job_id": job_id, "names": sorted(series), "series": series}
+
+
+@router.get("/jobs/{job_id}/alerts")
+def job_alerts(job_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
+    """The training doctor's alerts (``alerts.jsonl``: step, code, title, evidence, advice)."""
+    _job(request, job_id, caller)
+    alerts = read_alerts(ctx_of(request).executor.job_dir(job_id))
+    return {"job_id": job_id, "alerts": [a.model_dump() for a in alerts]}
 
 
 @router.get("/jobs/{job_id}/trajectories/steps")

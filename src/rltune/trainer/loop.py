@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import math
 import secrets
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
 from rltune.config import JobConfig
 from rltune.config.data import DataRow, EpochSampler, load_dataset
+from rltune.doctor.advisor import Advisor
 from rltune.observability.session import JobObservability
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.outcome import FailedSteps
@@ -75,6 +77,9 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self.initial_validation: Optional[float] = None
         self.stopped_at: Optional[int] = None  # the step whose validation reached the target
+        self.budget_stop: Optional[dict[str, Any]] = None  # max_wall_time / max_tokens reached
+        self.tokens = 0  # sampled tokens (prompt + response) of the training rollouts
+        self.advisor = Advisor(config.advisor, self.job_dir)  # the doctor: alerts.jsonl
 
     def _load_rows(self, datasets: list[Any], what: str) -> list[DataRow]:
         rows: list[DataRow] = []
@@ -134,6 +139,7 @@ class Trainer:
         failed = FailedSteps(planned=self.total_steps - start_step,
                              max_share=hp.max_failed_step_share)
         val = None
+        self.t_train = time.monotonic()
         if self.val_rows and start_step == 0:
             val = await self.steps.validate(self.val_rows)
             self.sink.metrics(0, val)
@@ -154,9 +160,10 @@ class Trainer:
             self._write_outputs(step, result)
             self._report(step, metrics, val)
             failed.add(step, result.failures, rollouts=len(result.results))
+            self.budget_stop = self._budget_reached(step, result)
             if self._should_save(step, epoch_done):
                 log(f"saved checkpoint {self._save(step)}")
-            if self.stopped_at is not None:
+            if self.stopped_at is not None or self.budget_stop is not None:
                 break
         return self._summary()
 
@@ -170,11 +177,29 @@ class Trainer:
                           f"{target:g} at step {step}: the job ends here")
         return step
 
+    def _budget_reached(self, step: int, result: StepResult) -> Optional[dict[str, Any]]:
+        """``max_wall_time`` / ``max_tokens`` spent at this step (the job ends here)."""
+        self.tokens += sum(r.response_tokens + (r.rows[0].prompt_length if r.rows else 0)
+                           for r in result.results)
+        spent = {"max_wall_time": time.monotonic() - self.t_train, "max_tokens": self.tokens}
+        for knob, used in spent.items():
+            limit = getattr(self.hp, knob)
+            if limit is not None and used >= limit and step < self.total_steps:
+                self.sink.log(f"{knob} {limit:g} reached at step {step} ({used:.0f} used): "
+                              "the job ends here")
+                return {"budget": knob, "limit": limit, "used": round(float(used), 3),
+                        "step": step}
+        return None
+
     def _write_outputs(self, step: int, result: StepResult) -> None:
-        """The step's metrics and trajectories (each replaces what a replayed step wrote)."""
+        """The step's metrics and trajectories (each replaces what a replayed step wrote),
+        and the doctor's alerts for the step (``rltune.doctor``)."""
+        records = [trajectory_record(r) for r in result.results]
         self.sink.metrics(step, result.metrics)
-        self.sink.trajectories(step, [trajectory_record(r) for r in result.results])
+        self.sink.trajectories(step, records)
         self.history.append({"step": step, **result.metrics})
+        for alert in self.advisor.observe(step, result.metrics, records):
+            self.sink.log(f"doctor: {alert.line()}", level="WARNING")
 
     def _on_job_end(self, summary: dict[str, Any]) -> None:
         """Called once after a job trained to the end, with its summary (seam for outputs
@@ -186,7 +211,7 @@ class Trainer:
         strategy = self.hp.save_strategy
         if strategy == "no":
             return False
-        last = step == self.total_steps or step == self.stopped_at
+        last = step == self.total_steps or step == self.stopped_at or self.budget_stop
         if strategy == "steps":
             return step % self.hp.save_steps == 0 or last
         return epoch_done or last
@@ -252,6 +277,7 @@ class Trainer:
             "initial_validation": self.initial_validation,
             "final_reward": rewards[-1] if rewards else None,
             "stopped_at_validation_reward": self.stopped_at,
+            "stopped_by_budget": self.budget_stop,
             "checkpoints": [str(p) for p in list_checkpoints(self.rt.ckpt_root)],
         }
 

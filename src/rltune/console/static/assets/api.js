@@ -71,6 +71,7 @@ export const api = {
   cancelJob: (id) => call("POST", `/v1/jobs/${enc(id)}/cancel`),
   deleteJob: (id) => call("DELETE", `/v1/jobs/${enc(id)}`),
   metrics: (id, params) => call("GET", `/v1/jobs/${enc(id)}/metrics`, { params }),
+  alerts: (id) => call("GET", `/v1/jobs/${enc(id)}/alerts`),
   logs: (id, params, signal) => call("GET", `/v1/jobs/${enc(id)}/logs`, { params, signal }),
   checkpoints: (id) => call("GET", `/v1/jobs/${enc(id)}/checkpoints`),
   trajSteps: (id) => call("GET", `/v1/jobs/${enc(id)}/trajectories/steps`),

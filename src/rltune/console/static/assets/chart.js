@@ -80,12 +80,14 @@ function pathOf(points, sx, sy) {
 
 /**
  * A line chart card.
- *   lineChart({title, series: [{name, points: [[step, value], ...]}], smoothing})
+ *   lineChart({title, series: [{name, points: [[step, value], ...]}], smoothing, markers})
+ * ``markers`` ([{step, code, title}]: the training doctor's alerts) draw a dashed line with the
+ * code at their steps.
  * Returns an element with `.setSmoothing(w)`. Hovering shows the values at the nearest step;
  * dragging selects a step range and shows mean / max / min of the raw values in it
  * (double-click clears the selection).
  */
-export function lineChart({ title, series, smoothing = 0 }) {
+export function lineChart({ title, series, smoothing = 0, markers = [] }) {
   const card = h("div", { class: "chart", "data-metric": title });
   const info = h("div", { class: "chart-info muted" }, " ");
   const svg = h("svg:svg", { viewBox: `0 0 ${W} ${H}`, class: "chart-svg", role: "img", "aria-label": title });
@@ -113,6 +115,18 @@ export function lineChart({ title, series, smoothing = 0 }) {
   const lines = h("svg:g", {});
   const cursor = h("svg:line", { class: "cursor", y1: PAD.t, y2: H - PAD.b, visibility: "hidden" });
   svg.append(axes, sel, lines, cursor);
+  for (const m of markers) {
+    if (m.step < ext.x0 || m.step > ext.x1) continue;
+    svg.append(
+      h(
+        "svg:g",
+        { class: "alert-marker", "data-code": m.code, "data-step": String(m.step) },
+        h("svg:line", { x1: sx(m.step), x2: sx(m.step), y1: PAD.t, y2: H - PAD.b, class: "alert-line" }),
+        h("svg:text", { x: sx(m.step) + 2, y: PAD.t + 8, class: "alert-code" }, m.code),
+        h("svg:title", {}, `step ${m.step}: ${m.code} ${m.title}`),
+      ),
+    );
+  }
 
   const draw = (weight) => {
     lines.replaceChildren();

@@ -22,6 +22,7 @@ export function renderJob(el, route) {
   const tab = TABS.find((t) => t[0] === route.parts[2]) || TABS[0];
   const head = h("div", { class: "job-head" });
   const body = h("div", { class: "tab-body", id: `tab-${tab[0]}` });
+  const alertsPanel = h("section", { class: "alerts-panel", id: "alerts-panel", hidden: true });
   const tabs = h(
     "nav",
     { class: "tabs" },
@@ -37,7 +38,7 @@ export function renderJob(el, route) {
       ),
     ),
   );
-  mount(el, h("div", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", jobId), head, tabs, body);
+  mount(el, h("div", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", jobId), head, alertsPanel, tabs, body);
 
   let alive = true;
   let timer = null;
@@ -72,6 +73,41 @@ export function renderJob(el, route) {
     );
   }
 
+  // The training doctor's alerts: what looks wrong, the evidence, and the first fix to try.
+  async function drawAlerts() {
+    let alerts = [];
+    try {
+      alerts = (await api.alerts(jobId)).alerts || [];
+    } catch (e) {
+      return;
+    }
+    if (!alive) return;
+    alertsPanel.hidden = !alerts.length;
+    const evidence = (ev) =>
+      Object.entries(ev)
+        .filter(([k]) => k !== "steps")
+        .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`)
+        .join(", ");
+    mount(
+      alertsPanel,
+      h("h3", {}, `Doctor: ${alerts.length} alert${alerts.length === 1 ? "" : "s"}`),
+      h(
+        "ul",
+        { class: "alerts" },
+        alerts.map((a) =>
+          h(
+            "li",
+            { class: "alert", "data-code": a.code, "data-step": String(a.step) },
+            h("strong", {}, `step ${a.step} · ${a.code}`),
+            ` ${a.title} `,
+            h("span", { class: "muted small" }, `(${evidence(a.evidence)})`),
+            h("div", { class: "small" }, `→ ${a.advice}`),
+          ),
+        ),
+      ),
+    );
+  }
+
   async function poll() {
     try {
       ctx.job = await api.job(jobId);
@@ -81,6 +117,7 @@ export function renderJob(el, route) {
     }
     if (!alive) return;
     drawHead();
+    drawAlerts();
     if (!inner) inner = tab[2](body, ctx) || (() => {});
     for (const fn of ctx.onJob) fn(ctx.job);
     if (ACTIVE.has(ctx.job.status)) timer = setTimeout(poll, 3000);

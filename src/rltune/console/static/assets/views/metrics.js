@@ -109,7 +109,7 @@ export function renderMetrics(el, ctx) {
           "div",
           { class: "chart-grid" },
           mine.map((n) => {
-            const c = lineChart({ title: n, series: [{ name: n, points: data.series[n] }], smoothing });
+            const c = lineChart({ title: n, series: [{ name: n, points: data.series[n] }], smoothing, markers: data.alerts || [] });
             charts.push(c);
             return c;
           }),
@@ -123,9 +123,11 @@ export function renderMetrics(el, ctx) {
   async function load() {
     try {
       const data = await api.metrics(ctx.jobId);
+      // The training doctor's alerts mark the charts at their steps.
+      data.alerts = (await api.alerts(ctx.jobId).catch(() => ({ alerts: [] }))).alerts;
       if (!alive) return;
       // Redraw only when something changed (keeps hover and selection stable on refresh).
-      const key = Object.entries(data.series || {}).map(([k, v]) => `${k}:${v.length}`).join(",");
+      const key = Object.entries(data.series || {}).map(([k, v]) => `${k}:${v.length}`).join(",") + `|${data.alerts.length}`;
       if (key !== lastKey) {
         lastKey = key;
         draw(data);

@@ -1,0 +1,82 @@
+"""A plan before the job: the estimate from a short calibration, and the settings that cannot
+work here (torch-free; ``rltune plan`` runs the calibration, ``cli/plan_cmd.py``).
+
+The checks:
+
+* ``max_length`` beyond the model's context (``max_position_embeddings``);
+* function capacity beyond this machine's cores (each instance is a process);
+* the seed's concurrency sizing: ``concurrency x capacity >= batch_size x n_rollouts /
+  seconds per step x 1.2`` for the rollout function (seed 001, "并发估算公式");
+* a validation set too small to see a 0.05 change of the mean@1 reward: the smallest
+  difference two validations can tell apart at 95 % is ``1.96 x sqrt(2 x 0.25 / n)`` with
+  ``n`` = validation rows x ``val_n_rollouts`` (a reward in [0, 1] has variance <= 0.25).
+
+Example:
+    >>> estimate(step_seconds=[6.0, 4.0], total_steps=10, tokens_per_step=1000,
+    ...          val_seconds=2.0, validations=2, peak_memory_gb=1.5)["total_seconds"]
+    54.0
+    >>> round(detectable_change(256), 3)
+    0.087
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+#: The change of the validation reward a plan wants a validation set to detect.
+MIN_VISIBLE_CHANGE = 0.05
+
+
+def detectable_change(n: int) -> float:
+    """The smallest mean@1 difference two validations of ``n`` scored rollouts tell apart."""
+    return 1.96 * math.sqrt(2 * 0.25 / max(1, n))
+
+
+def estimate(*, step_seconds: list[float], total_steps: int, tokens_per_step: float,
+             val_seconds: float, validations: int, peak_memory_gb: Optional[float]
+             ) -> dict[str, Any]:
+    """The job's estimate from the calibration steps' seconds (their mean)."""
+    per_step = sum(step_seconds) / len(step_seconds)
+    total = per_step * total_steps + val_seconds * validations
+    return {"seconds_per_step": round(per_step, 3), "total_steps": total_steps,
+            "total_seconds": round(total, 1), "validations": validations,
+            "tokens_per_step": round(tokens_per_step), "total_tokens":
+            round(tokens_per_step * total_steps), "peak_memory_gb": peak_memory_gb}
+
+
+def warnings(job: Any, *, seconds_per_step: Optional[float], cores: int,
+             model_context: Optional[int], val_rows: int) -> list[str]:
+    """What cannot work (or will not tell anything) here; each names the key and a fix."""
+    hp = job.hyper_parameters
+    out = []
+    if model_context is not None and hp.max_length > model_context:
+        out.append(f"max_length {hp.max_length} is beyond the model's context of "
+                   f"{model_context} tokens: set max_length <= {model_context}")
+    capacity = sum((fn.runtime.max_capacity or fn.runtime.capacity or 1) if fn.runtime else 1
+                   for fn in job.functions)
+    if capacity > cores:
+        out.append(f"the functions ask for up to {capacity} instances (max_capacity summed) "
+                   f"but this machine has {cores} cores: lower runtime.max_capacity")
+    if seconds_per_step:
+        need = hp.batch_size * hp.n_rollouts / seconds_per_step * 1.2
+        for fn in job.functions:
+            if getattr(fn.type, "value", fn.type) != "rollout":
+                continue
+            rt = fn.runtime
+            have = ((rt.concurrency or 1) * (rt.capacity or 1)) if rt else 1
+            if have < need:
+                out.append(f"functions[{fn.name}]: concurrency x capacity = {have} is below "
+                           f"batch_size x n_rollouts / {seconds_per_step:.1f} s per step x 1.2 "
+                           f"= {need:.0f} (the seed's concurrency sizing): raise "
+                           "runtime.concurrency or runtime.capacity")
+    if val_rows:
+        n = val_rows * hp.val_n_rollouts
+        change = detectable_change(n)
+        if change > MIN_VISIBLE_CHANGE:
+            rows = math.ceil(2 * 0.25 * (1.96 / MIN_VISIBLE_CHANGE) ** 2 / hp.val_n_rollouts)
+            out.append(f"the validation set ({val_rows} rows x val_n_rollouts "
+                       f"{hp.val_n_rollouts}) can only see changes of {change:.2f} or more, "
+                       f"not {MIN_VISIBLE_CHANGE}: use about {rows} rows or raise "
+                       "val_n_rollouts")
+    return out

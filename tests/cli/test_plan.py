@@ -1,0 +1,50 @@
+"""``rltune plan``: a real two-step calibration on the tiny model, and the warnings."""
+
+from __future__ import annotations
+
+import json
+
+from test_doctor_alerts import tiny_workspace
+from typer.testing import CliRunner
+
+from rltune.cli.main import app
+from rltune.config import JobConfig
+from rltune.doctor.plan import detectable_change, warnings
+
+runner = CliRunner()
+
+
+def test_plan_calibrates_and_warns_about_a_small_validation_set(tmp_path, tiny_model_dir):
+    ws = tiny_workspace(tmp_path, tiny_model_dir, train_rows=8, val_rows=4, eval_steps=2)
+    res = runner.invoke(app, ["plan", "-c", str(ws / "job.yaml"), "--json"])
+    assert res.exit_code == 1, res.output  # warnings
+    report = json.loads(res.output)
+    est = report["estimate"]
+    assert est["total_steps"] == 4 and est["validations"] == 3
+    assert est["seconds_per_step"] > 0 and est["total_seconds"] > 4 * est["seconds_per_step"]
+    assert est["tokens_per_step"] > 0
+    assert abs(est["total_tokens"] - 4 * est["tokens_per_step"]) <= 4
+    assert len(report["measured_seconds_per_step"]) == 2
+    text = " ".join(report["warnings"])
+    assert "can only see changes of" in text  # 4 validation rows
+    assert not list(ws.glob("runs/*"))  # nothing of the calibration is kept
+
+
+def test_the_context_seed_concurrency_sizing_and_capacity_warnings():
+    job = JobConfig(model={"name": "nano"}, functions=[
+        {"type": "rollout", "name": "agent", "fcmodel": {"classpath": "a.py:A"},
+         "runtime": {"concurrency": 2, "capacity": 1, "max_capacity": 64}}],
+        training={"hyper_parameters": {"batch_size": 8, "n_rollouts": 8}})
+    out = warnings(job, seconds_per_step=2.0, cores=2, model_context=4096, val_rows=0)
+    assert not any("context" in w for w in out)  # max_length 2048
+    assert any("64 instances" in w and "2 cores" in w for w in out)
+    sizing = next(w for w in out if "concurrency sizing" in w)
+    assert "= 2 is below" in sizing and "= 38" in sizing  # 8 x 8 / 2 x 1.2
+    assert warnings(job.model_copy(update={"functions": []}), seconds_per_step=2.0, cores=2,
+                    model_context=None, val_rows=800) == []
+    assert detectable_change(800) < 0.05 < detectable_change(256)
+    long = job.model_copy(update={"training": job.training.model_copy(update={
+        "hyper_parameters": job.hyper_parameters.model_copy(update={"max_length": 4096})})})
+    ctx = warnings(long, seconds_per_step=None, cores=64, model_context=1024, val_rows=0)
+    assert ctx[0] == ("max_length 4096 is beyond the model's context of 1024 tokens: set "
+                      "max_length <= 1024")

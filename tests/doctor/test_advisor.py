@@ -1,0 +1,62 @@
+"""The advisor writes each alert once to alerts.jsonl; the advisor: block refuses unknown keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from rltune.config import JobConfig
+from rltune.config.advisor import AdvisorConfig
+from rltune.doctor import Advisor, read_alerts
+
+CLIP = "trajectory/response_length/clip_ratio"
+
+
+def test_an_alert_is_written_once_while_it_persists_and_again_after_it_clears(tmp_path):
+    adv = Advisor(AdvisorConfig(thresholds={"P9": {"window": 1}}), tmp_path)
+    seen = [[a.code for a in adv.observe(i, {CLIP: c})]
+            for i, c in enumerate([0.9, 0.9, 0.0, 0.9], start=1)]
+    assert seen == [["P9"], [], [], ["P9"]]
+    lines = [json.loads(x) for x in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert [(x["step"], x["code"]) for x in lines] == [(1, "P9"), (4, "P9")]
+    assert set(lines[0]) == {"step", "code", "title", "evidence", "advice"}
+    assert lines[0]["evidence"]["clip_ratio"] == 0.9 and "max_length" in lines[0]["advice"]
+    # a resumed job replaying step 4 does not write its alert twice
+    again = Advisor(AdvisorConfig(thresholds={"P9": {"window": 1}}), tmp_path)
+    again.observe(4, {CLIP: 0.9})
+    assert len(read_alerts(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("block, named", [
+    ({"enable": True}, "enable"),
+    ({"off": ["P99"]}, "P99"),
+    ({"thresholds": {"P9": {"clip": 0.3}}}, "clip"),
+    ({"thresholds": {"hack/lenght": {}}}, "hack/lenght"),
+])
+def test_unknown_advisor_keys_are_refused_naming_the_key(block, named):
+    with pytest.raises((ValidationError, Exception)) as info:
+        JobConfig(model={"name": "nano"}, advisor=block)
+    assert named in str(info.value)
+
+
+def test_the_advisor_block_is_read_from_the_job():
+    job = JobConfig(model={"name": "nano"}, advisor={"off": ["P2"],
+                                                     "thresholds": {"P9": {"clip_ratio": 0.3}}})
+    assert job.advisor.off == ["P2"] and job.advisor.threshold("P9", "clip_ratio") == 0.3
+    assert JobConfig(model={"name": "nano"}).advisor.enabled is True
+
+
+def test_docs_list_every_code_with_its_thresholds_and_advice():
+    from pathlib import Path
+
+    from rltune.config.advisor import DEFAULT_THRESHOLDS
+    from rltune.doctor import DETECTORS
+
+    text = (Path(__file__).parents[2] / "docs" / "doctor.md").read_text()
+    for code, det in DETECTORS.items():
+        section = text.split(f"### `{code}`:", 1)[1].split("###", 1)[0]
+        assert det.advice in section, code
+        for name in DEFAULT_THRESHOLDS[code]:
+            assert f"`{name}`" in section, (code, name)

@@ -1,0 +1,139 @@
+"""Each detector on constructed metric series: it fires on its failure and stays silent on a
+healthy run (the same healthy series for every code)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rltune.config.advisor import DEFAULT_THRESHOLDS, AdvisorConfig
+from rltune.doctor import DETECTORS, diagnose
+from rltune.doctor.advisor import rollout_features
+
+
+def healthy(n: int = 20) -> list[dict]:
+    """A run that learns: reward and validation up, KL small, entropy steady, no failures."""
+    steps = []
+    for i in range(1, n + 1):
+        row = {
+            "step": i,
+            "critic/rewards/mean": 0.3 + 0.02 * i + (0.01 if i % 2 else -0.01),
+            "actor/ppo_kl": 1e-3,
+            "actor/grad_norm": 0.5,
+            "actor/kl_loss": 0.01 + 0.0005 * i,
+            "actor/entropy": 1.0 - 0.01 * i,
+            "trajectory/response_length/mean": 40.0 + (1 if i % 2 else -1),
+            "trajectory/response_length/clip_ratio": 0.02,
+            "timing/s/step": 5.0,
+            "timing/s/rollout": 3.0,
+            "trace/reward/exact/mean": 0.3 + 0.02 * i,
+            "trace/reward/format/mean": 0.2,
+            "trace/attempts/agent/mean": 1.0,
+            "trajectory/template_rewrites": 0.0,
+            "doctor/rollouts": 64.0,
+            "doctor/dropped_share": 0.0,
+            "doctor/errors": {},
+            "doctor/oom_errors": 0.0,
+            "doctor/identical_group_share": 0.1,
+        }
+        if i % 5 == 0:
+            row["validation/data/reward/mean@1"] = 0.4 + 0.01 * i
+        steps.append(row)
+    return steps
+
+
+def with_(steps: list[dict], **series) -> list[dict]:
+    """``steps`` with ``key=fn(i)`` replacing a metric (``__`` stands for ``/``)."""
+    for key, fn in series.items():
+        name = key.replace("__", "/")
+        for s in steps:
+            s[name] = fn(s["step"])
+    return steps
+
+
+def fires(code: str, steps: list[dict], **over) -> dict | None:
+    th = {**DEFAULT_THRESHOLDS[code], **over}
+    return DETECTORS[code].fn(steps, th)
+
+
+def test_every_code_has_thresholds_and_the_healthy_run_raises_none():
+    assert set(DETECTORS) == set(DEFAULT_THRESHOLDS)
+    for code in DETECTORS:
+        assert fires(code, healthy()) is None, code
+    assert diagnose(healthy()) == []
+
+
+FAILURES = {
+    "P1": lambda s: with_(s, **{"critic__rewards__mean": lambda i: 0.5,
+                                "actor__ppo_kl": lambda i: 0.0,
+                                "actor__grad_norm": lambda i: 1e-6}),
+    "P2": lambda s: with_(s, critic__rewards__mean=lambda i: 0.2 if i % 2 else 0.7),
+    "P3": lambda s: with_(s, actor__kl_loss=lambda i: 0.01 * 2 ** i),  # 0.64 from step 6
+    "kl-zero": lambda s: with_(s, **{"actor__kl_loss": lambda i: 0.0,
+                                     "critic__rewards__mean": lambda i: 0.4}),
+    "P4": lambda s: with_(s, actor__entropy=lambda i: 1.0 if i < 10 else 0.01),
+    "slow-rollouts": lambda s: with_(s, **{"timing__s__step": lambda i: 100.0,
+                                           "timing__s__rollout": lambda i: 98.0}),
+    "OOM": lambda s: with_(s, doctor__oom_errors=lambda i: 2.0 if i == 20 else 0.0),
+    "P6": lambda s: with_(s, **{"validation__data__reward__mean@1":
+                                lambda i: (0.8 if i == 5 else 0.5) if i % 5 == 0 else None}),
+    "P9": lambda s: with_(s, trajectory__response_length__clip_ratio=lambda i: 0.8),
+    "hack/length": lambda s: with_(s, **{"trajectory__response_length__mean": lambda i: 1.2 ** i,
+                                         "critic__rewards__mean": lambda i: 0.05 * i}),
+    "hack/divergence": lambda s: with_(s, **{"validation__data__reward__mean@1":
+                                             lambda i: 0.5 - 0.01 * i if i % 5 == 0 else None}),
+    "hack/component": lambda s: with_(s, trace__reward__format__mean=lambda i: 0.01),
+    "hack/format": lambda s: with_(s, **{"trace__reward__format__mean": lambda i: 0.9,
+                                         "trace__reward__exact__mean": lambda i: 0.1}),
+    "hack/mode-collapse": lambda s: with_(s, doctor__identical_group_share=lambda i: 0.9),
+    "pipeline/dropped": lambda s: with_(s, doctor__dropped_share=lambda i: 0.5),
+    "pipeline/error": lambda s: with_(s, doctor__errors=lambda i: {"Timeout after Ns": 4,
+                                                                   "boom": 1}),
+    "pipeline/template-rewrites": lambda s: with_(s, trajectory__template_rewrites=lambda i: 30),
+    "pipeline/staleness": lambda s: with_(s, fully_async__staleness__mean=lambda i: 0.1 * i),
+    "pipeline/capacity": lambda s: with_(s, trace__attempts__agent__mean=lambda i: 2.5),
+}
+
+
+def _drop_none(steps: list[dict]) -> list[dict]:
+    return [{k: v for k, v in s.items() if v is not None} for s in steps]
+
+
+@pytest.mark.parametrize("code", sorted(DETECTORS))
+def test_each_detector_fires_on_its_failure(code):
+    steps = _drop_none(FAILURES[code](healthy()))
+    evidence = fires(code, steps)
+    assert evidence is not None, code
+    assert evidence["steps"][0] <= evidence["steps"][1] <= 20
+    assert code in [a.code for a in diagnose(steps)]
+
+
+def test_p6_is_silent_when_the_training_reward_falls_with_validation():
+    steps = _drop_none(FAILURES["P6"](with_(healthy(), critic__rewards__mean=lambda i: 0.5)))
+    assert fires("P6", steps) is None
+
+
+def test_thresholds_overrides_and_off_take_effect():
+    steps = _drop_none(FAILURES["P9"](healthy()))
+    assert "P9" in [a.code for a in diagnose(steps)]
+    assert "P9" not in [a.code for a in diagnose(steps, AdvisorConfig(off=["P9"]))]
+    strict = AdvisorConfig(thresholds={"P9": {"clip_ratio": 0.9}})
+    assert "P9" not in [a.code for a in diagnose(steps, strict)]
+    assert diagnose(steps, AdvisorConfig(enabled=False)) == []
+
+
+def test_rollout_features_counts_failures_errors_and_identical_groups():
+    recs = [
+        {"status": "success", "sample_index": 0, "messages": [{"role": "assistant",
+                                                               "content": "42"}]},
+        {"status": "success", "sample_index": 0, "messages": [{"role": "assistant",
+                                                               "content": "42"}]},
+        {"status": "success", "sample_index": 1, "messages": [{"role": "assistant",
+                                                               "content": "1"}]},
+        {"status": "success", "sample_index": 1, "messages": [{"role": "assistant",
+                                                               "content": "2"}]},
+        {"status": "failed", "sample_index": 2, "error": "CUDA out of memory 12 GiB"},
+    ]
+    f = rollout_features(recs)
+    assert f["doctor/rollouts"] == 5 and f["doctor/dropped_share"] == 0.2
+    assert f["doctor/identical_group_share"] == 0.5
+    assert f["doctor/oom_errors"] == 1.0 and f["doctor/errors"] == {"CUDA out of memory N GiB": 1}

@@ -67,9 +67,9 @@ async def nano_gateway(nano_model_dir):
 async def test_agents_sdk_rollout_is_one_exact_row(nano_gateway):
     agents = pytest.importorskip("agents")
     from rltune.config.data import DataRow
+    from rltune.rollout.runner import RolloutRunner
     from rltune.sdk import AbstractRolloutProcessor, AgentOutput, RolloutInput, RolloutOutput
     from rltune.sdk.processors import call_process
-    from rltune.trainer.rollouts import RolloutRunner
 
     agents.set_tracing_disabled(True)  # the SDK would export traces to OpenAI
 

@@ -9,7 +9,7 @@ import openai
 import torch
 
 from rltune.gateway import build_rows
-from rltune.trainer.results import RolloutResult
+from rltune.rollout.results import RolloutResult
 from rltune.trainer.staleness import rollout_staleness, sampled_versions
 
 

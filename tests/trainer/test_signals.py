@@ -9,9 +9,9 @@ import pytest
 
 from rltune.config import HyperParameters, resolve_algorithm
 from rltune.gateway.rows import Row
+from rltune.rollout.results import RolloutResult, has_signal, trajectory_record
 from rltune.sdk.errors import TrainingFailedError
 from rltune.trainer.outcome import FailedSteps
-from rltune.trainer.results import RolloutResult, has_signal, trajectory_record
 from rltune.trainer.signals import SIGNALS, GroupSignal, TeacherSignal, build_signal
 from rltune.trainer.testing import tiny_qwen2
 from rltune.trainer.update import PolicyUpdater

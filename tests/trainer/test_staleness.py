@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rltune.gateway.rows import Row
-from rltune.trainer.results import RolloutResult
+from rltune.rollout.results import RolloutResult
 from rltune.trainer.scheduler import BusyClock, idle_metrics
 from rltune.trainer.staleness import drop_stale, rollout_staleness, staleness_metrics
 

@@ -210,13 +210,14 @@ def test_functions(
             if not (rollout and data):
                 raise typer.BadParameter("dataset mode needs both --rollout and --data")
             from rltune.config.data import load_dataset
+            from rltune.rollout.harness import ModelEndpoint
 
             rows = load_dataset(data)[:limit] if limit else load_dataset(data)
             refs = [_reward_ref(r, "reward") for r in reward] + [
                 _reward_ref(r, "group_reward") for r in group_reward]
             report = asyncio.run(_run_dataset_with_progress(
                 rows, rollout, refs, n, concurrency, workspace, timeout,
-                harness.ModelEndpoint(base_url=base_url, model=model, api_key=api_key),
+                ModelEndpoint(base_url=base_url, model=model, api_key=api_key),
                 {"temperature": temperature, "max_tokens": max_tokens}))
             typer.echo(render_report(report, output))
             return
@@ -246,7 +247,7 @@ def test_functions(
 
 
 def _reward_ref(text: str, func_type: str):
-    from rltune.functions.harness import RewardRef
+    from rltune.rollout.harness import RewardRef
 
     cp, _, weight = text.partition("=")
     try:
@@ -259,7 +260,7 @@ async def _run_dataset_with_progress(rows, rollout, refs, n, concurrency, worksp
                                      endpoint, sampling):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from rltune.functions.harness import run_dataset
+    from rltune.rollout.harness import run_dataset
 
     with Progress("[progress.description]{task.description}", BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(), transient=True) as bar:

@@ -33,9 +33,9 @@ from typing import Any, Optional
 from rltune.config import JobConfig
 from rltune.config.data import DataRow, EpochSampler, load_dataset
 from rltune.observability.session import JobObservability
+from rltune.rollout.results import trajectory_record
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.outcome import FailedSteps
-from rltune.trainer.results import trajectory_record
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.scheduler import StepScheduler
 from rltune.trainer.signals import build_signal

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Optional
 
-from rltune.trainer.results import RolloutResult
+from rltune.rollout.results import RolloutResult
 
 
 def sampled_versions(r: RolloutResult) -> list[int]:

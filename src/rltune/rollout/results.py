@@ -4,7 +4,10 @@
 the reward stage (``score``: the raw weighted sum of the reward functions, or
 ``reward_error``) and the step's signal (``reward``: the score after shaping, e.g. DAPO's
 overlong penalty; ``advantages``: one value per token of each row). ``usable`` is the one
-test of "this rollout has a score to learn from".
+test of "this rollout has a score to learn from"; ``has_signal`` the one test of "this prompt's
+group carries a learning signal" (two usable rollouts whose rewards differ by more than
+``SIGNAL_TOLERANCE``), used by dynamic sampling, the step's metrics, the signal and the
+``rltune test-functions`` learnability alike.
 
 Example:
     >>> a = RolloutResult("r1", "s", 0, 0, ok=True, score=1.0)
@@ -15,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -75,10 +79,30 @@ class RolloutResult:
         return self.error or self.reward_error if not self.usable else None
 
 
+#: Rewards closer than this count as equal: a group whose usable rewards all lie within it
+#: carries no learning signal (its advantages are all 0).
+SIGNAL_TOLERANCE = 1e-8
+
+
+def final_reward(r: RolloutResult) -> float:
+    """The reward a usable rollout trains with: the shaped ``reward`` once the signal set it,
+    else the raw ``score``."""
+    return float(r.reward if r.reward is not None else r.score)  # type: ignore[arg-type]
+
+
 def has_signal(group: Sequence[RolloutResult]) -> bool:
-    """Whether a prompt's group carries a reward signal: two usable rollouts that differ."""
-    values = [r.reward if r.reward is not None else r.score for r in group if r.usable]
-    return len(values) >= 2 and max(values) - min(values) > 1e-8  # type: ignore[operator]
+    """Whether a prompt's group carries a reward signal: two usable rollouts whose rewards
+    differ by more than ``SIGNAL_TOLERANCE``."""
+    values = [final_reward(r) for r in group if r.usable]
+    return len(values) >= 2 and max(values) - min(values) > SIGNAL_TOLERANCE
+
+
+def by_prompt(results: Sequence[RolloutResult]) -> list[list[RolloutResult]]:
+    """The rollouts grouped by prompt (``sample_index``), in first-seen order."""
+    groups: dict[int, list[RolloutResult]] = defaultdict(list)
+    for r in results:
+        groups[r.sample_index].append(r)
+    return list(groups.values())
 
 
 def trajectory_record(r: RolloutResult) -> dict[str, Any]:

@@ -103,7 +103,7 @@ async def test_harness_and_training_step_score_alike(tmp_path, tiny_model_dir):
                 [None] * N]  # discard: the whole group is dropped
     assert training == [[pytest.approx(v) if v else v for v in g] for g in expected]
     assert report.prompt_rewards == training
-    assert report.final_reward.count == 7 and report.final_reward.max == pytest.approx(RIGHT)
+    assert report.final_reward.count == 11 and report.final_reward.max == pytest.approx(RIGHT)
 
     # the same drops, discards and signal on both sides
     metrics = learned.metrics

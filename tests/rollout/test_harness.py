@@ -104,12 +104,18 @@ def test_cli_dataset_and_single_modes(fake_openai, dataset, tmp_path):
     env = {**os.environ, "RLTUNE_HOME": str(tmp_path / "home")}
     proc = subprocess.run(
         [*RLTUNE, "test-functions", "--rollout", "functions.openai_rollout.AskPolicy",
-         "--reward", "functions.sync_reward.ExactMatch=2", "--data", str(dataset), "-n", "2",
+         "--reward", "functions.sync_reward.ExactMatch=2",
+         "--reward", "functions.sync_reward.ExactMatch@in_thread=3",  # reward_metric_weight
+         "--data", str(dataset), "-n", "2",
          "--base-url", fake_openai["base_url"], "--model", "m", "-o", "json"],
         cwd=WS, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["rollout"]["succeeded"] == 6 and report["final_reward"]["max"] == 2.0
+    assert report["rollout"]["succeeded"] == 6
+    # 2 x exact match + 3 x the in_thread metric (1.0) of the second, metric-weighted reward
+    assert (report["final_reward"]["min"], report["final_reward"]["max"]) == (3.0, 5.0)
+    assert [r["name"] for r in report["rewards"]] == [
+        "functions.sync_reward.ExactMatch", "functions.sync_reward.ExactMatch#2"]
     proc = subprocess.run(
         [*RLTUNE, "functions", "test", "-c", "functions.sync_reward.ExactMatch",
          "-i", str(WIRE / "reward_input.json"), "-o", "yaml"],
@@ -120,3 +126,8 @@ def test_cli_dataset_and_single_modes(fake_openai, dataset, tmp_path):
         [*RLTUNE, "test-functions", "-c", "functions.sync_reward.ExactMatch", "-i", "{bad"],
         cwd=WS, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "input is not JSON" in proc.stderr
+    proc = subprocess.run(
+        [*RLTUNE, "test-functions", "--rollout", "functions.openai_rollout.AskPolicy",
+         "--reward", "functions.sync_reward.ExactMatch@in_thread", "--data", str(dataset)],
+        cwd=WS, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "CLASSPATH[=WEIGHT][@METRIC=W,...]" in proc.stderr

@@ -185,9 +185,10 @@ def test_functions(
     func_type: Optional[str] = typer.Option(None, "--type", "-t", help=TYPES),
     input_json: Optional[str] = typer.Option(None, "--input", "-i", help="JSON or a file"),
     rollout: Optional[str] = typer.Option(None, "--rollout", help="dataset mode: rollout"),
-    reward: list[str] = typer.Option([], "--reward", help="reward classpath[=weight]"),
-    group_reward: list[str] = typer.Option([], "--group-reward",
-                                           help="group reward classpath[=weight]"),
+    reward: list[str] = typer.Option(
+        [], "--reward", help="reward CLASSPATH[=WEIGHT][@METRIC=W,...] (@: reward_metric_weight)"),
+    group_reward: list[str] = typer.Option(
+        [], "--group-reward", help="group reward CLASSPATH[=WEIGHT][@METRIC=W,...]"),
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="JSONL prompts"),
     n: int = typer.Option(4, "-n", help="rollouts per prompt"),
     limit: Optional[int] = typer.Option(None, help="use the first N prompts"),
@@ -247,13 +248,24 @@ def test_functions(
 
 
 def _reward_ref(text: str, func_type: str):
+    """``CLASSPATH[=WEIGHT][@METRIC=W,...]``: the weight and ``reward_metric_weight`` of a job."""
     from rltune.rollout.harness import RewardRef
 
-    cp, _, weight = text.partition("=")
+    head, _, metrics = text.partition("@")
+    cp, _, weight = head.partition("=")
     try:
-        return RewardRef(classpath=cp, func_type=func_type, weight=float(weight or 1.0))
+        metric_weights = None
+        if metrics:
+            pairs = [item.partition("=") for item in metrics.split(",")]
+            if any(not m or not sep for m, sep, _ in pairs):
+                raise ValueError
+            metric_weights = {m.strip(): float(w) for m, _, w in pairs}
+        return RewardRef(classpath=cp, func_type=func_type, weight=float(weight or 1.0),
+                         metric_weights=metric_weights)
     except ValueError:
-        raise typer.BadParameter(f"{text!r}: the weight after '=' must be a number") from None
+        raise typer.BadParameter(
+            f"{text!r}: write CLASSPATH[=WEIGHT][@METRIC=W,...], e.g. "
+            "functions/reward.py:Exact=2@acc=0.8,fmt=0.2 (weights are numbers)") from None
 
 
 async def _run_dataset_with_progress(rows, rollout, refs, n, concurrency, workspace, timeout,

@@ -14,7 +14,7 @@ _EXPORTS = {
     "CapturedCall": "rltune.gateway.capture",
     "CaptureStore": "rltune.gateway.capture",
     "build_rows": "rltune.gateway.rows",
-    "Row": "rltune.gateway.rows",
+    "TokenSequence": "rltune.gateway.rows",
     "RowBreak": "rltune.gateway.rows",
     "RowsResult": "rltune.gateway.rows",
     "get_parser": "rltune.gateway.toolcalls",

@@ -1,6 +1,6 @@
 """What one rollout produced, from its tokens to its advantage, and the record that is stored.
 
-``RolloutResult`` is filled in three stages: the rollout runner (``ok``, ``rows``, ``error``),
+``RolloutResult`` is filled in three stages: the rollout runner (``ok``, ``sequences``, ``error``),
 the reward stage (``score``: the raw weighted sum of the reward functions, or
 ``reward_error``) and the step's signal (``reward``: the score after shaping, e.g. DAPO's
 overlong penalty; ``advantages``: one value per token of each row). ``usable`` is the one
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from rltune.gateway.rows import Row
+from rltune.gateway.rows import TokenSequence
 from rltune.sdk.data import AgentOutput
 
 
@@ -37,7 +37,7 @@ class RolloutResult:
     row_index: int  # index of the prompt in the dataset
     ok: bool
     agent_output: Optional[AgentOutput] = None
-    rows: list[Row] = field(default_factory=list)
+    sequences: list[TokenSequence] = field(default_factory=list)  # the captured tokens
     num_calls: int = 0
     template_rewrites: int = 0
     attempts: int = 1
@@ -62,13 +62,13 @@ class RolloutResult:
 
     @property
     def response_tokens(self) -> int:
-        return sum(r.num_sampled for r in self.rows)
+        return sum(r.num_sampled for r in self.sequences)
 
     @property
     def advantage(self) -> float:
         """Mean advantage over the rollout's sampled tokens (0 when it did not train)."""
         total = n = 0.0
-        for row, adv in zip(self.rows, self.advantages, strict=False):
+        for row, adv in zip(self.sequences, self.advantages, strict=False):
             for m, a in zip(row.loss_mask, adv, strict=False):
                 total, n = total + m * a, n + m
         return total / n if n else 0.0
@@ -125,7 +125,7 @@ def trajectory_record(r: RolloutResult) -> dict[str, Any]:
         "advantage": r.advantage,
         "num_llm_calls": r.num_calls,
         "response_tokens": r.response_tokens,
-        "prompt_tokens": r.rows[0].prompt_length if r.rows else 0,
+        "prompt_tokens": r.sequences[0].prompt_length if r.sequences else 0,
         "template_rewrites": r.template_rewrites,
         "latency_s": round(r.latency_s, 4),
         "tokens": [
@@ -135,6 +135,6 @@ def trajectory_record(r: RolloutResult) -> dict[str, Any]:
                 "logprobs": [round(x, 4) for x in row.sampled_logprobs],
                 "weight_versions": sorted(set(row.sampled_versions())),
             }
-            for row in r.rows
+            for row in r.sequences
         ],
     }

@@ -209,7 +209,7 @@ class RolloutRunner:
                 row_index=row_index,
                 ok=True,
                 agent_output=out.agent_output,
-                rows=rows,
+                sequences=rows,
                 num_calls=len({c.call_index for c in calls}),
                 template_rewrites=built.template_rewrites,
                 attempts=attempt + 1,

@@ -47,7 +47,8 @@ def rollout_metrics(results: Sequence[RolloutResult], *, scored: bool = True) ->
     lengths = [r.response_tokens for r in ok]
     _stats("trajectory/response_length", lengths, out)
     if ok:
-        clipped = [any(f == "length" for row in r.rows for f in row.finish_reasons) for r in ok]
+        clipped = [any(f == "length" for seq in r.sequences for f in seq.finish_reasons)
+                   for r in ok]
         out["trajectory/response_length/clip_ratio"] = _mean([float(c) for c in clipped])
         out["trajectory/num_turns/mean"] = _mean([_turns(r) for r in ok])
         out["trace/num_llm_calls/mean"] = _mean([r.num_calls for r in ok])

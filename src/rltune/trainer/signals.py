@@ -42,8 +42,8 @@ def training_rows(results: list[RolloutResult], max_length: int) -> list[Trainin
     """
     rows: list[TrainingRow] = []
     for r in results:
-        r.advantages = [[0.0] * len(row.input_ids) for row in r.rows]
-        for i, row in enumerate(r.rows):
+        r.advantages = [[0.0] * len(row.input_ids) for row in r.sequences]
+        for i, row in enumerate(r.sequences):
             mask = row.loss_mask[:max_length]
             if sum(mask) == 0:
                 continue

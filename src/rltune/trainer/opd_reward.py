@@ -10,7 +10,7 @@ still trains it). Without reward functions nothing is added: a rollout's own
 
 Example:
     >>> from rltune.rollout.results import RolloutResult
-    >>> rs = [RolloutResult(f"r{i}", "s", 0, 0, ok=True, reward=float(i)) for i in range(2)]
+    >>> rs = [RolloutResult(f"r{i}", "s", 0, 0, ok=True, score=float(i)) for i in range(2)]
     >>> {k: round(v, 3) for k, v in reward_advantages(rs, weight=0.5, norm_by_std=True).items()}
     {'r0': -0.354, 'r1': 0.354}
 """

@@ -59,7 +59,7 @@ def make_workspace(spec: dict[str, Any], root: Path) -> Path:
 
 def _record_reward_spans(spans: list[tuple[float, float]]) -> None:
     """Record the wall-clock span of every ``Rewarder.score_group`` call (one per group)."""
-    from rltune.trainer.rewarding import Rewarder
+    from rltune.rollout.rewarder import Rewarder
 
     original = Rewarder.score_group
 

@@ -26,10 +26,10 @@ from ark_sdk.types.pipeline_plugin.rollout import (  # noqa: E402
 )
 
 from rltune.gateway.rows import build_rows  # noqa: E402
+from rltune.rollout.results import RolloutResult as RunResult  # noqa: E402
+from rltune.rollout.rewarder import RewardComponent, Rewarder  # noqa: E402
 from rltune.sdk.data import RolloutInput  # noqa: E402
 from rltune.sdk.processors import call_process  # noqa: E402
-from rltune.trainer.results import RolloutResult as RunResult  # noqa: E402
-from rltune.trainer.rewarding import RewardComponent, Rewarder  # noqa: E402
 
 openai = pytest.importorskip("openai")
 pytest.importorskip("torch")
@@ -177,8 +177,8 @@ async def test_graders_score_the_group_and_discard_drops_it(gateway):
 
 
 async def test_a_discarding_rollout_drops_its_group_unretried(gateway):
+    from rltune.rollout.runner import RolloutRunner
     from rltune.trainer.metrics import rollout_metrics
-    from rltune.trainer.rollouts import RolloutRunner
 
     caller = InProcess(discards)
     runner = RolloutRunner(caller, gateway, job_id="j", model_name="m",

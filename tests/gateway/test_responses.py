@@ -67,9 +67,9 @@ async def nano_gateway(nano_model_dir):
 async def test_agents_sdk_rollout_is_one_exact_row(nano_gateway):
     agents = pytest.importorskip("agents")
     from rltune.config.data import DataRow
+    from rltune.rollout.runner import RolloutRunner
     from rltune.sdk import AbstractRolloutProcessor, AgentOutput, RolloutInput, RolloutOutput
     from rltune.sdk.processors import call_process
-    from rltune.trainer.rollouts import RolloutRunner
 
     agents.set_tracing_disabled(True)  # the SDK would export traces to OpenAI
 
@@ -115,8 +115,8 @@ async def test_agents_sdk_rollout_is_one_exact_row(nano_gateway):
     result = await runner.run(row, rollout_id="r", sample_id="s", sample_index=0, row_index=0)
     assert result.ok, result.error
     assert result.num_calls >= 2  # the tool call, then the answer after the tool result
-    assert result.template_rewrites == 0 and len(result.rows) == 1
+    assert result.template_rewrites == 0 and len(result.sequences) == 1
     assert "56" in result.agent_output.messages[-1]["content"]
-    row_ = result.rows[0]
+    row_ = result.sequences[0]
     picked = [t for t, m in zip(row_.input_ids, row_.loss_mask, strict=True) if m]
     assert len(picked) == result.response_tokens and row_.num_sampled == len(picked)

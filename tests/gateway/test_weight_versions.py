@@ -9,7 +9,7 @@ import openai
 import torch
 
 from rltune.gateway import build_rows
-from rltune.trainer.results import RolloutResult
+from rltune.rollout.results import RolloutResult
 from rltune.trainer.staleness import rollout_staleness, sampled_versions
 
 
@@ -61,6 +61,6 @@ async def test_tokens_keep_their_version_across_a_mid_rollout_update(gateway):
                    if not m)
         assert len(row.token_versions) == len(row.input_ids)
 
-    result = RolloutResult("rv", "s", 0, 0, ok=True, score=1.0, rows=rows)
+    result = RolloutResult("rv", "s", 0, 0, ok=True, score=1.0, sequences=rows)
     assert sampled_versions(result) == versions
     assert rollout_staleness(result, policy_version=engine.weight_version) == 1

@@ -5,7 +5,6 @@ import torch
 
 from rltune.trainer.advantages import (
     broadcast_B_to_BT,
-    equal_reward_groups_keep_B,
     group_advantages_B,
     opd_advantages_BT,
     overlong_penalty_B,
@@ -25,12 +24,6 @@ def test_group_normalised_advantages():
     # Dr. GRPO style: centred only.
     adv = group_advantages_B(torch.tensor([2.0, 4.0]), torch.tensor([0, 0]), norm_by_std=False)
     assert adv.tolist() == [-1.0, 1.0]
-
-
-def test_equal_reward_group_filter():
-    keep = equal_reward_groups_keep_B(torch.tensor([1.0, 1, 0, 1, 0.5, 0.5]),
-                                      torch.tensor([0, 0, 1, 1, 2, 2]))
-    assert keep.tolist() == [False, False, True, True, False, False]
 
 
 def test_overlong_penalty():

@@ -10,7 +10,6 @@ from rltune.trainer.losses import (
     agg_normalizer,
     aggregate_loss,
     behaviour_weight_BT,
-    decoupled_ppo_loss_BT,
     entropy_from_logits_BT,
     importance_ratio_BT,
     kl_penalty_BT,
@@ -140,7 +139,7 @@ def test_decoupled_ppo_loss_against_hand_computed_values():
     ratio = torch.tensor([[1.0, 1.1, 0.7]], requires_grad=True)  # pi_theta / pi_prox
     adv = torch.tensor([[0.0, 1.0, -1.0]])
     w = torch.tensor([[1.0, 1.5, 0.5]], requires_grad=True)
-    loss, clipped = decoupled_ppo_loss_BT(ratio, adv, w, 0.2, 0.2)
+    loss, clipped = ppo_clip_loss_BT(ratio, adv, 0.2, 0.2, behaviour_weight_BT=w)
     # token 1: A=1, r=1.1 inside [0.8, 1.2]: -1.1, x1.5 = -1.65
     # token 2: A=-1, r=0.7 below 0.8: max(0.7, 0.8) = 0.8 (clipped), x0.5 = 0.4
     assert loss.tolist()[0] == pytest.approx([0.0, -1.65, 0.4])
@@ -150,5 +149,6 @@ def test_decoupled_ppo_loss_against_hand_computed_values():
     assert w.grad is None  # the behaviour weight is a constant of the loss
     # fresh samples (w = 1): exactly the PPO clip loss
     plain, _ = ppo_clip_loss_BT(ratio.detach(), adv, 0.2, 0.2)
-    same, _ = decoupled_ppo_loss_BT(ratio.detach(), adv, torch.ones_like(adv), 0.2, 0.2)
+    same, _ = ppo_clip_loss_BT(ratio.detach(), adv, 0.2, 0.2,
+                              behaviour_weight_BT=torch.ones_like(adv))
     assert torch.equal(plain, same)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rltune.config import load_job_config_text
+from rltune.rollout.results import RolloutResult
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.opd_reward import reward_advantages
-from rltune.trainer.results import RolloutResult
 
 JOB = """
 model: tiny

@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 
 from rltune.config import HyperParameters, resolve_algorithm
-from rltune.gateway.rows import Row
+from rltune.gateway.rows import TokenSequence
+from rltune.rollout.results import RolloutResult, has_signal, trajectory_record
 from rltune.sdk.errors import TrainingFailedError
 from rltune.trainer.outcome import FailedSteps
-from rltune.trainer.results import RolloutResult, has_signal, trajectory_record
 from rltune.trainer.signals import SIGNALS, GroupSignal, TeacherSignal, build_signal
 from rltune.trainer.testing import tiny_qwen2
 from rltune.trainer.update import PolicyUpdater
@@ -20,9 +20,9 @@ from rltune.trainer.update import PolicyUpdater
 def _result(rid: str, group: int, score, *, sampled: int = 2, ok: bool = True,
             reward_error=None) -> RolloutResult:
     ids = [1, 4, 5] + [6] * sampled
-    row = Row(input_ids=ids, loss_mask=[0, 0, 0] + [1] * sampled,
+    row = TokenSequence(input_ids=ids, loss_mask=[0, 0, 0] + [1] * sampled,
               sampled_logprobs=[0.0, 0.0, 0.0] + [-0.5] * sampled, prompt_length=3)
-    return RolloutResult(rid, f"s{group}", group, group, ok=ok, rows=[row] if ok else [],
+    return RolloutResult(rid, f"s{group}", group, group, ok=ok, sequences=[row] if ok else [],
                          score=score, reward_error=reward_error)
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from rltune.gateway.rows import Row
-from rltune.trainer.results import RolloutResult
+from rltune.gateway.rows import TokenSequence
+from rltune.rollout.results import RolloutResult
 from rltune.trainer.scheduler import BusyClock, idle_metrics
 from rltune.trainer.staleness import drop_stale, rollout_staleness, staleness_metrics
 
 
 def rollout(rid: str, *versions_per_row: list[int]) -> RolloutResult:
-    rows = [Row(input_ids=list(range(len(vs) + 1)), loss_mask=[0] + [1] * len(vs),
+    rows = [TokenSequence(input_ids=list(range(len(vs) + 1)), loss_mask=[0] + [1] * len(vs),
                 token_versions=[-1, *vs]) for vs in versions_per_row]
-    return RolloutResult(rid, "s", 0, 0, ok=True, score=1.0, rows=rows)
+    return RolloutResult(rid, "s", 0, 0, ok=True, score=1.0, sequences=rows)
 
 
 def test_a_rollout_is_as_stale_as_its_oldest_token():

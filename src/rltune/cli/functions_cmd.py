@@ -185,9 +185,10 @@ def test_functions(
     func_type: Optional[str] = typer.Option(None, "--type", "-t", help=TYPES),
     input_json: Optional[str] = typer.Option(None, "--input", "-i", help="JSON or a file"),
     rollout: Optional[str] = typer.Option(None, "--rollout", help="dataset mode: rollout"),
-    reward: list[str] = typer.Option([], "--reward", help="reward classpath[=weight]"),
-    group_reward: list[str] = typer.Option([], "--group-reward",
-                                           help="group reward classpath[=weight]"),
+    reward: list[str] = typer.Option(
+        [], "--reward", help="reward CLASSPATH[=WEIGHT][@METRIC=W,...] (@: reward_metric_weight)"),
+    group_reward: list[str] = typer.Option(
+        [], "--group-reward", help="group reward CLASSPATH[=WEIGHT][@METRIC=W,...]"),
     data: Optional[Path] = typer.Option(None, "--data", "-d", help="JSONL prompts"),
     n: int = typer.Option(4, "-n", help="rollouts per prompt"),
     limit: Optional[int] = typer.Option(None, help="use the first N prompts"),
@@ -210,13 +211,14 @@ def test_functions(
             if not (rollout and data):
                 raise typer.BadParameter("dataset mode needs both --rollout and --data")
             from rltune.config.data import load_dataset
+            from rltune.rollout.harness import ModelEndpoint
 
             rows = load_dataset(data)[:limit] if limit else load_dataset(data)
             refs = [_reward_ref(r, "reward") for r in reward] + [
                 _reward_ref(r, "group_reward") for r in group_reward]
             report = asyncio.run(_run_dataset_with_progress(
                 rows, rollout, refs, n, concurrency, workspace, timeout,
-                harness.ModelEndpoint(base_url=base_url, model=model, api_key=api_key),
+                ModelEndpoint(base_url=base_url, model=model, api_key=api_key),
                 {"temperature": temperature, "max_tokens": max_tokens}))
             typer.echo(render_report(report, output))
             return
@@ -246,20 +248,31 @@ def test_functions(
 
 
 def _reward_ref(text: str, func_type: str):
-    from rltune.functions.harness import RewardRef
+    """``CLASSPATH[=WEIGHT][@METRIC=W,...]``: the weight and ``reward_metric_weight`` of a job."""
+    from rltune.rollout.harness import RewardRef
 
-    cp, _, weight = text.partition("=")
+    head, _, metrics = text.partition("@")
+    cp, _, weight = head.partition("=")
     try:
-        return RewardRef(classpath=cp, func_type=func_type, weight=float(weight or 1.0))
+        metric_weights = None
+        if metrics:
+            pairs = [item.partition("=") for item in metrics.split(",")]
+            if any(not m or not sep for m, sep, _ in pairs):
+                raise ValueError
+            metric_weights = {m.strip(): float(w) for m, _, w in pairs}
+        return RewardRef(classpath=cp, func_type=func_type, weight=float(weight or 1.0),
+                         metric_weights=metric_weights)
     except ValueError:
-        raise typer.BadParameter(f"{text!r}: the weight after '=' must be a number") from None
+        raise typer.BadParameter(
+            f"{text!r}: write CLASSPATH[=WEIGHT][@METRIC=W,...], e.g. "
+            "functions/reward.py:Exact=2@acc=0.8,fmt=0.2 (weights are numbers)") from None
 
 
 async def _run_dataset_with_progress(rows, rollout, refs, n, concurrency, workspace, timeout,
                                      endpoint, sampling):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from rltune.functions.harness import run_dataset
+    from rltune.rollout.harness import run_dataset
 
     with Progress("[progress.description]{task.description}", BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(), transient=True) as bar:

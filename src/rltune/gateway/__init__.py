@@ -12,6 +12,6 @@ from rltune._lazy import lazy_exports
 __all__, __getattr__ = lazy_exports(__name__, {
     ".server": ("Gateway",),
     ".capture": ("CapturedCall", "CaptureStore"),
-    ".rows": ("build_rows", "Row", "RowBreak", "RowsResult"),
+    ".rows": ("build_rows", "TokenSequence", "RowBreak", "RowsResult"),
     ".toolcalls": ("get_parser", "register_parser", "parser_for_model_type"),
 })

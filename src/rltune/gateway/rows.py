@@ -35,8 +35,9 @@ from pydantic import BaseModel, Field
 from rltune.gateway.capture import CapturedCall
 
 
-class Row(BaseModel):
-    """One training sequence.
+class TokenSequence(BaseModel):
+    """One token sequence of a rollout, as the gateway captured it (a dataset row is a prompt;
+    the trainer's ``TrainingRow`` is built from one of these).
 
     ``sampled_logprobs[i]`` is the engine's log-prob of ``input_ids[i]`` where
     ``loss_mask[i] == 1`` and 0.0 elsewhere; ``token_versions[i]`` is the engine weight version
@@ -83,7 +84,7 @@ class RowBreak(BaseModel):
 
 
 class RowsResult(BaseModel):
-    rows: list[Row]
+    rows: list[TokenSequence]
     template_rewrites: int = 0
     breaks: list[RowBreak] = Field(default_factory=list)
 
@@ -93,7 +94,7 @@ def build_rows(calls: Sequence[CapturedCall]) -> RowsResult:
     ordered = sorted(calls, key=lambda c: (c.call_index, c.choice_index))
     if len({c.rollout_id for c in ordered}) > 1:
         raise ValueError("build_rows() takes the calls of one rollout; group them by rollout_id")
-    rows: list[Row] = []
+    rows: list[TokenSequence] = []
     owners: list[CapturedCall] = []  # last call merged into each row
     breaks: list[RowBreak] = []
     for call in ordered:
@@ -102,7 +103,7 @@ def build_rows(calls: Sequence[CapturedCall]) -> RowsResult:
             brk = _detect_rewrite(call, rows, owners)
             if brk is not None:
                 breaks.append(brk)
-            row = Row(prompt_length=len(call.prompt_ids))
+            row = TokenSequence(prompt_length=len(call.prompt_ids))
             row._append(call.prompt_ids, 0, None)
             rows.append(row)
             owners.append(call)
@@ -119,7 +120,7 @@ def build_rows(calls: Sequence[CapturedCall]) -> RowsResult:
     return RowsResult(rows=rows, template_rewrites=len(breaks), breaks=breaks)
 
 
-def _find_row(rows: list[Row], prompt: list[int]) -> Optional[int]:
+def _find_row(rows: list[TokenSequence], prompt: list[int]) -> Optional[int]:
     for i in range(len(rows) - 1, -1, -1):
         ids = rows[i].input_ids
         if len(prompt) >= len(ids) and prompt[: len(ids)] == ids:
@@ -127,7 +128,7 @@ def _find_row(rows: list[Row], prompt: list[int]) -> Optional[int]:
     return None
 
 
-def _detect_rewrite(call: CapturedCall, rows: list[Row], owners: list[CapturedCall]
+def _detect_rewrite(call: CapturedCall, rows: list[TokenSequence], owners: list[CapturedCall]
                     ) -> Optional[RowBreak]:
     """If ``call``'s messages continue a row's last call, report where the tokens diverge."""
     for i in range(len(rows) - 1, -1, -1):

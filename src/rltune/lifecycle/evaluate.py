@@ -7,8 +7,10 @@
      "models": [{"label": "base", "path": "nano"}, {"label": "calc-v1", "path": "/..."}]}
 
 and, model after model, starts the job's runtime (engine, gateway, function workers), samples
-``n`` rollouts per prompt, scores them with the job's rewards and writes ``<dir>/result.json``
-(per model: ``mean@1``, ``pass@k``, per-prompt scores; and the prompts side by side).
+``n`` rollouts per prompt and scores them with the job's rewards through
+``rltune.rollout.groups.run_group`` (the path a training step takes), then writes
+``<dir>/result.json`` (per model: ``mean@1``, ``pass@k``, per-prompt scores; and the prompts
+side by side).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rltune.lifecycle.scores import model_totals, prompt_scores, side_by_side
+from rltune.rollout.groups import run_group
 
 
 async def evaluate_model(config: Any, rows: list[Any], *, label: str, n: int, k: int,
@@ -35,15 +38,10 @@ async def evaluate_model(config: Any, rows: list[Any], *, label: str, n: int, k:
     t0 = time.perf_counter()
     async with TrainingRuntime(config, job_dir=work_dir, base_dir=base_dir,
                                job_id=f"eval-{label}", total_steps=1, log=log) as rt:
-        async def group(i: int, row: Any) -> list[Any]:
-            sample_id = f"eval-{label}-p{i}"
-            results = await asyncio.gather(*(rt.runner.run(
-                row, rollout_id=f"{sample_id}.r{j}", sample_id=sample_id, sample_index=i,
-                row_index=i) for j in range(n)))
-            await rt.rewarder.score_group(list(results), row.ground_truth)
-            return list(results)
-
-        groups = await asyncio.gather(*(group(i, row) for i, row in enumerate(rows)))
+        groups = await asyncio.gather(*(
+            run_group(rt.runner, rt.rewarder, row, sample_id=f"eval-{label}-p{i}",
+                      sample_index=i, row_index=i, n=n)
+            for i, row in enumerate(rows)))
     for results in groups:
         rewards = [r.score if r.usable else None for r in results]  # the raw reward score
         per_prompt.append(prompt_scores(rewards, k, threshold))

@@ -8,8 +8,6 @@ Example:
     >>> g = torch.tensor([0, 0, 1, 1])
     >>> [round(a, 4) for a in group_advantages_B(r, g).tolist()]  # mean 0.5, std 0.7071
     [0.7071, -0.7071, 0.0, 0.0]
-    >>> equal_reward_groups_keep_B(r, g).tolist()
-    [True, True, False, False]
 """
 
 from __future__ import annotations
@@ -38,22 +36,6 @@ def group_advantages_B(
         centred = r - r.mean()
         adv_B[idx] = centred / (r.std() + eps) if norm_by_std else centred
     return adv_B
-
-
-def equal_reward_groups_keep_B(
-    rewards_B: torch.Tensor, group_B: torch.Tensor, *, tol: float = 1e-8
-) -> torch.Tensor:
-    """DAPO dynamic sampling: True for members of groups whose rewards are not all equal.
-
-    A group where every rollout scored the same has zero advantage everywhere and only dilutes
-    the batch; the step loop drops it and refills with new prompts.
-    """
-    keep_B = torch.zeros_like(group_B, dtype=torch.bool)
-    for g in torch.unique(group_B):
-        idx = group_B == g
-        r = rewards_B[idx].float()
-        keep_B[idx] = bool((r.max() - r.min()) > tol)
-    return keep_B
 
 
 def overlong_penalty_B(

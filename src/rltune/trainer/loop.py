@@ -35,9 +35,9 @@ from rltune.config import JobConfig
 from rltune.config.data import DataRow, EpochSampler, load_dataset
 from rltune.doctor.advisor import Advisor
 from rltune.observability.session import JobObservability
+from rltune.rollout.results import trajectory_record
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.outcome import FailedSteps
-from rltune.trainer.results import trajectory_record
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.scheduler import StepScheduler
 from rltune.trainer.signals import build_signal
@@ -179,7 +179,7 @@ class Trainer:
 
     def _budget_reached(self, step: int, result: StepResult) -> Optional[dict[str, Any]]:
         """``max_wall_time`` / ``max_tokens`` spent at this step (the job ends here)."""
-        self.tokens += sum(r.response_tokens + (r.rows[0].prompt_length if r.rows else 0)
+        self.tokens += sum(r.response_tokens + (r.sequences[0].prompt_length if r.sequences else 0)
                            for r in result.results)
         spent = {"max_wall_time": time.monotonic() - self.t_train, "max_tokens": self.tokens}
         for knob, used in spent.items():

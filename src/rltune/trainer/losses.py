@@ -54,12 +54,28 @@ def ppo_clip_loss_BT(
     clip_low: Optional[float],
     clip_high: Optional[float],
     clip_c: Optional[float] = None,
+    behaviour_weight_BT: Optional[torch.Tensor] = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """PPO clipped surrogate (to minimise) with asymmetric ε, and where clipping was active.
 
     ``loss = max(-A·r, -A·clip(r, 1-ε_low, 1+ε_high))``; ``clip_c`` adds dual clipping for
     A < 0 (loss capped at ``-A·c``). ``clip_low = clip_high = None`` disables clipping.
+
+    **Decoupled PPO** (stale samples): ``behaviour_weight_BT`` (``behaviour_weight_BT()``,
+    no gradient) multiplies the loss, ``w · ppo_clip_loss(pi/pi_prox, A)``; ``ratio_BT`` is
+    then ``pi_theta / pi_prox`` (the trust region stays centred on the policy the update
+    starts from) and ``w`` corrects for the tokens having been sampled by an older policy.
+    With fresh samples w = 1 and this is the plain loss.
     """
+    loss_BT, clipped_BT = _clipped_surrogate_BT(ratio_BT, adv_BT, clip_low, clip_high, clip_c)
+    if behaviour_weight_BT is not None:
+        loss_BT = behaviour_weight_BT.detach() * loss_BT
+    return loss_BT, clipped_BT
+
+
+def _clipped_surrogate_BT(ratio_BT: torch.Tensor, adv_BT: torch.Tensor,
+                          clip_low: Optional[float], clip_high: Optional[float],
+                          clip_c: Optional[float]) -> tuple[torch.Tensor, torch.Tensor]:
     unclipped_BT = -adv_BT * ratio_BT
     if clip_low is None and clip_high is None:
         return unclipped_BT, torch.zeros_like(ratio_BT, dtype=torch.bool)
@@ -104,25 +120,6 @@ def behaviour_weight_BT(
     capped_BT = (w_BT > cap) & (mask_BT > 0)
     w_BT = torch.where(mask_BT > 0, w_BT.clamp(max=cap), torch.ones_like(w_BT))
     return w_BT, capped_BT
-
-
-def decoupled_ppo_loss_BT(
-    ratio_BT: torch.Tensor,
-    adv_BT: torch.Tensor,
-    behaviour_weight_BT: torch.Tensor,
-    clip_low: Optional[float],
-    clip_high: Optional[float],
-    clip_c: Optional[float] = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The off-policy-corrected surrogate: ``w · ppo_clip_loss(pi/pi_prox, A)``.
-
-    ``ratio_BT`` is ``pi_theta / pi_prox`` (the trust region stays centred on the policy the
-    update starts from), ``behaviour_weight_BT`` corrects for the tokens having been sampled by
-    an older policy (``behaviour_weight_BT``). With fresh samples w = 1 and this is
-    ``ppo_clip_loss_BT``.
-    """
-    loss_BT, clipped_BT = ppo_clip_loss_BT(ratio_BT, adv_BT, clip_low, clip_high, clip_c)
-    return behaviour_weight_BT.detach() * loss_BT, clipped_BT
 
 
 def kl_penalty_BT(

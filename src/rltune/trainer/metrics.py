@@ -1,7 +1,7 @@
 """Per-step metrics of the rollouts and rewards, named as DESIGN.md §8 (verl / Bailian).
 
 Example:
-    >>> from rltune.trainer.results import RolloutResult
+    >>> from rltune.rollout.results import RolloutResult
     >>> a = RolloutResult("r1", "s", 0, 0, ok=True, score=1.0, reward=1.0, num_calls=2)
     >>> b = RolloutResult("r2", "s", 0, 0, ok=False, error="boom")
     >>> m = rollout_metrics([a, b])
@@ -11,11 +11,10 @@ Example:
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from rltune.trainer.results import RolloutResult
+from rltune.rollout.results import RolloutResult, by_prompt, final_reward, has_signal
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -30,10 +29,6 @@ def _stats(prefix: str, values: Sequence[float], out: dict[str, float]) -> None:
     out[f"{prefix}/min"] = float(min(values))
 
 
-def _reward(r: RolloutResult) -> float:
-    return float(r.reward if r.reward is not None else r.score)  # type: ignore[arg-type]
-
-
 def rollout_metrics(results: Sequence[RolloutResult], *, scored: bool = True) -> dict[str, float]:
     """Metrics over every rollout of a step: ``critic/rewards`` are the shaped rewards,
     ``critic/score`` the raw scores of the reward functions. ``scored=False`` (nothing was
@@ -46,13 +41,14 @@ def rollout_metrics(results: Sequence[RolloutResult], *, scored: bool = True) ->
     out["train/dropped_rollouts"] = float(len(results) - len(usable))
     out["train/discarded_groups"] = float(len({r.sample_index for r in results if r.discarded}))
     out["trace/attempts/agent/mean"] = _mean([r.attempts for r in results])
-    _stats("critic/rewards", [_reward(r) for r in usable], out)
+    _stats("critic/rewards", [final_reward(r) for r in usable], out)
     if usable:
         out["critic/score/mean"] = _mean([float(r.score) for r in usable])  # type: ignore[arg-type]
     lengths = [r.response_tokens for r in ok]
     _stats("trajectory/response_length", lengths, out)
     if ok:
-        clipped = [any(f == "length" for row in r.rows for f in row.finish_reasons) for r in ok]
+        clipped = [any(f == "length" for seq in r.sequences for f in seq.finish_reasons)
+                   for r in ok]
         out["trajectory/response_length/clip_ratio"] = _mean([float(c) for c in clipped])
         out["trajectory/num_turns/mean"] = _mean([_turns(r) for r in ok])
         out["trace/num_llm_calls/mean"] = _mean([r.num_calls for r in ok])
@@ -90,11 +86,6 @@ def _turns(r: RolloutResult) -> float:
 
 
 def frac_zero_std(scored: Sequence[RolloutResult]) -> float:
-    """Fraction of prompts whose scored rollouts all got the same reward (no RL signal)."""
-    groups: dict[int, list[float]] = defaultdict(list)
-    for r in scored:
-        groups[r.sample_index].append(_reward(r))
-    if not groups:
-        return 0.0
-    flat = [len(v) < 2 or statistics.pstdev(v) < 1e-8 for v in groups.values()]
-    return sum(flat) / len(flat)
+    """Fraction of prompts whose scored rollouts carry no RL signal (``has_signal``)."""
+    groups = by_prompt(scored)
+    return sum(not has_signal(g) for g in groups) / len(groups) if groups else 0.0

@@ -9,8 +9,8 @@ still trains it). Without reward functions nothing is added: a rollout's own
 ``reward_score`` does not count in OPD (the cloud's "teacher + rollout" has no task reward).
 
 Example:
-    >>> from rltune.trainer.results import RolloutResult
-    >>> rs = [RolloutResult(f"r{i}", "s", 0, 0, ok=True, reward=float(i)) for i in range(2)]
+    >>> from rltune.rollout.results import RolloutResult
+    >>> rs = [RolloutResult(f"r{i}", "s", 0, 0, ok=True, score=float(i)) for i in range(2)]
     >>> {k: round(v, 3) for k, v in reward_advantages(rs, weight=0.5, norm_by_std=True).items()}
     {'r0': -0.354, 'r1': 0.354}
 """
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import torch
 
+from rltune.rollout.results import RolloutResult
 from rltune.trainer.advantages import group_advantages_B
-from rltune.trainer.results import RolloutResult
 
 DEFAULT_WEIGHT = 1.0
 

@@ -30,6 +30,8 @@ import torch
 from rltune.config import JobConfig
 from rltune.config.datasets import TrainingType
 from rltune.jobdir import JobDir
+from rltune.rollout.rewarder import RewardComponent, Rewarder
+from rltune.rollout.runner import BuiltinRollout, RolloutRunner
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.device import (
@@ -41,8 +43,6 @@ from rltune.trainer.device import (
 )
 from rltune.trainer.lora import engine_weights
 from rltune.trainer.policy import load_policy
-from rltune.trainer.rewarding import RewardComponent, Rewarder
-from rltune.trainer.rollouts import BuiltinRollout, RolloutRunner
 from rltune.trainer.teacher import Teacher
 from rltune.trainer.update import PolicyUpdater
 

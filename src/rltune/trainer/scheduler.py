@@ -10,8 +10,8 @@ does); ``data_order()`` is the sampler state a checkpoint saved after that step 
   reach the engine when the update ends (``partial_rollouts: true``: rollouts in flight carry
   on with the new weights from their next call) or once step k+1's rollouts have all finished
   (``false``: no rollout mixes two versions). Either way step k+1 trains on tokens at most one
-  version old; the loss corrects for it (``losses.decoupled_ppo_loss_BT``) and anything staler
-  is dropped (``staleness.drop_stale``).
+  version old; the loss corrects for it (decoupled PPO: ``losses.ppo_clip_loss_BT`` with a
+  behaviour weight) and anything staler is dropped (``staleness.drop_stale``).
 
 Every step reports ``fully_async/*``: staleness, token share per version, dropped rollouts
 and how long the engine (no rollout running) and the trainer (no rows, update or sync

@@ -29,9 +29,10 @@ from typing import Any, ClassVar, Optional
 import torch
 
 from rltune.names import ADVANTAGE_ESTIMATORS, check_registry
+from rltune.rollout.results import RolloutResult, by_prompt, has_signal
 from rltune.trainer import opd_reward
 from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT, overlong_penalty_B
-from rltune.trainer.results import RolloutResult
+from rltune.trainer.protocols import Signal, Updater
 from rltune.trainer.update import TrainingRow
 
 
@@ -42,8 +43,8 @@ def training_rows(results: list[RolloutResult], max_length: int) -> list[Trainin
     """
     rows: list[TrainingRow] = []
     for r in results:
-        r.advantages = [[0.0] * len(row.input_ids) for row in r.rows]
-        for i, row in enumerate(r.rows):
+        r.advantages = [[0.0] * len(row.input_ids) for row in r.sequences]
+        for i, row in enumerate(r.sequences):
             mask = row.loss_mask[:max_length]
             if sum(mask) == 0:
                 continue
@@ -100,9 +101,9 @@ class GroupSignal:
             r.reward = value
         adv_B = group_advantages_B(rewards_B, torch.tensor([r.sample_index for r in scored]),
                                    norm_by_std=knobs.norm_adv_by_std)
+        if not any(has_signal(g) for g in by_prompt(scored)):
+            return [], {}  # no group carries a signal: an update would only replay momentum
         rows = training_rows(scored, hp.max_length)
-        if not any(adv_B.tolist()):
-            return [], {}  # no rollout carries a signal: an update would only replay momentum
         adv_of = {r.rollout_id: a for r, a in zip(scored, adv_B.tolist(), strict=True)}
         # Zero-advantage rollouts stay in: they add no policy gradient but count in the loss's
         # normaliser. Dropping them made the gradient scale with the share of flat groups, so
@@ -121,7 +122,7 @@ class TeacherSignal:
     progress_fields: ClassVar[dict[str, tuple[str, str]]] = {
         "teacher_kl": ("actor/teacher_kl", "teacher KL")}
 
-    def __init__(self, hp: Any, updater: Any, teacher: Any, has_rewards: bool,
+    def __init__(self, hp: Any, updater: Updater, teacher: Any, has_rewards: bool,
                  norm_by_std: bool = True):
         self.hp, self.updater, self.teacher = hp, updater, teacher
         self.scores_rollouts = has_rewards  # OPD may have no reward function at all
@@ -132,7 +133,7 @@ class TeacherSignal:
         self.norm_by_std = norm_by_std
 
     @classmethod
-    def from_job(cls, hp: Any, knobs: Any, *, updater: Any, teacher: Any,
+    def from_job(cls, hp: Any, knobs: Any, *, updater: Updater, teacher: Any,
                  has_rewards: bool) -> TeacherSignal:
         return cls(hp, updater, teacher, has_rewards, knobs.norm_adv_by_std)
 
@@ -186,8 +187,8 @@ SIGNALS: dict[str, type] = {"grpo": GroupSignal, "opd": TeacherSignal}
 check_registry("advantage estimator", ADVANTAGE_ESTIMATORS, SIGNALS)
 
 
-def build_signal(hp: Any, knobs: Any, *, updater: Any, teacher: Optional[Any],
-                 has_rewards: bool) -> Any:
+def build_signal(hp: Any, knobs: Any, *, updater: Optional[Updater], teacher: Optional[Any],
+                 has_rewards: bool) -> Signal:
     """The signal of ``knobs.advantage_estimator`` for this job."""
     return SIGNALS[knobs.advantage_estimator].from_job(
         hp, knobs, updater=updater, teacher=teacher, has_rewards=has_rewards)

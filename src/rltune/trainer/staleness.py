@@ -1,15 +1,16 @@
 """Staleness accounting for the asynchronous pipeline (``trainer/scheduler.py``).
 
-Every sampled token carries the engine weight version that sampled it (``Row.token_versions``,
-recorded by the gateway). When a step updates, the policy is at version ``policy_version``; a
-token's staleness is ``policy_version - version``, and a rollout's is that of its oldest token
-(a partial rollout that crossed a weight update is as stale as its first part). Rollouts staler
-than ``max_staleness`` are dropped before the signal sees them, and counted.
+Every sampled token carries the engine weight version that sampled it
+(``TokenSequence.token_versions``, recorded by the gateway). When a step updates, the policy
+is at version ``policy_version``; a token's staleness is ``policy_version - version``, and a
+rollout's is that of its oldest token (a partial rollout that crossed a weight update is as
+stale as its first part). Rollouts staler than ``max_staleness`` are dropped before the signal
+sees them, and counted.
 
 Example:
-    >>> from rltune.gateway.rows import Row
-    >>> r = RolloutResult("r1", "s", 0, 0, ok=True, score=1.0, rows=[
-    ...     Row(input_ids=[1, 2, 3], loss_mask=[0, 1, 1], token_versions=[-1, 4, 5])])
+    >>> from rltune.gateway.rows import TokenSequence
+    >>> r = RolloutResult("r1", "s", 0, 0, ok=True, score=1.0, sequences=[
+    ...     TokenSequence(input_ids=[1, 2, 3], loss_mask=[0, 1, 1], token_versions=[-1, 4, 5])])
     >>> rollout_staleness(r, policy_version=5)
     1
     >>> drop_stale([r], policy_version=6, max_staleness=1), r.ok
@@ -22,12 +23,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Optional
 
-from rltune.trainer.results import RolloutResult
+from rltune.rollout.results import RolloutResult
 
 
 def sampled_versions(r: RolloutResult) -> list[int]:
     """The weight version of each sampled token of ``r`` (all rows, in order)."""
-    return [v for row in r.rows for v in row.sampled_versions()]
+    return [v for row in r.sequences for v in row.sampled_versions()]
 
 
 def rollout_staleness(r: RolloutResult, policy_version: int) -> Optional[int]:

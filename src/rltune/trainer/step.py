@@ -2,12 +2,13 @@
 
 collect groups → score → training rows → update → sync.
 
-1. **collect**: ``batch_size`` prompts × ``n_rollouts`` rollouts through the rollout caller;
-   DAPO's dynamic sampling refills groups whose rewards are all equal.
+1. **collect**: ``batch_size`` prompts × ``n_rollouts`` rollouts, each prompt's group run by
+   ``rltune.rollout.groups.run_group`` (the path evaluation and ``rltune test-functions``
+   share); DAPO's dynamic sampling refills groups without signal (``has_signal``).
 2. **score**: each group is scored by the reward functions (when the signal uses them).
-3. **training rows**: the job's signal (``trainer/signals.py``, chosen by the advantage
+3. **training rows**: the job's ``Signal`` (``trainer/signals.py``, chosen by the advantage
    estimator) turns rollouts into rows with one advantage per token.
-4. **update**: ``PolicyUpdater`` runs the mini-batch updates.
+4. **update**: the ``Updater`` (``PolicyUpdater``) runs the mini-batch updates.
 5. **sync**: the new weights go to the engine (``TrainingRuntime.sync_weights``).
 
 ``train`` runs the five in order (the synchronous step). ``gather`` (1-2), ``learn`` (3-4) and
@@ -21,12 +22,13 @@ import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from rltune.config.data import DataRow, EpochSampler
+from rltune.rollout.groups import run_group
+from rltune.rollout.results import RolloutResult, has_signal
 from rltune.trainer.device import MemoryMeter
 from rltune.trainer.metrics import rollout_metrics
-from rltune.trainer.results import RolloutResult, has_signal
+from rltune.trainer.protocols import Signal, StepRuntime
 
 
 @dataclass
@@ -57,7 +59,7 @@ class Collected:
 class StepRunner:
     """Runs training steps and validation passes against a started ``TrainingRuntime``."""
 
-    def __init__(self, rt: Any, signal: Any, *, job_id: str, train_rows: list[DataRow],
+    def __init__(self, rt: StepRuntime, signal: Signal, *, job_id: str, train_rows: list[DataRow],
                  sampler: EpochSampler):
         self.rt, self.signal = rt, signal
         self.hp, self.knobs = rt.hp, rt.knobs
@@ -164,15 +166,10 @@ class StepRunner:
     async def run_group(self, row: DataRow, row_index: int, step: int, sample_index: int,
                         n: int) -> list[RolloutResult]:
         """``n`` rollouts of one prompt, scored together (a group reward sees all of them)."""
-        sample_id = f"{self.job_id}-s{step}-p{sample_index}"
-        results = list(await asyncio.gather(*(
-            self.rt.runner.run(row, rollout_id=f"{sample_id}.r{k}", sample_id=sample_id,
-                               sample_index=sample_index, row_index=row_index)
-            for k in range(n)
-        )))
-        if self.signal.scores_rollouts:
-            await self.rt.rewarder.score_group(results, row.ground_truth)
-        return results
+        return await run_group(
+            self.rt.runner, self.rt.rewarder if self.signal.scores_rollouts else None, row,
+            sample_id=f"{self.job_id}-s{step}-p{sample_index}", sample_index=sample_index,
+            row_index=row_index, n=n)
 
     async def validate(self, rows: list[DataRow]) -> dict[str, float]:
         """Expected reward of one sampled rollout per validation prompt (``mean@1``).

@@ -40,7 +40,6 @@ from rltune.trainer.losses import (
     agg_normalizer,
     aggregate_loss,
     behaviour_weight_BT,
-    decoupled_ppo_loss_BT,
     importance_ratio_BT,
     kl_penalty_BT,
     ppo_clip_loss_BT,
@@ -143,7 +142,8 @@ class PolicyUpdater:
         # forward/backward passes are skipped (~half the rows of a typical GRPO step).
         self.skip_inert_rows = True
         # max_staleness >= 1: rollouts may come from older weights; the loss is decoupled PPO
-        # (losses.decoupled_ppo_loss_BT) with the engine's recorded log-probs as behaviour.
+        # (``losses.ppo_clip_loss_BT`` with a behaviour weight) with the engine's recorded
+        # log-probs as behaviour.
         self.off_policy = hp.max_staleness > 0
 
     # ---- log-probs ----
@@ -302,16 +302,14 @@ class PolicyUpdater:
             ratio = importance_ratio_BT(logp, b.old.to(logp.device), mask,
                                         k.importance_sampling_level)
             adv = b.adv.to(logp.device)
+            bw = None
             if b.behav is not None:
                 bw, capped = behaviour_weight_BT(b.old.to(logp.device), b.behav.to(logp.device),
                                                  mask, k.importance_sampling_level)
-                pg_BT, clipped_BT = decoupled_ppo_loss_BT(ratio, adv, bw, k.clip_ratio_low,
-                                                          k.clip_ratio_high, k.clip_ratio_c)
                 sums["bw"] += float((bw * mask).sum()) / tokens
                 sums["bw_capped"] += float((capped.float() * mask).sum()) / tokens
-            else:
-                pg_BT, clipped_BT = ppo_clip_loss_BT(ratio, adv, k.clip_ratio_low,
-                                                     k.clip_ratio_high, k.clip_ratio_c)
+            pg_BT, clipped_BT = ppo_clip_loss_BT(ratio, adv, k.clip_ratio_low, k.clip_ratio_high,
+                                                 k.clip_ratio_c, behaviour_weight_BT=bw)
             weight = b.weight.to(logp.device)
             pg = aggregate_loss(pg_BT, mask, mode, row_weight_B=weight, normalizer=norm)
             loss = pg

@@ -1,4 +1,5 @@
-"""`rltune test-functions`: single mode and dataset mode against a fake OpenAI endpoint."""
+"""`rltune test-functions` dataset mode (``rltune.rollout.harness``) against a fake OpenAI
+endpoint, in process and through the CLI (whose single mode is checked on the way)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 
-from conftest import WIRE, WS
 from rltune.config.data import load_dataset
-from rltune.functions.harness import ModelEndpoint, RewardRef, run_dataset, run_single
+from rltune.rollout.harness import ModelEndpoint, RewardRef, run_dataset
+
+FIXTURES = Path(__file__).parents[1] / "functions" / "fixtures"
+WS, WIRE = FIXTURES / "ws", FIXTURES / "wire"
 
 RLTUNE = [sys.executable, "-m", "rltune.cli.main"]
 
@@ -96,22 +100,22 @@ async def test_dataset_mode_counts_failures_with_first_errors(dataset):
     assert report.learnability is None and report.final_reward.count == 0
 
 
-async def test_single_mode():
-    out = await run_single(json.loads((WIRE / "reward_input.json").read_text()),
-                           classpath="functions.cloud_reward.CalcReward", workspace=WS)
-    assert out.reward.reward_score == pytest.approx(1.0)
-
-
 def test_cli_dataset_and_single_modes(fake_openai, dataset, tmp_path):
     env = {**os.environ, "RLTUNE_HOME": str(tmp_path / "home")}
     proc = subprocess.run(
         [*RLTUNE, "test-functions", "--rollout", "functions.openai_rollout.AskPolicy",
-         "--reward", "functions.sync_reward.ExactMatch=2", "--data", str(dataset), "-n", "2",
+         "--reward", "functions.sync_reward.ExactMatch=2",
+         "--reward", "functions.sync_reward.ExactMatch@in_thread=3",  # reward_metric_weight
+         "--data", str(dataset), "-n", "2",
          "--base-url", fake_openai["base_url"], "--model", "m", "-o", "json"],
         cwd=WS, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["rollout"]["succeeded"] == 6 and report["final_reward"]["max"] == 2.0
+    assert report["rollout"]["succeeded"] == 6
+    # 2 x exact match + 3 x the in_thread metric (1.0) of the second, metric-weighted reward
+    assert (report["final_reward"]["min"], report["final_reward"]["max"]) == (3.0, 5.0)
+    assert [r["name"] for r in report["rewards"]] == [
+        "functions.sync_reward.ExactMatch", "functions.sync_reward.ExactMatch#2"]
     proc = subprocess.run(
         [*RLTUNE, "functions", "test", "-c", "functions.sync_reward.ExactMatch",
          "-i", str(WIRE / "reward_input.json"), "-o", "yaml"],
@@ -122,33 +126,8 @@ def test_cli_dataset_and_single_modes(fake_openai, dataset, tmp_path):
         [*RLTUNE, "test-functions", "-c", "functions.sync_reward.ExactMatch", "-i", "{bad"],
         cwd=WS, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "input is not JSON" in proc.stderr
-
-
-def test_cli_register_load_and_test_an_instance(tmp_path):
-    env = {**os.environ, "RLTUNE_HOME": str(tmp_path / "home")}
-    ent = subprocess.run([*RLTUNE, "functions", "register", "-c", "functions.behave.Behave",
-                          "-t", "rollout", "-w", str(WS)], env=env, capture_output=True,
-                         text=True, timeout=60)
-    assert ent.returncode == 0, ent.stderr
-    entity_id = ent.stdout.strip()
-    assert entity_id.startswith("ro-")
-    loader = subprocess.Popen([*RLTUNE, "functions", "load", entity_id], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        instance_id, url = loader.stdout.readline().split()
-        assert instance_id.startswith("ro-ins-") and url.endswith("/api/v1")
-        inp = json.dumps({"messages": [{"role": "user", "content": "yo"}],
-                          "model_resource": {"model_name": "m", "base_url": "u", "api_key": "k"}})
-        out = subprocess.run([*RLTUNE, "test-functions", "--instance", instance_id, "-i", inp,
-                              "-o", "json"], env=env, capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-        assert json.loads(out.stdout)["agent_output"]["messages"][-1]["content"] == "echo yo"
-    finally:
-        loader.terminate()
-        loader.wait(timeout=15)
-    listing = subprocess.run([*RLTUNE, "functions", "list", "-o", "json"], env=env,
-                             capture_output=True, text=True, timeout=60)
-    data = json.loads(listing.stdout)
-    assert data["functions"][0]["id"] == entity_id
-    assert data["instances"][0]["status"] == "stopped"
-
+    proc = subprocess.run(
+        [*RLTUNE, "test-functions", "--rollout", "functions.openai_rollout.AskPolicy",
+         "--reward", "functions.sync_reward.ExactMatch@in_thread", "--data", str(dataset)],
+        cwd=WS, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "CLASSPATH[=WEIGHT][@METRIC=W,...]" in proc.stderr

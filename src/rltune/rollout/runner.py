@@ -1,9 +1,13 @@
-"""Run one rollout attempt end to end: key → user rollout → captured calls → training rows.
+"""Run one rollout attempt end to end: key → user rollout → captured calls → token sequences.
 
 Each attempt gets its own gateway key, so every token the policy samples for it is captured
 under its rollout id. A FAILED status, a crash, or a rollout that never called the model is
 retried up to ``max_retries`` times; after that the rollout is dropped and counted, never
 scored.
+
+The endpoint is the policy gateway (training, validation, evaluation) or an ``OpenEndpoint``:
+any OpenAI-compatible server with one fixed key, where nothing is captured
+(``rltune test-functions``); there a rollout that ran is a result without token sequences.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from typing import Any, Optional, Protocol
 import httpx
 
 from rltune.config.data import DataRow
+from rltune.gateway.capture import CapturedCall
 from rltune.gateway.rows import build_rows
 from rltune.observability.spans import rollout_span, trace_headers
+from rltune.rollout.results import RolloutResult
 from rltune.sdk.data import (
     AgentOutput,
     ModelResource,
@@ -27,9 +33,8 @@ from rltune.sdk.data import (
     TaskStatus,
     is_discard,
 )
-from rltune.trainer.results import RolloutResult
 
-__all__ = ["BuiltinRollout", "RolloutCaller", "RolloutResult", "RolloutRunner"]
+__all__ = ["BuiltinRollout", "OpenEndpoint", "PolicyEndpoint", "RolloutCaller", "RolloutRunner"]
 
 
 class RolloutCaller(Protocol):
@@ -38,6 +43,35 @@ class RolloutCaller(Protocol):
     async def call(
         self, input_data: Any, *, headers: Optional[dict[str, str]] = None
     ) -> RolloutOutput: ...
+
+
+class PolicyEndpoint(Protocol):
+    """Where rollouts sample: the policy gateway (``rltune.gateway.server.Gateway``)."""
+
+    base_url: str
+
+    def register(self, key: str, rollout_id: str, *,
+                 traceparent: Optional[str] = None) -> None: ...
+
+    def unregister(self, key: str) -> None: ...
+
+    def pop_calls(self, rollout_id: str) -> list[CapturedCall]: ...
+
+
+class OpenEndpoint:
+    """Any OpenAI-compatible server, reached with one fixed ``api_key``; captures nothing."""
+
+    def __init__(self, base_url: str, api_key: str):
+        self.base_url, self.api_key = base_url, api_key
+
+    def register(self, key: str, rollout_id: str, *, traceparent: Optional[str] = None) -> None:
+        pass
+
+    def unregister(self, key: str) -> None:
+        pass
+
+    def pop_calls(self, rollout_id: str) -> list[CapturedCall]:
+        return []
 
 
 class BuiltinRollout:
@@ -84,12 +118,12 @@ class BuiltinRollout:
 
 
 class RolloutRunner:
-    """Runs rollout attempts against one gateway with a caller (pool or built-in)."""
+    """Runs rollout attempts against one endpoint with a caller (pool or built-in)."""
 
     def __init__(
         self,
         caller: RolloutCaller,
-        gateway: Any,
+        gateway: PolicyEndpoint,
         *,
         job_id: str,
         model_name: str,
@@ -100,6 +134,13 @@ class RolloutRunner:
         self.job_id, self.model_name = job_id, model_name
         self.sampling_params = sampling_params
         self.max_retries = max_retries
+        # an open endpoint: its own key, and no tokens to capture
+        self.open = isinstance(gateway, OpenEndpoint)
+
+    def _key(self) -> str:
+        if isinstance(self.gateway, OpenEndpoint):
+            return self.gateway.api_key
+        return "rk-" + secrets.token_urlsafe(18)
 
     def _input(
         self, row: DataRow, rid: str, key: str, sample_id: str, attempt: int,
@@ -129,7 +170,7 @@ class RolloutRunner:
         started = time.perf_counter()
         for attempt in range(self.max_retries + 1):
             rid = f"{rollout_id}.a{attempt}"
-            key = "rk-" + secrets.token_urlsafe(18)
+            key = self._key()
             with rollout_span(rid, sample_id, attempt) as traceparent:
                 self.gateway.register(key, rid, traceparent=traceparent)
                 try:
@@ -158,7 +199,7 @@ class RolloutRunner:
                 out.agent_output.rollout_extra = row.rollout_extra
             built = build_rows(calls)
             rows = [r for r in built.rows if r.num_sampled > 0]
-            if not rows:
+            if not rows and not self.open:
                 errors.append("the rollout never called the policy model (no tokens to train on)")
                 continue
             return RolloutResult(
@@ -168,7 +209,7 @@ class RolloutRunner:
                 row_index=row_index,
                 ok=True,
                 agent_output=out.agent_output,
-                rows=rows,
+                sequences=rows,
                 num_calls=len({c.call_index for c in calls}),
                 template_rewrites=built.template_rewrites,
                 attempts=attempt + 1,

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
+from rltune.rollout.scoring import InvalidReward, combine_scores, component_score, own_score
 from rltune.sdk import AgentOutput, Reward
-from rltune.trainer.scoring import InvalidReward, combine_scores, component_score, own_score
 
 
 def test_component_score_plain_and_metric_weighted():

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from rltune.observability.spans import record_reward, reward_span
+from rltune.rollout.results import RolloutResult
+from rltune.rollout.scoring import InvalidReward, combine_scores, component_score, own_score
 from rltune.sdk.data import (
     GroupRewardInput,
     GroupRewardOutput,
@@ -23,8 +25,6 @@ from rltune.sdk.data import (
     TaskStatus,
     is_discard,
 )
-from rltune.trainer.results import RolloutResult
-from rltune.trainer.scoring import InvalidReward, combine_scores, component_score, own_score
 
 
 @dataclass

@@ -1,10 +1,13 @@
 """What one rollout produced, from its tokens to its advantage, and the record that is stored.
 
-``RolloutResult`` is filled in three stages: the rollout runner (``ok``, ``rows``, ``error``),
+``RolloutResult`` is filled in three stages: the rollout runner (``ok``, ``sequences``, ``error``),
 the reward stage (``score``: the raw weighted sum of the reward functions, or
 ``reward_error``) and the step's signal (``reward``: the score after shaping, e.g. DAPO's
 overlong penalty; ``advantages``: one value per token of each row). ``usable`` is the one
-test of "this rollout has a score to learn from".
+test of "this rollout has a score to learn from"; ``has_signal`` the one test of "this prompt's
+group carries a learning signal" (two usable rollouts whose rewards differ by more than
+``SIGNAL_TOLERANCE``), used by dynamic sampling, the step's metrics, the signal and the
+``rltune test-functions`` learnability alike.
 
 Example:
     >>> a = RolloutResult("r1", "s", 0, 0, ok=True, score=1.0)
@@ -15,11 +18,12 @@ Example:
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from rltune.gateway.rows import Row
+from rltune.gateway.rows import TokenSequence
 from rltune.sdk.data import AgentOutput
 
 
@@ -33,7 +37,7 @@ class RolloutResult:
     row_index: int  # index of the prompt in the dataset
     ok: bool
     agent_output: Optional[AgentOutput] = None
-    rows: list[Row] = field(default_factory=list)
+    sequences: list[TokenSequence] = field(default_factory=list)  # the captured tokens
     num_calls: int = 0
     template_rewrites: int = 0
     attempts: int = 1
@@ -58,13 +62,13 @@ class RolloutResult:
 
     @property
     def response_tokens(self) -> int:
-        return sum(r.num_sampled for r in self.rows)
+        return sum(r.num_sampled for r in self.sequences)
 
     @property
     def advantage(self) -> float:
         """Mean advantage over the rollout's sampled tokens (0 when it did not train)."""
         total = n = 0.0
-        for row, adv in zip(self.rows, self.advantages, strict=False):
+        for row, adv in zip(self.sequences, self.advantages, strict=False):
             for m, a in zip(row.loss_mask, adv, strict=False):
                 total, n = total + m * a, n + m
         return total / n if n else 0.0
@@ -75,10 +79,30 @@ class RolloutResult:
         return self.error or self.reward_error if not self.usable else None
 
 
+#: Rewards closer than this count as equal: a group whose usable rewards all lie within it
+#: carries no learning signal (its advantages are all 0).
+SIGNAL_TOLERANCE = 1e-8
+
+
+def final_reward(r: RolloutResult) -> float:
+    """The reward a usable rollout trains with: the shaped ``reward`` once the signal set it,
+    else the raw ``score``."""
+    return float(r.reward if r.reward is not None else r.score)  # type: ignore[arg-type]
+
+
 def has_signal(group: Sequence[RolloutResult]) -> bool:
-    """Whether a prompt's group carries a reward signal: two usable rollouts that differ."""
-    values = [r.reward if r.reward is not None else r.score for r in group if r.usable]
-    return len(values) >= 2 and max(values) - min(values) > 1e-8  # type: ignore[operator]
+    """Whether a prompt's group carries a reward signal: two usable rollouts whose rewards
+    differ by more than ``SIGNAL_TOLERANCE``."""
+    values = [final_reward(r) for r in group if r.usable]
+    return len(values) >= 2 and max(values) - min(values) > SIGNAL_TOLERANCE
+
+
+def by_prompt(results: Sequence[RolloutResult]) -> list[list[RolloutResult]]:
+    """The rollouts grouped by prompt (``sample_index``), in first-seen order."""
+    groups: dict[int, list[RolloutResult]] = defaultdict(list)
+    for r in results:
+        groups[r.sample_index].append(r)
+    return list(groups.values())
 
 
 def trajectory_record(r: RolloutResult) -> dict[str, Any]:
@@ -101,7 +125,7 @@ def trajectory_record(r: RolloutResult) -> dict[str, Any]:
         "advantage": r.advantage,
         "num_llm_calls": r.num_calls,
         "response_tokens": r.response_tokens,
-        "prompt_tokens": r.rows[0].prompt_length if r.rows else 0,
+        "prompt_tokens": r.sequences[0].prompt_length if r.sequences else 0,
         "template_rewrites": r.template_rewrites,
         "latency_s": round(r.latency_s, 4),
         "tokens": [
@@ -111,6 +135,6 @@ def trajectory_record(r: RolloutResult) -> dict[str, Any]:
                 "logprobs": [round(x, 4) for x in row.sampled_logprobs],
                 "weight_versions": sorted(set(row.sampled_versions())),
             }
-            for row in r.rows
+            for row in r.sequences
         ],
     }

@@ -299,9 +299,11 @@ class JobConfig(StrictModel):
 
     # ---- cloud SDK compatible loading / dumping ----
     @classmethod
-    def load_from_dict(cls, data: dict[str, Any], **overrides: Any) -> JobConfig:
-        """Validate a dict (top-level ``overrides`` replace keys, as in the cloud SDK)."""
-        return _validate(dict(data or {}), overrides, doc=None)
+    def load_from_dict(cls, data: dict[str, Any], *, ark: bool = True,
+                       **overrides: Any) -> JobConfig:
+        """Validate a dict (top-level ``overrides`` replace keys, as in the cloud SDK);
+        ``ark=False`` refuses Volcano Ark's shape."""
+        return _validate(dict(data or {}), overrides, doc=None, ark=ark)
 
     @classmethod
     def load_from_yaml(cls, path: str | Path, **overrides: Any) -> JobConfig:
@@ -333,15 +335,25 @@ class JobConfig(StrictModel):
 TuningModel = JobConfig
 
 
-def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None) -> JobConfig:
+def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None,
+              ark: bool = True) -> JobConfig:
     source = doc.source if doc else None
     if not isinstance(data, dict):
         raise ConfigError(
             f"the job config must be a mapping of keys, got {type(data).__name__}",
             where=source, hint="start the file with keys such as 'name:' and 'model:'",
         )
-    from rltune.ark.translate import ark_job_to_config, is_ark_job
+    from rltune.ark.translate import ARK_MARKERS, ark_job_to_config, is_ark_job
 
+    if is_ark_job(data) and not ark:  # no file, so no folder its plugins could be found in
+        key = next((k for k in ARK_MARKERS if k in data), "hyperparameters")
+        line = doc.line_of((key,)) if doc else None
+        raise ConfigError(
+            f"this is a Volcano Ark job definition ('{key}'); the job server takes rltune's "
+            "shape, since Ark plugins are files on your machine",
+            where=f"{source}:{line}" if source and line else (source or key),
+            hint="run it locally (`rltune train job.yaml`), or register the plugins as "
+            "functions and submit rltune's shape (model, datasets, functions)")
     if is_ark_job(data):  # Volcano Ark's job.yaml: plugins are found next to the file
         root = Path(source).resolve().parent if source else Path.cwd()
         data = ark_job_to_config(data, root=root, source=source)
@@ -366,10 +378,12 @@ def load_job_config(path: str | Path, **overrides: Any) -> JobConfig:
     return _validate(doc.data, overrides, doc)
 
 
-def load_job_config_text(text: str, *, source: str | None = None, **overrides: Any) -> JobConfig:
-    """Load a job config from YAML text (``source`` is used in error messages)."""
+def load_job_config_text(text: str, *, source: str | None = None, ark: bool = True,
+                         **overrides: Any) -> JobConfig:
+    """Load a job config from YAML text (``source`` is used in error messages). ``ark=False``
+    refuses Volcano Ark's shape (the job server: there is no folder of plugin files)."""
     doc = read_yaml_text(text, source=source)
-    return _validate(doc.data, overrides, doc)
+    return _validate(doc.data, overrides, doc, ark)
 
 
 def validate_hyper_parameters(data: dict[str, Any]) -> HyperParameters:

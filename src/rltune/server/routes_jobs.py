@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from rltune.sdk.errors import ConflictError, ValidationError
 from rltune.server import states as S
@@ -84,14 +86,31 @@ async def _create(body: JobCreate, request: Request, caller: Caller,
         return 201, job_view(ctx, rec)
 
     return await idempotent(ctx.store, caller.workspace, idempotency_key,
-                            fingerprint("jobs", body.model_dump()), create)
+                            fingerprint("jobs", body.model_dump()), create,
+                            created=("jobs", "job_id"))
 
 
-@router.post("/jobs", status_code=201)
-async def create_job(body: JobCreate, request: Request, caller: Caller = Depends(authenticate),
+async def _job_body(request: Request) -> JobCreate:
+    """The body as a ``JobCreate``, decoded and validated off the event loop (a config may be
+    up to ``max_json_bytes``, ``rltune.server.bodycap``)."""
+    raw = await request.body()
+    try:
+        return await asyncio.to_thread(JobCreate.model_validate_json, raw or b"null")
+    except PydanticValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])}
+                                      for e in exc.errors(include_url=False)]) from None
+
+
+_BODY_SCHEMA = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": JobCreate.model_json_schema()}}}}
+
+
+@router.post("/jobs", status_code=201, openapi_extra=_BODY_SCHEMA)
+async def create_job(request: Request, caller: Caller = Depends(authenticate),
                      idempotency_key: Optional[str] = Header(None)):
-    """Submit a job; it starts when a slot is free (``max_concurrent_jobs``)."""
-    return await _create(body, request, caller, idempotency_key)
+    """Submit a job; it starts when a slot is free (``max_concurrent_jobs``). The body is a
+    ``JobCreate``: ``{"config": {...}}`` or ``{"config_yaml": "..."}``, plus ``job_name``."""
+    return await _create(await _job_body(request), request, caller, idempotency_key)
 
 
 def _statuses(status: Optional[str]) -> Optional[list[str]]:

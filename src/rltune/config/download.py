@@ -46,12 +46,15 @@ def fetch(url: str, *, where: str, max_bytes: int = MAX_BYTES, timeout: float = 
                           trust_env=policy is None) as client:
             current = url
             for _ in range(MAX_REDIRECTS + 1):
-                with client.send(_request(client, current, policy, where), stream=True) as resp:
+                resp = client.send(_request(client, current, policy, where), stream=True)
+                try:
                     if policy is not None and resp.is_redirect and "location" in resp.headers:
                         current = str(httpx.URL(current).join(resp.headers["location"]))
                         _check_scheme(current, url, where)
                         continue
                     return _body(resp, url, where, max_bytes)
+                finally:
+                    resp.close()
             raise DatasetError(f"downloading {url} failed: more than {MAX_REDIRECTS} "
                                "redirects", where=where, hint="use the final address")
     except httpx.HTTPError as exc:

@@ -346,7 +346,7 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None,
     from rltune.ark.translate import ARK_MARKERS, ark_job_to_config, is_ark_job
 
     if is_ark_job(data) and not ark:  # no file, so no folder its plugins could be found in
-        key = next((k for k in ARK_MARKERS if k in data), "hyperparameters")
+        key = next((k for k in data if k in ARK_MARKERS), "hyperparameters")
         line = doc.line_of((key,)) if doc else None
         raise ConfigError(
             f"this is a Volcano Ark job definition ('{key}'); the job server takes rltune's "

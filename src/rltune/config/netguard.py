@@ -31,8 +31,16 @@ Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 ENV_VAR = "RLTUNE_URL_ALLOW_NETWORKS"
 
 
+def _address(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """``ip`` as an address; an IPv4-mapped IPv6 address as the IPv4 address it maps."""
+    addr = ipaddress.ip_address(ip.split("%", 1)[0])
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
 def _kind(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
-    for attr in ("loopback", "link_local", "multicast", "private", "reserved", "unspecified"):
+    for attr in ("loopback", "link_local", "multicast", "unspecified", "reserved", "private"):
         if getattr(addr, f"is_{attr}"):
             return attr.replace("_", "-")
     return "non-public"
@@ -61,9 +69,7 @@ class AddressPolicy:
         return cls(tuple(nets))
 
     def permits(self, ip: str) -> bool:
-        addr = ipaddress.ip_address(ip.split("%", 1)[0])
-        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-            addr = addr.ipv4_mapped
+        addr = _address(ip)
         if any(addr in net for net in self.allow):
             return True
         return addr.is_global and not addr.is_multicast
@@ -82,7 +88,7 @@ class AddressPolicy:
                                   hint="check the address")
         for ip in ips:
             if not self.permits(ip):
-                kind = _kind(ipaddress.ip_address(ip.split("%", 1)[0]))
+                kind = _kind(_address(ip))
                 raise ValidationError(
                     f"refused: {host!r} is a {kind} address ({ip}); the job server only "
                     "connects to public addresses for a tenant", where=where,

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -95,10 +95,17 @@ async def _job_body(request: Request) -> JobCreate:
     up to ``max_json_bytes``, ``rltune.server.bodycap``)."""
     raw = await request.body()
     try:
-        return await asyncio.to_thread(JobCreate.model_validate_json, raw or b"null")
-    except PydanticValidationError as exc:
-        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])}
-                                      for e in exc.errors(include_url=False)]) from None
+        return await asyncio.to_thread(_decode_job, raw)
+    except (ValueError, RecursionError) as exc:
+        if isinstance(exc, PydanticValidationError):
+            raise RequestValidationError([{**e, "loc": ("body", *e["loc"])}
+                                          for e in exc.errors(include_url=False)]) from None
+        raise HTTPException(400, f"the body is not JSON: {type(exc).__name__}: "
+                            f"{str(exc)[:200]}") from None
+
+
+def _decode_job(raw: bytes) -> JobCreate:
+    return JobCreate.model_validate(json.loads(raw) if raw else None)
 
 
 _BODY_SCHEMA = {"requestBody": {"required": True, "content": {

@@ -67,6 +67,7 @@ async def create_deployment(body: DeployRequest, request: Request,
     """Start serving published models; the answer carries ``api_key`` (shown once)."""
     import re
 
+    check_deployment_caps(request, caller.workspace)  # no await between it and the record
     store = ctx_of(request).store
     models = []
     for i, name in enumerate(dict.fromkeys(body.models)):
@@ -75,7 +76,6 @@ async def create_deployment(body: DeployRequest, request: Request,
                                 hint="list models: GET /v1/models")
         rec = get_model(store, caller.workspace, name)
         models.append({"name": name, "path": rec["path"]})
-    check_deployment_caps(request, caller.workspace)  # no await between it and the record
     rec, secret = await _mgr(request).create(caller.workspace, body.name or models[0]["name"],
                                              models, body.threads)
     return dep_view(rec) | {"api_key": secret}

@@ -50,7 +50,7 @@ def loopback():
     seen = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             seen.append((self.path, self.headers.get("Host")))
             if self.path.startswith("/hop?to="):
                 self.send_response(302)

@@ -9,6 +9,7 @@ import json
 import socket
 import threading
 import time
+from typing import ClassVar
 
 import httpx
 import pytest
@@ -129,9 +130,9 @@ def test_tracker_folders_inside_the_job_are_accepted(two):
 
 
 class _Counting(http.server.BaseHTTPRequestHandler):
-    hits: list = []
+    hits: ClassVar[list] = []
 
-    def do_GET(self):  # noqa: N802 - http.server's name
+    def do_GET(self):
         self.hits.append(self.path)
         body = ROW * 2
         self.send_response(200)
@@ -269,7 +270,7 @@ def test_evaluation_threshold_must_be_a_number(two):
     with srv.client(keys["team-b"]) as c:
         for value in ("NaN", "Infinity", "-Infinity"):
             r = c.post("/v1/evaluations", headers={"Content-Type": "application/json"},
-                       content='{"job_id": "ft-0000000000000000", "threshold": %s}' % value)
+                       content='{"job_id": "ft-0000000000000000", "threshold": ' + value + "}")
             assert r.status_code == 422, (value, r.text)
             assert "threshold" in r.json()["error"]["where"]
 

@@ -354,9 +354,13 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None,
             where=f"{source}:{line}" if source and line else (source or key),
             hint="run it locally (`rltune train job.yaml`), or register the plugins as "
             "functions and submit rltune's shape (model, datasets, functions)")
-    if is_ark_job(data):  # Volcano Ark's job.yaml: plugins are found next to the file
+    ark_data = data if is_ark_job(data) else None
+    if ark_data is not None:  # Volcano Ark's job.yaml: plugins are found next to the file
         root = Path(source).resolve().parent if source else Path.cwd()
-        data = ark_job_to_config(data, root=root, source=source)
+        try:
+            data = ark_job_to_config(data, root=root, source=source)
+        except ConfigError as exc:
+            raise _at_ark_line(exc, doc) from None
     for key, value in overrides.items():
         if value is None:
             continue
@@ -368,8 +372,47 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None,
     try:
         return JobConfig.model_validate(data)
     except pydantic.ValidationError as exc:
+        if ark_data is not None:  # name the Ark key (and its line) each problem came from
+            raise config_error(exc, root=JobConfig, source=source,
+                               line_of=_ark_lines(ark_data, doc),
+                               label=_ark_label(ark_data)) from None
         raise config_error(exc, root=JobConfig, source=source,
                            line_of=doc.line_of if doc else None) from None
+
+
+def _ark_lines(ark: dict[str, Any], doc: YamlDocument | None) -> Any:
+    from rltune.ark.translate import ark_origin
+
+    def line_of(path: tuple[Any, ...]) -> int | None:
+        origin = ark_origin(path, ark)
+        return doc.line_of(origin) if doc and origin else None
+
+    return line_of
+
+
+def _ark_label(ark: dict[str, Any]) -> Any:
+    from rltune.ark.translate import ark_origin
+    from rltune.config.errors import format_path
+
+    def label(path: tuple[Any, ...]) -> str:
+        origin = ark_origin(path, ark)
+        return f"{format_path(origin)} (rltune's {format_path(path)})" if origin else \
+            format_path(path)
+
+    return label
+
+
+def _at_ark_line(exc: ConfigError, doc: YamlDocument | None) -> ConfigError:
+    """A translation error ``"<file>: <Ark key>"`` located at that key's line."""
+    from rltune.ark.translate import ark_key_path
+
+    where = exc.where or ""
+    if doc is None or not doc.source or not where.startswith(f"{doc.source}: "):
+        return exc
+    key = where[len(doc.source) + 2:]
+    line = doc.line_of(ark_key_path(key))
+    return ConfigError(exc.message, where=f"{doc.source}:{line}" if line else where,
+                       hint=exc.hint)
 
 
 def load_job_config(path: str | Path, **overrides: Any) -> JobConfig:

@@ -1,0 +1,86 @@
+"""Schemathesis against a live policy gateway (``/v1/chat/completions`` and
+``/v1/responses``, their request models as the schema): no request is answered with a 5xx.
+The default run tries a few examples per route; ``-m slow`` many more, in every phase."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("schemathesis")
+pytest.importorskip("torch")
+
+
+def gateway_schema() -> dict:
+    """An OpenAPI document of the gateway's POST routes, from their pydantic models."""
+    from rltune.gateway.protocol import ChatCompletionRequest
+    from rltune.gateway.responses import ResponsesRequest
+
+    components: dict = {}
+
+    def body(model: type) -> dict:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(schema.pop("$defs", {}))
+        components[model.__name__] = schema
+        return {"required": True, "content": {"application/json": {
+            "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}
+
+    answers = {"200": {"description": "the completion"},
+               "400": {"description": "a bad request"}}
+    return {"openapi": "3.1.0", "info": {"title": "rltune gateway", "version": "1"},
+            "paths": {"/v1/chat/completions": {"post": {
+                          "requestBody": body(ChatCompletionRequest), "responses": answers}},
+                      "/v1/responses": {"post": {
+                          "requestBody": body(ResponsesRequest), "responses": answers}}},
+            "components": {"schemas": components}}
+
+
+@pytest.fixture(scope="module")
+def live_gateway(tiny_model_dir):
+    """A gateway on 127.0.0.1 served from a background loop (schemathesis runs in a
+    subprocess)."""
+    from rltune.engine.transformers_engine import TransformersEngine
+    from rltune.gateway import Gateway
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    async def start():
+        engine = TransformersEngine.from_pretrained(tiny_model_dir, threads=1)
+        return await Gateway.start(engine, host="127.0.0.1", port=0, static_keys=("fuzz",))
+
+    gw = asyncio.run_coroutine_threadsafe(start(), loop).result(120)
+    yield gw
+    asyncio.run_coroutine_threadsafe(gw.stop(close_engine=True), loop).result(60)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
+def _fuzz(gw, tmp_path: Path, *args: str) -> None:
+    spec = tmp_path / "gateway.json"
+    spec.write_text(json.dumps(gateway_schema()))
+    exe = shutil.which("schemathesis") or str(Path(sys.executable).parent / "schemathesis")
+    origin = gw.base_url.removesuffix("/v1")
+    proc = subprocess.run(
+        [exe, "run", str(spec), "--url", origin, "--checks", "not_a_server_error",
+         "-H", "Authorization: Bearer fuzz", "--seed", "1", "--workers", "1",
+         "--generation-database", "none", "--request-timeout", "120", *args],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+def test_gateway_answers_no_5xx(live_gateway, tmp_path):
+    _fuzz(live_gateway, tmp_path, "--max-examples", "10", "--phases", "examples,fuzzing")
+
+
+@pytest.mark.slow
+def test_gateway_answers_no_5xx_long(live_gateway, tmp_path):
+    _fuzz(live_gateway, tmp_path, "--max-examples", "100")

@@ -101,6 +101,27 @@ def test_model_paths_into_other_workspaces_are_refused(two):
                                                                             "shared")}))
 
 
+def test_a_failed_jobs_error_shows_no_server_path(two):
+    """Item 18: the job's own error (a weightless model under $RLTUNE_HOME) is shown with
+    the server's folder hidden."""
+    srv, keys = two
+    weightless = _model_dir(srv.home / "published" / "team-b" / "hollow")
+    (weightless / "config.json").write_text(json.dumps({
+        "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"],
+        "max_position_embeddings": 1024}))
+    with srv.client(keys["team-b"]) as c:
+        r = c.post("/v1/jobs", json={"config": _config(_ids(c), str(weightless))})
+        assert r.status_code == 201, r.text
+        job_id = r.json()["job_id"]
+        deadline = time.monotonic() + 180
+        while (job := c.get(f"/v1/jobs/{job_id}").json())["status"] not in ("FAILED",
+                                                                             "SUCCEEDED"):
+            assert time.monotonic() < deadline, job
+            time.sleep(0.5)
+    assert job["status"] == "FAILED" and "$RLTUNE_HOME/published" in job["error"], job
+    assert str(srv.home) not in job["error"], job["error"]
+
+
 @pytest.mark.parametrize("tracker, field", [
     ({"type": "tensorboard", "dir": "../../.."}, "dir"),
     ({"type": "tensorboard", "dir": "/tmp/elsewhere"}, "dir"),

@@ -76,10 +76,17 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 def _server_paths(request: Request) -> Callable[[str | None], str | None]:
-    """A function that writes the server's state folder (``$RLTUNE_HOME``) and working
-    directory as ``$RLTUNE_HOME`` and ``.``: a tenant learns no server path from an error."""
     ctx = getattr(request.app.state, "ctx", None)
-    home = getattr(getattr(ctx, "settings", None), "home", None)
+    return path_hider(getattr(getattr(ctx, "settings", None), "home", None))
+
+
+def path_hider(home: Path | str | None) -> Callable[[str | None], str | None]:
+    """A function that writes the server's state folder (``$RLTUNE_HOME``) and working
+    directory as ``$RLTUNE_HOME`` and ``.``: a tenant learns no server path from an error.
+
+    >>> path_hider("/srv/rlt")("no file /srv/rlt/server/files/x.jsonl")
+    'no file $RLTUNE_HOME/server/files/x.jsonl'
+    """
     pairs = []
     if home is not None:
         pairs += [(str(Path(home).resolve()), "$RLTUNE_HOME"), (str(home), "$RLTUNE_HOME")]

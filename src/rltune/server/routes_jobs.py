@@ -20,6 +20,7 @@ from rltune.sdk.errors import ConflictError, ValidationError
 from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ServerContext, ctx_of, page, paging
+from rltune.server.errors import path_hider
 from rltune.server.idempotency import fingerprint, idempotent
 from rltune.server.jobdata import job_config, latest_metric, list_checkpoints, read_progress
 from rltune.server.redact import masked
@@ -35,6 +36,7 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
     latest = (progress or {}).get("reward")
     if latest is None and progress is not None:
         latest = latest_metric(job_dir, "critic/rewards/mean")
+    hide = path_hider(ctx.settings.home)  # a tenant sees no server path
     out = {"job_id": rec["id"], "job_name": rec["job_name"], "status": rec["status"],
            "model": rec["model"], "algorithm": rec["algorithm"],
            "training_type": rec["training_type"], "created_at": rec["created_at"],
@@ -42,7 +44,7 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
            "progress": progress, "latest_reward": latest,
            "training_file_ids": rec["training_file_ids"],
            "validation_file_ids": rec["validation_file_ids"],
-           "resume_from": rec.get("resume_from"), "error": rec.get("error"),
+           "resume_from": hide(rec.get("resume_from")), "error": hide(rec.get("error")),
            "published_model": rec.get("published_model"),
            "publish_error": rec.get("publish_error")}
     if detail:

@@ -82,5 +82,8 @@ def test_gateway_answers_no_5xx(live_gateway, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_gateway_answers_no_5xx_long(live_gateway, tmp_path):
-    _fuzz(live_gateway, tmp_path, "--max-examples", "100")
+    """Every phase; generations of up to the model's context make it slow on a CPU: at most
+    400 s of fuzzing (about 370 requests on the tiny model)."""
+    _fuzz(live_gateway, tmp_path, "--max-examples", "100", "--max-time", "400")

@@ -86,5 +86,7 @@ async def test_a_deployment_serves_responses(tmp_path, tiny_model_dir):
             assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
             r = await c.post("/v1/responses", headers=ok, json={"model": "m-a", "input": []})
             assert r.status_code == 400, r.text
+            r = await c.post("/v1/responses", headers=ok, content=b"x" * (5 * 2**20))
+            assert r.status_code == 413, r.text
     finally:
         await engine.close()

@@ -102,10 +102,14 @@ class Router:
         if path not in ("/v1/chat/completions", "/v1/responses") or method != "POST":
             return await self._send(send, *_error(404, f"no route {method} {path}",
                                                   "not_found"))
+        limit = min(g.max_body_bytes for g in self.gateways.values())
         body = b""
         while True:
             msg = await receive()
             body += msg.get("body", b"")
+            if len(body) > limit:  # read no further than a gateway would accept
+                return await self._send(send, *_error(
+                    413, f"request body is larger than {limit} bytes", "request_too_large"))
             if not msg.get("more_body"):
                 break
         try:

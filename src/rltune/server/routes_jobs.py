@@ -44,7 +44,7 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
            "progress": progress, "latest_reward": latest,
            "training_file_ids": rec["training_file_ids"],
            "validation_file_ids": rec["validation_file_ids"],
-           "resume_from": hide(rec.get("resume_from")), "error": hide(rec.get("error")),
+           "resume_from": rec.get("resume_from"), "error": hide(rec.get("error")),
            "published_model": rec.get("published_model"),
            "publish_error": rec.get("publish_error")}
     if detail:

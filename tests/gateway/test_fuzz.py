@@ -4,15 +4,15 @@ The default run tries a few examples per route; ``-m slow`` many more, in every 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+
+from gateway.threaded import threaded_gateway  # tests/gateway/threaded.py
 
 pytest.importorskip("schemathesis")
 pytest.importorskip("torch")
@@ -44,24 +44,9 @@ def gateway_schema() -> dict:
 
 @pytest.fixture(scope="module")
 def live_gateway(tiny_model_dir):
-    """A gateway on 127.0.0.1 served from a background loop (schemathesis runs in a
-    subprocess)."""
-    from rltune.engine.transformers_engine import TransformersEngine
-    from rltune.gateway import Gateway
-
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-
-    async def start():
-        engine = TransformersEngine.from_pretrained(tiny_model_dir, threads=1)
-        return await Gateway.start(engine, host="127.0.0.1", port=0, static_keys=("fuzz",))
-
-    gw = asyncio.run_coroutine_threadsafe(start(), loop).result(120)
-    yield gw
-    asyncio.run_coroutine_threadsafe(gw.stop(close_engine=True), loop).result(60)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
+    """A gateway on 127.0.0.1 (schemathesis runs in a subprocess)."""
+    with threaded_gateway(tiny_model_dir, static_keys=("fuzz",)) as gw:
+        yield gw
 
 
 def _fuzz(gw, tmp_path: Path, *args: str) -> None:

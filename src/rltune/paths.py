@@ -15,7 +15,8 @@ this order (:func:`check_model`; ``rltune.models.registry.resolve_model`` then b
 size or downloads a hub id), to:
 
 1. a directory holding ``config.json`` (a ``save_pretrained`` output or a hub snapshot);
-2. a name under ``<home>/models``, else a model published in the ``default`` workspace;
+2. a name under ``<home>/models``, else a model published in the ``default`` workspace (on
+   the job server: in the caller's workspace);
 3. a demo size (``nano``, ``small``): built on first use;
 4. a Hugging Face hub id (``Qwen/Qwen2.5-0.5B-Instruct``): its snapshot in the HF cache
    (``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), downloaded
@@ -181,9 +182,12 @@ class ModelSource:
         return str(self.path)
 
 
-def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "model.name"
-                ) -> ModelSource:
+def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "model.name",
+                workspace: str = "default") -> ModelSource:
     """Where ``spec`` would come from, without building or downloading anything.
+
+    A bare name may be a model published in ``workspace`` (the job server passes the caller's;
+    local tools use ``default``).
 
     Raises ``NotFoundError`` when it cannot resolve at all: an unknown name, or a hub id that
     is not cached while ``HF_HUB_OFFLINE`` is set.
@@ -200,7 +204,7 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
     named = models_home(home) / spec
     if "/" not in spec and (named / "config.json").is_file():
         return ModelSource(spec, "named", named)
-    published = published_dir(home, "default", spec) if "/" not in spec else None
+    published = published_dir(home, workspace, spec) if "/" not in spec else None
     if published is not None and (published / "config.json").is_file():
         return ModelSource(spec, "named", published)
     if spec in DEMO_SIZES:

@@ -40,7 +40,9 @@ CORPUS = {  # name: (request, expected status, expected start of error.where)
     "yaml-deep-block": (_job("".join(" " * i + "a:\n" for i in range(200))), 422,
                         "config_yaml"),
     "yaml-duplicate-key": (_job("model: nano\nmodel: tiny\n"), 422, "config_yaml:2"),
-    "yaml-too-large": (_job("# " + "x" * 1_100_000), 422, "body.config_yaml"),
+    "yaml-too-large": (_job("# " + "x" * 1_000_000), 422, "body.config_yaml"),
+    "json-body-too-large": (_job("# " + "x" * 1_100_000), 413, "request body"),
+    "yaml-control-character": (_job("\x1c"), 422, "config_yaml"),  # found by schemathesis
     "yaml-not-a-mapping": (_job("- 1\n- 2\n"), 422, ""),
     "json-config-deep": (("POST", "/v1/jobs", {"json": {"config": (d := {})}}), 422, "config"),
     "json-body-100k-deep": (("POST", "/v1/jobs", {

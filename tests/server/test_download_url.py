@@ -45,6 +45,18 @@ def job_yaml(url: str) -> str:
             "training: {hyper_parameters: {batch_size: 2, n_rollouts: 2}}\n")
 
 
+@pytest.fixture
+def server(server_home, monkeypatch):
+    """A server that may fetch from loopback (the test's HTTP server): by default it refuses
+    non-public addresses (tests/security/test_download_guard.py)."""
+    from server.conftest import start_server  # tests/server/conftest.py
+
+    monkeypatch.setenv("RLTUNE_URL_ALLOW_NETWORKS", "127.0.0.0/8")
+    srv = start_server(server_home)
+    yield srv
+    srv.kill()
+
+
 def test_server_fetches_and_stores_the_dataset(server, http_data):
     model = server.home / "models" / "stand-in"  # weightless: the job fails once started
     model.mkdir(parents=True)

@@ -7,7 +7,10 @@ import runpy
 import sys
 from pathlib import Path
 
+import pydantic
+
 from rltune.ark import install_as_ark_sdk
+from rltune.sdk.errors import RltuneError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +25,17 @@ def main(argv: list[str] | None = None) -> int:
     install_as_ark_sdk()
     sys.argv = [str(script), *args[1:]]
     sys.path.insert(0, str(script.parent))
-    runpy.run_path(str(script), run_name="__main__")
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except RltuneError as exc:  # a bad job definition: the message, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except pydantic.ValidationError as exc:  # e.g. ModelCustomizationJob(...) without data
+        for err in exc.errors(include_url=False):
+            field = ".".join(str(p) for p in err["loc"]) or "(the object)"
+            print(f"error: {exc.title}.{field}: {err['msg']}", file=sys.stderr)
+        print(f"fix: see the Ark definition of {exc.title} (docs/ark.md)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -124,7 +124,7 @@ async def _serve(path: Path, host: str, port: int, api_key: Optional[str], threa
     gw = await Gateway.start(engine, host=host, port=port,
                              static_keys=(api_key,) if api_key else (),
                              open_access=not api_key, tool_parser=tool_parser,
-                             chat_template_kwargs=chat_template_kwargs)
+                             chat_template_kwargs=chat_template_kwargs, strict_model=True)
     auth = "bearer key required" if api_key else "open: no api key required"
     typer.echo(f"serving {gw.model_name} at {gw.base_url} ({auth})", err=False)
     try:

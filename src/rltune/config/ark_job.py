@@ -75,6 +75,46 @@ def is_ark_job(data: Any) -> bool:
         "hyperparameters" in data and "model" not in data and "training" not in data)
 
 
+#: rltune hyper-parameter → the Ark key it comes from (for errors after translation).
+_HP_ORIGIN = {**{v: k for k, v in _HP_RENAMES.items()}, "max_length": "max_new_tokens",
+              "save_steps": "save_every_n_steps", "save_strategy": "save_every_n_steps"}
+_TOP_ORIGIN = {"name": "name", "model": "model_reference", "datasets": "data",
+               "functions": "custom_rl_pipeline", "save_total_limit": "save_model_limit"}
+
+
+def ark_origin(path: tuple[Any, ...], ark: dict[str, Any]) -> Optional[tuple[Any, ...]]:
+    """The key of the Ark job ``ark`` that a path of its translated config comes from, so an
+    error after translation names what the user wrote; None when no Ark key made it.
+
+    >>> ark_origin(("training", "hyper_parameters", "learning_rate"),
+    ...            {"hyperparameters": {"lr": "x"}})
+    ('hyperparameters', 'lr')
+    >>> ark_origin(("model", "name"), {})
+    ('model_reference',)
+    """
+    if path[:3] == ("training", "hyper_parameters", "save_total_limit") and \
+            "save_model_limit" in ark:
+        return ("save_model_limit",)
+    if path[:2] == ("training", "hyper_parameters") and len(path) > 2:
+        given = ark.get("hyperparameters") or {}
+        for name in (_HP_ORIGIN.get(str(path[2])), str(path[2])):
+            if name and isinstance(given, dict) and name in given:
+                return ("hyperparameters", name)
+        return ("hyperparameters",) if "hyperparameters" in ark else None
+    top = _TOP_ORIGIN.get(str(path[0])) if path else None
+    return (top,) if top else None
+
+
+def ark_key_path(key: str) -> tuple[Any, ...]:
+    """``"custom_rl_pipeline.graders[1].plugin"`` → ``("custom_rl_pipeline", "graders", 1,
+    "plugin")``: an Ark key as a path for ``YamlDocument.line_of``."""
+    out: list[Any] = []
+    for part in key.split("."):
+        name, *indexes = part.replace("]", "").split("[")
+        out += [name, *(int(i) for i in indexes if i.isdigit())]
+    return tuple(p for p in out if p != "")
+
+
 def _err(key: str, message: str, hint: str, source: Optional[str]) -> ConfigError:
     where = f"{source}: {key}" if source else key
     return ConfigError(f"Ark job key '{key}': {message}", where=where, hint=hint)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import posixpath
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from rltune.config.datasets import DataSourceType
+from rltune.config.netguard import AddressPolicy
 from rltune.sdk.errors import DatasetError
 
 MAX_BYTES = 1 << 30  # the cloud's dataset size limit (1 GB)
 TIMEOUT_S = 60.0
+MAX_REDIRECTS = 5
 
 
 def local_name(url: str) -> str:
@@ -28,32 +30,75 @@ def local_name(url: str) -> str:
     return name if name and name not in (".", "..") else "download.jsonl"
 
 
-def fetch(url: str, *, where: str, max_bytes: int = MAX_BYTES,
-          timeout: float = TIMEOUT_S) -> bytes:
+def fetch(url: str, *, where: str, max_bytes: int = MAX_BYTES, timeout: float = TIMEOUT_S,
+          policy: Optional[AddressPolicy] = None) -> bytes:
     """The body of ``url``; ``DatasetError`` for a bad scheme, an HTTP error, a network
-    failure or a body over ``max_bytes``."""
+    failure or a body over ``max_bytes``.
+
+    With ``policy`` (the job server), every address, the first and each redirect's, must be
+    one the policy allows: the host is resolved once, checked, and connected to by that
+    address (TLS still checks the certificate against the host name); no proxy is used."""
     import httpx
 
-    if urlsplit(url).scheme not in ("http", "https"):
-        raise DatasetError(f"download_url {url!r} is not an http(s) URL", where=where,
-                           hint="use an http:// or https:// address, or upload the file")
+    _check_scheme(url, url, where)
     try:
-        with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as resp:
-            if resp.status_code >= 400:
-                raise DatasetError(f"downloading {url} failed: HTTP {resp.status_code} "
-                                   f"{resp.reason_phrase}", where=where,
-                                   hint="check the URL (signed URLs expire) and that the "
-                                        "server can reach it")
-            body = bytearray()
-            for chunk in resp.iter_bytes():
-                body += chunk
-                if len(body) > max_bytes:
-                    raise DatasetError(f"{url} is larger than {max_bytes} bytes", where=where,
-                                       hint="split the dataset into smaller files")
-            return bytes(body)
+        with httpx.Client(timeout=timeout, follow_redirects=policy is None,
+                          trust_env=policy is None) as client:
+            current = url
+            for _ in range(MAX_REDIRECTS + 1):
+                resp = client.send(_request(client, current, policy, where), stream=True)
+                try:
+                    if policy is not None and resp.is_redirect and "location" in resp.headers:
+                        current = str(httpx.URL(current).join(resp.headers["location"]))
+                        _check_scheme(current, url, where)
+                        continue
+                    return _body(resp, url, where, max_bytes)
+                finally:
+                    resp.close()
+            raise DatasetError(f"downloading {url} failed: more than {MAX_REDIRECTS} "
+                               "redirects", where=where, hint="use the final address")
     except httpx.HTTPError as exc:
         raise DatasetError(f"downloading {url} failed: {type(exc).__name__}: {exc}",
                            where=where, hint="check the URL and the network") from None
+
+
+def _check_scheme(url: str, original: str, where: str) -> None:
+    if urlsplit(url).scheme not in ("http", "https"):
+        what = "download_url" if url == original else f"download_url {original!r} redirects to"
+        raise DatasetError(f"{what} {url!r} is not an http(s) URL", where=where,
+                           hint="use an http:// or https:// address, or upload the file")
+
+
+def _request(client: Any, url: str, policy: Optional[AddressPolicy], where: str) -> Any:
+    """A GET of ``url``; with a policy, addressed to the checked IP with the original Host."""
+    import httpx
+
+    if policy is None:
+        return client.build_request("GET", url)
+    target = httpx.URL(url)
+    port = target.port or (443 if target.scheme == "https" else 80)
+    ip = policy.resolve(target.host, port, where=where)
+    host = target.host if target.port is None else f"{target.host}:{target.port}"
+    if ":" in target.host:
+        host = f"[{target.host}]" + (f":{target.port}" if target.port else "")
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    return client.build_request("GET", target.copy_with(host=ip), headers={"Host": host},
+                                extensions=extensions)
+
+
+def _body(resp: Any, url: str, where: str, max_bytes: int) -> bytes:
+    if resp.status_code >= 400 or resp.is_redirect:
+        raise DatasetError(f"downloading {url} failed: HTTP {resp.status_code} "
+                           f"{resp.reason_phrase}", where=where,
+                           hint="check the URL (signed URLs expire) and that the "
+                                "server can reach it")
+    body = bytearray()
+    for chunk in resp.iter_bytes():
+        body += chunk
+        if len(body) > max_bytes:
+            raise DatasetError(f"{url} is larger than {max_bytes} bytes", where=where,
+                               hint="split the dataset into smaller files")
+    return bytes(body)
 
 
 def download_to_files(job: Any, dest: Path) -> Any:

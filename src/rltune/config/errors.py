@@ -143,11 +143,12 @@ def config_error(
     prefix: tuple[Any, ...] = (),
     source: str | None = None,
     line_of: Callable[[tuple[Any, ...]], int | None] | None = None,
+    label: Callable[[tuple[Any, ...]], str] | None = None,
 ) -> ConfigError:
     """One ``ConfigError`` for all problems in ``exc``; ``.details`` lists them as dicts.
 
     ``prefix`` is prepended to paths (e.g. when validating only ``hyper_parameters``);
-    ``line_of`` maps a path to its YAML line.
+    ``line_of`` maps a path to its YAML line; ``label`` names a field (default: its path).
     """
     details: list[dict[str, Any]] = []
     for err in exc.errors():
@@ -156,8 +157,8 @@ def config_error(
         line = line_of(full) if line_of else None
         where = f"{source}:{line}" if source and line else source
         details.append(
-            {"field": format_path(full), "value": value, "rule": rule, "fix": fix,
-             "line": line, "where": where}
+            {"field": label(full) if label else format_path(full), "value": value,
+             "rule": rule, "fix": fix, "line": line, "where": where}
         )
 
     def one(d: dict[str, Any]) -> str:

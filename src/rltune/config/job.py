@@ -41,7 +41,13 @@ from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
 from rltune.config.advisor import AdvisorConfig
 from rltune.config.algorithm import AlgorithmKnobs, resolve_algorithm
-from rltune.config.ark_job import ark_job_to_config, is_ark_job
+from rltune.config.ark_job import (
+    ARK_MARKERS,
+    ark_job_to_config,
+    ark_key_path,
+    ark_origin,
+    is_ark_job,
+)
 from rltune.config.components import (
     AgenticRLFunctionComponent,
     FunctionBackend,
@@ -330,9 +336,11 @@ class JobConfig(StrictModel):
 
     # ---- cloud SDK compatible loading / dumping ----
     @classmethod
-    def load_from_dict(cls, data: dict[str, Any], **overrides: Any) -> JobConfig:
-        """Validate a dict (top-level ``overrides`` replace keys, as in the cloud SDK)."""
-        return _validate(dict(data or {}), overrides, doc=None)
+    def load_from_dict(cls, data: dict[str, Any], *, ark: bool = True,
+                       **overrides: Any) -> JobConfig:
+        """Validate a dict (top-level ``overrides`` replace keys, as in the cloud SDK);
+        ``ark=False`` refuses Volcano Ark's shape."""
+        return _validate(dict(data or {}), overrides, doc=None, ark=ark)
 
     @classmethod
     def load_from_yaml(cls, path: str | Path, **overrides: Any) -> JobConfig:
@@ -364,16 +372,30 @@ class JobConfig(StrictModel):
 TuningModel = JobConfig
 
 
-def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None) -> JobConfig:
+def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None,
+              ark: bool = True) -> JobConfig:
     source = doc.source if doc else None
     if not isinstance(data, dict):
         raise ConfigError(
             f"the job config must be a mapping of keys, got {type(data).__name__}",
             where=source, hint="start the file with keys such as 'name:' and 'model:'",
         )
-    if is_ark_job(data):  # Volcano Ark's job.yaml: plugins are found next to the file
+    if is_ark_job(data) and not ark:  # no file, so no folder its plugins could be found in
+        key = next((k for k in data if k in ARK_MARKERS), "hyperparameters")
+        line = doc.line_of((key,)) if doc else None
+        raise ConfigError(
+            f"this is a Volcano Ark job definition ('{key}'); the job server takes rltune's "
+            "shape, since Ark plugins are files on your machine",
+            where=f"{source}:{line}" if source and line else (source or key),
+            hint="run it locally (`rltune train job.yaml`), or register the plugins as "
+            "functions and submit rltune's shape (model, datasets, functions)")
+    ark_data = data if is_ark_job(data) else None
+    if ark_data is not None:  # Volcano Ark's job.yaml: plugins are found next to the file
         root = Path(source).resolve().parent if source else Path.cwd()
-        data = ark_job_to_config(data, root=root, source=source)
+        try:
+            data = ark_job_to_config(data, root=root, source=source)
+        except ConfigError as exc:
+            raise _at_ark_line(exc, doc) from None
     for key, value in overrides.items():
         if value is None:
             continue
@@ -385,8 +407,44 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None) ->
     try:
         return JobConfig.model_validate(data)
     except pydantic.ValidationError as exc:
+        if ark_data is not None:  # name the Ark key (and its line) each problem came from
+            raise config_error(exc, root=JobConfig, source=source,
+                               line_of=_ark_lines(ark_data, doc),
+                               label=_ark_label(ark_data)) from None
         raise config_error(exc, root=JobConfig, source=source,
                            line_of=doc.line_of if doc else None) from None
+
+
+def _ark_lines(ark: dict[str, Any], doc: YamlDocument | None) -> Any:
+
+    def line_of(path: tuple[Any, ...]) -> int | None:
+        origin = ark_origin(path, ark)
+        return doc.line_of(origin) if doc and origin else None
+
+    return line_of
+
+
+def _ark_label(ark: dict[str, Any]) -> Any:
+    from rltune.config.errors import format_path
+
+    def label(path: tuple[Any, ...]) -> str:
+        origin = ark_origin(path, ark)
+        return f"{format_path(origin)} (rltune's {format_path(path)})" if origin else \
+            format_path(path)
+
+    return label
+
+
+def _at_ark_line(exc: ConfigError, doc: YamlDocument | None) -> ConfigError:
+    """A translation error ``"<file>: <Ark key>"`` located at that key's line."""
+
+    where = exc.where or ""
+    if doc is None or not doc.source or not where.startswith(f"{doc.source}: "):
+        return exc
+    key = where[len(doc.source) + 2:]
+    line = doc.line_of(ark_key_path(key))
+    return ConfigError(exc.message, where=f"{doc.source}:{line}" if line else where,
+                       hint=exc.hint)
 
 
 def load_job_config(path: str | Path, **overrides: Any) -> JobConfig:
@@ -395,10 +453,12 @@ def load_job_config(path: str | Path, **overrides: Any) -> JobConfig:
     return _validate(doc.data, overrides, doc)
 
 
-def load_job_config_text(text: str, *, source: str | None = None, **overrides: Any) -> JobConfig:
-    """Load a job config from YAML text (``source`` is used in error messages)."""
+def load_job_config_text(text: str, *, source: str | None = None, ark: bool = True,
+                         **overrides: Any) -> JobConfig:
+    """Load a job config from YAML text (``source`` is used in error messages). ``ark=False``
+    refuses Volcano Ark's shape (the job server: there is no folder of plugin files)."""
     doc = read_yaml_text(text, source=source)
-    return _validate(doc.data, overrides, doc)
+    return _validate(doc.data, overrides, doc, ark)
 
 
 def validate_hyper_parameters(data: dict[str, Any]) -> HyperParameters:

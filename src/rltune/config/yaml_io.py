@@ -169,8 +169,9 @@ def read_yaml_text(text: str, *, source: str | None = None) -> YamlDocument:
                           where=source or "<yaml>", hint="a job config is a few kilobytes; "
                           "put data in datasets, not in the config")
     _check_flow_depth(text, source)
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)  # a control character is refused here already
         node = loader.get_single_node()
         if node is not None:
             check_node_tree(node, source)
@@ -187,7 +188,8 @@ def read_yaml_text(text: str, *, source: str | None = None) -> YamlDocument:
         raise ConfigError(f"the YAML is nested more than {MAX_DEPTH} levels deep",
                           where=source or "<yaml>", hint="flatten the structure") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return YamlDocument(data=data, node=node, source=source)
 
 

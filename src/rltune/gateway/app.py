@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -29,6 +30,7 @@ from rltune.sdk.errors import AuthError, RltuneError
 if TYPE_CHECKING:
     from rltune.gateway.server import Gateway
 
+log = logging.getLogger("rltune.gateway")
 _TOO_DEEP = object()
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
           413: "invalid_request_error", 503: "server_error"}
@@ -53,6 +55,11 @@ def create_app(gw: Gateway) -> FastAPI:
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         message, param = _describe(exc.errors())
         return _error(400, message, param=param)
+
+    @app.exception_handler(Exception)
+    async def _bug(_: Request, exc: Exception) -> JSONResponse:  # JSON, never plain text
+        log.exception("gateway error")
+        return _error(500, f"internal error: {type(exc).__name__}", code="internal_error")
 
     app.add_middleware(_BodyLimit, gw=gw)
 
@@ -84,10 +91,14 @@ def create_app(gw: Gateway) -> FastAPI:
             return _error(400, f"request body is nested more than {MAX_DEPTH} levels deep",
                           code="too_deep")
         try:
-            return model.model_validate(body)
+            req = model.model_validate(body)
         except PydanticValidationError as exc:
             message, param = _describe(exc.errors())
             return _error(400, message, param=param)
+        if gw.strict_model and req.model and req.model != gw.model_name:
+            return _error(404, f"model {req.model!r} is not served here; served: "
+                          f"{gw.model_name}", param="model", code="model_not_found")
+        return req
 
     async def begin(request: Request, model: type) -> Any:
         """Authenticate, read and prepare one chat call: a :class:`_Call`, or the error."""

@@ -94,9 +94,13 @@ def _messages(req: ResponsesRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if req.instructions:
         out.append({"role": "system", "content": req.instructions})
+    calls: set[Any] = set()
     for i, item in enumerate(items):
-        kind = item.get("type", "message")
         where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise _refuse(where, "an input item is an object", "send {role, content} "
+                          "messages, function_call and function_call_output items")
+        kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
             if role not in ("user", "system", "developer", "assistant"):
@@ -104,14 +108,23 @@ def _messages(req: ResponsesRequest) -> list[dict[str, Any]]:
                               "use user, system, developer or assistant")
             out.append({"role": role, "content": _text(item.get("content"), where)})
         elif kind == "function_call":
+            if not isinstance(item.get("name"), str) or not item["name"]:
+                raise _refuse(f"{where}.name", "a function_call names its function",
+                              "set name to the function called")
             call = {"id": item.get("call_id") or item.get("id"), "type": "function",
                     "function": {"name": item["name"], "arguments": item.get("arguments", "{}")}}
+            calls.add(call["id"])
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant" and last.get("_open", True):
                 last.setdefault("tool_calls", []).append(call)
             else:
                 out.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif kind == "function_call_output":
+            if item.get("call_id") not in calls:
+                raise _refuse(f"{where}.call_id", f"no function_call with call_id "
+                              f"{item.get('call_id')!r} comes before this output",
+                              "send the function_call item (from the previous response's "
+                              "output) before its function_call_output")
             if out and out[-1]["role"] == "assistant":
                 out[-1]["_open"] = False
             output = item.get("output")
@@ -120,6 +133,9 @@ def _messages(req: ResponsesRequest) -> list[dict[str, Any]]:
         else:
             raise _refuse(f"{where}.type", f"input items of type {kind!r} are not supported",
                           "send messages, function_call and function_call_output items")
+    if not any(m["role"] != "system" for m in out):
+        raise _refuse("input", "there is no message to answer",
+                      "send a string or at least one message item")
     for m in out:
         m.pop("_open", None)
         if m["role"] == "assistant" and m.get("tool_calls") and m["content"] == "":

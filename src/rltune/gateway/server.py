@@ -39,8 +39,11 @@ class Gateway:
                  open_access: bool = False, parser: Optional[ToolParser] = None,
                  tool_parser: Optional[str] = None, model_name: Optional[str] = None,
                  chat_template_kwargs: Optional[dict[str, Any]] = None,
-                 max_body_bytes: int = 4 * 1024 * 1024):
+                 max_body_bytes: int = 4 * 1024 * 1024, strict_model: bool = False):
         self.engine = engine
+        #: Serving (``rltune serve``): a request naming another ``model`` answers 404, as a
+        #: deployment does. Training gateways take any name (agents send their own).
+        self.strict_model = strict_model
         self.model_name = model_name or engine.model_name
         if parser is None:
             # An HF model's config (built-in engine) or the engine's own (vLLM: no HF model)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -81,14 +82,18 @@ def _link_tree(src: Path, dst: Path) -> None:
 def link_model_files(checkpoint: Path, target: Path) -> None:
     """Hard-link (or copy) a checkpoint's model files to ``target`` (written atomically)."""
     if target.exists():
-        raise ConflictError(f"a model folder exists at {target}", where=str(target),
+        raise ConflictError(f"a model folder named {target.name!r} exists", where="name",
                             hint="choose another name or delete the model first")
-    tmp = target.with_name(f".tmp-{target.name}")
-    shutil.rmtree(tmp, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
+    # a private temporary folder: two publishes of one name never share it
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
     try:
-        _link_tree(checkpoint, tmp)
-        tmp.rename(target)
+        _link_tree(checkpoint, tmp / "m")
+        try:
+            (tmp / "m").rename(target)
+        except OSError:  # another publish of the same name got there first
+            raise ConflictError(f"model {target.name!r} exists", where="name",
+                                hint="choose another name or delete the model first") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

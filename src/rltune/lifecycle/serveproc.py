@@ -5,8 +5,9 @@ The job server writes ``<dir>/spec.json`` (``{"engine", "host", "threads", "mode
 when it changes) and ``<dir>/internal.key`` (the server's own key, for the console's
 playground), then starts this module. It loads one engine per model, puts rltune's gateway in
 front of each, and serves them all on one port: ``POST /v1/chat/completions`` goes to the
-gateway of the request's ``model`` (the only one when ``model`` is left out);
-``GET /v1/models`` lists them. Once listening it writes ``<dir>/endpoint.json``.
+gateway of the request's ``model`` (the only one when ``model`` is left out), as does
+``POST /v1/responses``; ``GET /v1/models`` lists them. Once listening it writes
+``<dir>/endpoint.json``.
 
 Engines are built by ``rltune.engine.select.build_engine``, as for jobs and ``rltune serve``:
 ``builtin`` (``threads`` torch threads) or ``vllm`` (its CPU backend takes ``OMP_NUM_THREADS``).
@@ -99,13 +100,17 @@ class Router:
             data = [{"id": n, "object": "model", "created": int(g.started_at),
                      "owned_by": "rltune"} for n, g in self.gateways.items()]
             return await self._send(send, *_json(200, {"object": "list", "data": data}))
-        if path != "/v1/chat/completions" or method != "POST":
+        if path not in ("/v1/chat/completions", "/v1/responses") or method != "POST":
             return await self._send(send, *_error(404, f"no route {method} {path}",
                                                   "not_found"))
+        limit = min(g.max_body_bytes for g in self.gateways.values())
         body = b""
         while True:
             msg = await receive()
             body += msg.get("body", b"")
+            if len(body) > limit:  # read no further than a gateway would accept
+                return await self._send(send, *_error(
+                    413, f"request body is larger than {limit} bytes", "request_too_large"))
             if not msg.get("more_body"):
                 break
         try:

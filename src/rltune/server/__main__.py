@@ -1,5 +1,6 @@
 """``python -m rltune.server [--port N] [--host H] [--db URL] [--max-concurrent-jobs N]
-[--ray-address HOST:PORT]``.
+[--ray-address HOST:PORT] [--url-allow-networks CIDRS] [--max-json-bytes N]
+[--max-deployments N] [--max-deployments-per-workspace N]``.
 
 Port 0 picks a free port; the chosen address is written to ``$RLTUNE_HOME/server/server.json``.
 """
@@ -26,12 +27,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="serve several workspaces without a function sandbox (warns)")
     parser.add_argument("--ray-address", default=None,
                         help="run jobs' functions as Ray actors on this cluster (docs/ray.md)")
+    parser.add_argument("--url-allow-networks", default=None,
+                        help="CIDR networks a tenant's download_url / MLflow uri may reach "
+                             "besides public addresses (default: none)")
+    parser.add_argument("--max-json-bytes", type=int, default=None)
+    parser.add_argument("--max-deployments", type=int, default=None,
+                        help="live deployments on the server (default 8)")
+    parser.add_argument("--max-deployments-per-workspace", type=int, default=None,
+                        help="live deployments per workspace (default 4)")
     args = parser.parse_args(argv)
     settings = ServerSettings.from_env(host=args.host, port=args.port, db=args.db,
                                        max_concurrent_jobs=args.max_concurrent_jobs,
                                        max_upload_bytes=args.max_upload_bytes,
                                        allow_unisolated=args.allow_unisolated,
-                                       ray_address=args.ray_address)
+                                       ray_address=args.ray_address,
+                                       url_allow_networks=args.url_allow_networks,
+                                       max_json_bytes=args.max_json_bytes,
+                                       max_deployments=args.max_deployments,
+                                       max_deployments_per_workspace=(
+                                           args.max_deployments_per_workspace))
     import uvicorn
 
     from rltune.server.app import create_app, write_server_info

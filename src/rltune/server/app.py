@@ -22,6 +22,7 @@ from rltune.functions.sandbox import active_isolation, bwrap_problem
 from rltune.sdk.errors import AuthError
 from rltune.server import states as S
 from rltune.server.auth import authenticate, bootstrap_admin_key
+from rltune.server.bodycap import JsonBodyCap
 from rltune.server.context import ServerContext
 from rltune.server.errors import error_response, install_error_handlers
 from rltune.server.executor import JobExecutor
@@ -83,6 +84,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                   description="Files, functions and RL fine-tuning jobs. Every /v1 route needs "
                               "'Authorization: Bearer <key>'. See docs/rest-api.md.")
     install_error_handlers(app)
+    # inside authentication (added first): a request without a key gets 401, not 413
+    app.add_middleware(JsonBodyCap, limit=lambda: settings.max_json_bytes)
 
     @app.middleware("http")
     async def authenticate_first(request: Request, call_next):

@@ -6,7 +6,11 @@ query parameters, unknown routes) are mapped to the same shape.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -40,7 +44,9 @@ def _field(loc: tuple) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RltuneError)
     async def _rltune(request: Request, exc: RltuneError) -> JSONResponse:
-        return error_response(exc.http_status, exc.code, exc.message, exc.where, exc.hint)
+        hide = _server_paths(request)
+        return error_response(exc.http_status, exc.code, hide(exc.message), hide(exc.where),
+                              hide(exc.hint))
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -64,5 +70,35 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}",
+        return error_response(500, "internal_error",
+                              _server_paths(request)(f"{type(exc).__name__}: {exc}"),
                               request.url.path, "this is a bug in rltune; please report it")
+
+
+def _server_paths(request: Request) -> Callable[[str | None], str | None]:
+    ctx = getattr(request.app.state, "ctx", None)
+    return path_hider(getattr(getattr(ctx, "settings", None), "home", None))
+
+
+def path_hider(home: Path | str | None) -> Callable[[str | None], str | None]:
+    """A function that writes the server's state folder (``$RLTUNE_HOME``) and working
+    directory as ``$RLTUNE_HOME`` and ``.``: a tenant learns no server path from an error.
+
+    >>> path_hider("/srv/rlt")("no file /srv/rlt/server/files/x.jsonl")
+    'no file $RLTUNE_HOME/server/files/x.jsonl'
+    """
+    pairs = []
+    if home is not None:
+        pairs += [(str(Path(home).resolve()), "$RLTUNE_HOME"), (str(home), "$RLTUNE_HOME")]
+    with contextlib.suppress(OSError):
+        pairs.append((os.getcwd(), "."))
+    pairs = sorted({p for p in pairs if len(p[0]) > 1}, key=lambda p: -len(p[0]))
+
+    def hide(text: str | None) -> str | None:
+        if not text:
+            return text
+        for path, name in pairs:
+            text = text.replace(path, name)
+        return text
+
+    return hide

@@ -33,8 +33,12 @@ def fingerprint(*parts: Any) -> str:
 
 async def idempotent(store: Store, workspace: str, key: Optional[str], print_: str,
                      create: Create,
-                     redact: Optional[Callable[[Any], Any]] = None) -> JSONResponse:
-    """Run ``create`` once per (workspace, key); replay its (status, body) afterwards."""
+                     redact: Optional[Callable[[Any], Any]] = None,
+                     created: Optional[tuple[str, str]] = None) -> JSONResponse:
+    """Run ``create`` once per (workspace, key); replay its (status, body) afterwards.
+
+    ``created`` is (table, field of the answer holding the new record's id): a replay after
+    that record was deleted answers 409 instead of handing out a dead id."""
     if not key:
         status, body = await create()
         return JSONResponse(body, status_code=status)
@@ -52,6 +56,7 @@ async def idempotent(store: Store, workspace: str, key: Optional[str], print_: s
             raise ConflictError("a request with this Idempotency-Key is still running",
                                 where="Idempotency-Key header",
                                 hint="retry when it has finished") from None
+        _check_alive(store, workspace, created, rec.get("body"))
         return JSONResponse(rec["body"], status_code=rec["status_code"],
                             headers={"Idempotent-Replayed": "true"})
     try:
@@ -62,3 +67,14 @@ async def idempotent(store: Store, workspace: str, key: Optional[str], print_: s
     store.update("idempotency", rid, status="done", status_code=status,
                  body=redact(body) if redact else body)
     return JSONResponse(body, status_code=status)
+
+
+def _check_alive(store: Store, workspace: str, created: Optional[tuple[str, str]],
+                 body: Any) -> None:
+    if created is None or not isinstance(body, dict) or not body.get(created[1]):
+        return
+    rid = body[created[1]]
+    if store.get(created[0], rid, workspace=workspace) is None:
+        raise ConflictError(
+            f"the request with this Idempotency-Key created {rid}, which was deleted since",
+            where="Idempotency-Key header", hint="send the request again with a new key")

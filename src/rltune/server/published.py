@@ -8,6 +8,7 @@ the executor's end-of-job hook (``tuned_model_name``) and by job submission (``m
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -50,8 +51,22 @@ def find_model(store: Any, workspace: str, name: str) -> Optional[dict[str, Any]
 def publish(store: Any, home: Path, jobs_dir: Path, workspace: str, job: dict[str, Any],
             which: Optional[str | int], name: str, *, description: str = "",
             auto: bool = False) -> dict[str, Any]:
-    """Publish checkpoint ``which`` (step, best, last) of ``job`` as ``name``; the record."""
+    """Publish checkpoint ``which`` (step, best, last) of ``job`` as ``name``; the record.
+
+    One publish at a time in this server (``_PUBLISHING``): parallel publishes of one name
+    give one record and clean 409s."""
     check_name(name)
+    with _PUBLISHING:
+        return _publish(store, home, jobs_dir, workspace, job, which, name,
+                        description=description, auto=auto)
+
+
+_PUBLISHING = threading.Lock()
+
+
+def _publish(store: Any, home: Path, jobs_dir: Path, workspace: str, job: dict[str, Any],
+             which: Optional[str | int], name: str, *, description: str,
+             auto: bool) -> dict[str, Any]:
     job = {**job, "config": job_config(Path(jobs_dir) / job["id"], job)}
     if find_model(store, workspace, name) is not None:
         raise ConflictError(f"model {name!r} exists", where="name",

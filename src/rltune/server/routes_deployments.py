@@ -21,13 +21,28 @@ from pydantic import BaseModel, Field
 
 from rltune.engine.select import ENGINE_NAMES, check_engine_installed
 from rltune.lifecycle.publish import NAME_PATTERN
-from rltune.sdk.errors import ConfigError, ConflictError, NotFoundError, OverloadedError
+from rltune.sdk.errors import (
+    ConfigError,
+    ConflictError,
+    NotFoundError,
+    OverloadedError,
+    RltuneError,
+)
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging
 from rltune.server.deployments import LIVE, RUNNING, DeploymentManager
 from rltune.server.published import get_model
 
 router = APIRouter(prefix="/v1", tags=["deployments"])
+
+
+class TooManyError(RltuneError):
+    """A cap on live resources is reached."""
+
+    http_status = 429
+    code = "too_many"
+
+
 HINT = "list deployments: GET /v1/deployments"
 
 
@@ -78,6 +93,7 @@ async def create_deployment(body: DeployRequest, request: Request,
     import re
 
     body.check_engine()
+    check_deployment_caps(request, caller.workspace)  # no await between it and the record
     store = ctx_of(request).store
     models = []
     for i, name in enumerate(dict.fromkeys(body.models)):
@@ -89,6 +105,23 @@ async def create_deployment(body: DeployRequest, request: Request,
     rec, secret = await _mgr(request).create(caller.workspace, body.name or models[0]["name"],
                                              models, body.threads or 1, engine=body.engine)
     return dep_view(rec) | {"api_key": secret}
+
+
+def check_deployment_caps(request: Request, workspace: str) -> None:
+    """429 when the workspace or the server already has its cap of live deployments
+    (``--max-deployments-per-workspace``, ``--max-deployments``): each is a serving process."""
+    ctx = ctx_of(request)
+    _, live = ctx.store.list("deployments", statuses=list(LIVE), limit=0)
+    _, mine = ctx.store.list("deployments", workspace=workspace, statuses=list(LIVE), limit=0)
+    for count, cap, scope, flag in (
+            (mine, ctx.settings.max_deployments_per_workspace, f"workspace {workspace!r}",
+             "--max-deployments-per-workspace"),
+            (live, ctx.settings.max_deployments, "this server", "--max-deployments")):
+        if count >= cap:
+            raise TooManyError(
+                f"{scope} has {count} live deployments; the limit is {cap}", where="models",
+                hint="stop one first (POST /v1/deployments/{id}/stop) or serve several models "
+                f"on one deployment; the operator sets the limit with {flag}")
 
 
 @router.get("/deployments")

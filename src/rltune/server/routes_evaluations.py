@@ -31,7 +31,8 @@ class EvaluationRequest(BaseModel):
                          description="validation, training, or an uploaded file id")
     n: int = Field(4, ge=1, le=64, description="samples per prompt")
     k: int = Field(1, ge=1, le=64, description="k of pass@k (at most n)")
-    threshold: float = Field(1.0, description="a sample passes when its reward >= threshold")
+    threshold: float = Field(1.0, allow_inf_nan=False,
+                             description="a sample passes when its reward >= threshold")
 
 
 def eval_view(rec: dict[str, Any], result: Any = None) -> dict[str, Any]:

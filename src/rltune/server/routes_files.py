@@ -44,7 +44,8 @@ async def upload_file(request: Request,
                                          description))
 
     return await idempotent(ctx.store, caller.workspace, idempotency_key,
-                            fingerprint("files", name, purpose, data), create)
+                            fingerprint("files", name, purpose, data), create,
+                            created=("files", "file_id"))
 
 
 def store_file(ctx, workspace: str, name: str, data: bytes, purpose: str = "fine-tune",

@@ -64,7 +64,8 @@ async def register_function(
         return 201, function_view(rec)
 
     return await idempotent(ctx.store, caller.workspace, idempotency_key,
-                            fingerprint("functions", classpath, type.value, name, data), create)
+                            fingerprint("functions", classpath, type.value, name, data), create,
+                            created=("functions", "entity_id"))
 
 
 @router.get("/functions")

@@ -11,13 +11,16 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from rltune.sdk.errors import ConflictError, ValidationError
 from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ServerContext, ctx_of, page, paging
+from rltune.server.errors import path_hider
 from rltune.server.idempotency import fingerprint, idempotent
 from rltune.server.jobdata import job_config, latest_metric, list_checkpoints, read_progress
 from rltune.server.redact import masked
@@ -33,6 +36,7 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
     latest = (progress or {}).get("reward")
     if latest is None and progress is not None:
         latest = latest_metric(job_dir, "critic/rewards/mean")
+    hide = path_hider(ctx.settings.home)  # a tenant sees no server path
     out = {"job_id": rec["id"], "job_name": rec["job_name"], "status": rec["status"],
            "model": rec["model"], "algorithm": rec["algorithm"],
            "training_type": rec["training_type"], "created_at": rec["created_at"],
@@ -40,7 +44,7 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
            "progress": progress, "latest_reward": latest,
            "training_file_ids": rec["training_file_ids"],
            "validation_file_ids": rec["validation_file_ids"],
-           "resume_from": rec.get("resume_from"), "error": rec.get("error"),
+           "resume_from": rec.get("resume_from"), "error": hide(rec.get("error")),
            "published_model": rec.get("published_model"),
            "publish_error": rec.get("publish_error")}
     if detail:
@@ -84,14 +88,38 @@ async def _create(body: JobCreate, request: Request, caller: Caller,
         return 201, job_view(ctx, rec)
 
     return await idempotent(ctx.store, caller.workspace, idempotency_key,
-                            fingerprint("jobs", body.model_dump()), create)
+                            fingerprint("jobs", body.model_dump()), create,
+                            created=("jobs", "job_id"))
 
 
-@router.post("/jobs", status_code=201)
-async def create_job(body: JobCreate, request: Request, caller: Caller = Depends(authenticate),
+async def _job_body(request: Request) -> JobCreate:
+    """The body as a ``JobCreate``, decoded and validated off the event loop (a config may be
+    up to ``max_json_bytes``, ``rltune.server.bodycap``)."""
+    raw = await request.body()
+    try:
+        return await asyncio.to_thread(_decode_job, raw)
+    except (ValueError, RecursionError) as exc:
+        if isinstance(exc, PydanticValidationError):
+            raise RequestValidationError([{**e, "loc": ("body", *e["loc"])}
+                                          for e in exc.errors(include_url=False)]) from None
+        raise HTTPException(400, f"the body is not JSON: {type(exc).__name__}: "
+                            f"{str(exc)[:200]}") from None
+
+
+def _decode_job(raw: bytes) -> JobCreate:
+    return JobCreate.model_validate(json.loads(raw) if raw else None)
+
+
+_BODY_SCHEMA = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": JobCreate.model_json_schema()}}}}
+
+
+@router.post("/jobs", status_code=201, openapi_extra=_BODY_SCHEMA)
+async def create_job(request: Request, caller: Caller = Depends(authenticate),
                      idempotency_key: Optional[str] = Header(None)):
-    """Submit a job; it starts when a slot is free (``max_concurrent_jobs``)."""
-    return await _create(body, request, caller, idempotency_key)
+    """Submit a job; it starts when a slot is free (``max_concurrent_jobs``). The body is a
+    ``JobCreate``: ``{"config": {...}}`` or ``{"config_yaml": "..."}``, plus ``job_name``."""
+    return await _create(await _job_body(request), request, caller, idempotency_key)
 
 
 def _statuses(status: Optional[str]) -> Optional[list[str]]:

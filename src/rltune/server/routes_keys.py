@@ -19,12 +19,15 @@ from rltune.server.context import ctx_of
 from rltune.server.idempotency import fingerprint, idempotent
 
 router = APIRouter(prefix="/v1", tags=["keys"])
+#: Workspace names become folder names (``published/<workspace>``): no '.', '..' or '/'.
+WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
 
 
 class KeyCreate(BaseModel):
     name: str = Field("", max_length=128)
-    workspace: Optional[str] = Field(None, min_length=1, max_length=64,
-                                     pattern=r"^[A-Za-z0-9_.-]+$")
+    workspace: Optional[str] = Field(
+        None, min_length=1, max_length=64, pattern=WORKSPACE_PATTERN,
+        description="an identifier: a letter or digit, then letters, digits, '_' or '-'")
 
 
 @router.get("/whoami")

@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from rltune.config.netguard import ENV_VAR as NETWORKS_ENV
+from rltune.config.netguard import AddressPolicy
 from rltune.paths import rltune_home, server_home
 
 DEFAULT_PORT = 8600
@@ -37,6 +39,24 @@ class ServerSettings(BaseModel):
     #: Run jobs' functions as Ray actors on this cluster (``host:port`` of its head, or
     #: ``auto`` on a node of it); unset: local processes. See docs/ray.md.
     ray_address: Optional[str] = Field(None, min_length=1)
+    #: Networks (CIDR, comma-separated) a tenant's ``download_url`` and MLflow ``uri`` may
+    #: reach besides public addresses; default none (docs/security.md).
+    url_allow_networks: str = ""
+    #: Largest JSON request body (job configs, every JSON route), bytes.
+    max_json_bytes: int = Field(2**20, ge=1024)
+    #: Live (STARTING or RUNNING) deployments per workspace and on the whole server.
+    max_deployments_per_workspace: int = Field(4, ge=0)
+    max_deployments: int = Field(8, ge=0)
+
+    @field_validator("url_allow_networks")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        AddressPolicy.parse(value)  # a bad network is refused at start, naming it
+        return value
+
+    @property
+    def address_policy(self) -> AddressPolicy:
+        return AddressPolicy.parse(self.url_allow_networks)
 
     @property
     def server_dir(self) -> Path:
@@ -68,6 +88,11 @@ class ServerSettings(BaseModel):
             "max_upload_bytes": os.environ.get("RLTUNE_MAX_UPLOAD_BYTES"),
             "allow_unisolated": os.environ.get("RLTUNE_ALLOW_UNISOLATED"),
             "ray_address": os.environ.get("RLTUNE_RAY_ADDRESS"),
+            "url_allow_networks": os.environ.get(NETWORKS_ENV),
+            "max_json_bytes": os.environ.get("RLTUNE_MAX_JSON_BYTES"),
+            "max_deployments_per_workspace":
+                os.environ.get("RLTUNE_MAX_DEPLOYMENTS_PER_WORKSPACE"),
+            "max_deployments": os.environ.get("RLTUNE_MAX_DEPLOYMENTS"),
         }
         data = {k: v for k, v in env.items() if v}
         data.update({k: v for k, v in given.items() if v is not None})

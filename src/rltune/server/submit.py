@@ -20,6 +20,7 @@ from rltune.config.datasets import DataSourceType
 from rltune.config.yaml_io import check_depth
 from rltune.paths import check_model
 from rltune.sdk.errors import ConfigError, NotFoundError
+from rltune.server.confine import confine_model, confine_trackers
 from rltune.server.context import ServerContext
 
 
@@ -30,9 +31,9 @@ def parse_config(config: Optional[dict[str, Any]], config_yaml: Optional[str],
                           where="request body", hint='send {"config": {...}}')
     overrides = {"name": job_name} if job_name else {}
     if config_yaml is not None:
-        return load_job_config_text(config_yaml, source="config_yaml", **overrides)
+        return load_job_config_text(config_yaml, source="config_yaml", ark=False, **overrides)
     check_depth(config, "config")
-    return JobConfig.load_from_dict(dict(config or {}), **overrides)
+    return JobConfig.load_from_dict(dict(config or {}), ark=False, **overrides)
 
 
 def check_context(job: JobConfig, model_dir: Path) -> None:
@@ -65,7 +66,8 @@ async def fetch_url_datasets(ctx: ServerContext, workspace: str, job: JobConfig)
         if ds.data_source_type is DataSourceType.DOWNLOAD_URL:
             where = f"datasets[{i}].download_url"
             body = await asyncio.to_thread(fetch, ds.download_url, where=where,
-                                           max_bytes=ctx.settings.max_upload_bytes)
+                                           max_bytes=ctx.settings.max_upload_bytes,
+                                           policy=ctx.settings.address_policy)
             rec = store_file(ctx, workspace, local_name(ds.download_url), body,
                              description=f"downloaded from {ds.download_url}")
             ds = ds.model_copy(update={"data_source_type": DataSourceType.FILE_ID,
@@ -137,12 +139,23 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
     data.pop("workspace_dir", None)
     _published_model(ctx, workspace, data, facts)
     runnable = JobConfig.load_from_dict(data)
+    confine_trackers(runnable, ctx.settings.address_policy)
     for what, spec in runnable.model_specs().items():
         # unknown, or a hub id not cached while offline: refused before a job record exists
-        source = check_model(spec, ctx.settings.home, what=what)
+        source = check_model(spec, ctx.settings.home, what=what, workspace=workspace)
+        confine_model(ctx, workspace, what, source)
+        if source.kind in ("dir", "named"):  # the job loads exactly what was checked here
+            _set_model(data, what, str(source.path))
         if what == "model.name" and source.path is not None:
             check_context(runnable, source.path)
-    return runnable, facts
+    return JobConfig.load_from_dict(data), facts
+
+
+def _set_model(data: dict, what: str, path: str) -> None:
+    if what == "model.name":
+        data["model"] = {**(data.get("model") or {}), "name": path}
+    else:
+        data[what] = path
 
 
 def _published_model(ctx: ServerContext, workspace: str, data: dict, facts: dict) -> None:

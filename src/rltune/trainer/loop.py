@@ -138,7 +138,7 @@ class Trainer:
         start_step = await self._restore(resume_from) if resume_from is not None else 0
         failed = FailedSteps(planned=self.total_steps - start_step,
                              max_share=hp.max_failed_step_share)
-        val = None
+        val, trained = None, False
         self.t_train = time.monotonic()
         if self.val_rows and start_step == 0:
             val = await self.steps.validate(self.val_rows)
@@ -159,10 +159,15 @@ class Trainer:
                 self.stopped_at = self._reached_target(step, val)
             self._write_outputs(step, result)
             self._report(step, metrics, val)
-            failed.add(step, result.failures, rollouts=len(result.results))
+            trained |= not failed.add(step, result.failures, rollouts=len(result.results))
             self.budget_stop = self._budget_reached(step, result)
             if self._should_save(step, epoch_done):
-                log(f"saved checkpoint {self._save(step)}")
+                if trained:  # else the model is the same as at the last save (or start)
+                    log(f"saved checkpoint {self._save(step)}")
+                    trained = False
+                else:
+                    log(f"no checkpoint at step {step}: no step since the last one had a "
+                        "successful rollout, so the model has not changed")
             if self.stopped_at is not None or self.budget_stop is not None:
                 break
         return self._summary()

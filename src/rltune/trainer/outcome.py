@@ -31,15 +31,17 @@ class FailedSteps:
         self.reasons: Counter = Counter()
         self.failed_rollouts = 0
 
-    def add(self, step: int, failures: Counter, *, rollouts: int) -> None:
-        """Record step ``step``; it failed when all its ``rollouts`` are in ``failures``."""
+    def add(self, step: int, failures: Counter, *, rollouts: int) -> bool:
+        """Record step ``step``; it failed (True) when all its ``rollouts`` are in
+        ``failures``."""
         if rollouts == 0 or sum(failures.values()) < rollouts:
-            return
+            return False
         self.failed.append(step)
         self.reasons.update(failures)
         self.failed_rollouts += rollouts
         if len(self.failed) > self.max_share * self.planned:
             raise self.error()
+        return True
 
     def error(self) -> TrainingFailedError:
         reason, count = self.reasons.most_common(1)[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from typing import Any, Optional
+from urllib.parse import urlsplit
 
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunStatus
@@ -19,6 +20,7 @@ from rltune.config.observability import TrackerConfig
 from rltune.observability.trackers.base import TABLE_COLUMNS, local_dir
 
 _MAX_PARAM_CHARS = 6000
+PROBE_TIMEOUT_S = 5.0
 
 
 def mlflow_key(name: str) -> str:
@@ -42,6 +44,18 @@ def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+def _check_reachable(uri: str) -> None:
+    """An http(s) tracking server must accept a connection within seconds: otherwise the job
+    fails now, not after MLflow's minutes of retries."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("http", "https") and parts.hostname:
+        from rltune.config.netguard import probe_tcp
+
+        probe_tcp(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
+                  timeout=PROBE_TIMEOUT_S, where="observability.trackers.mlflow.uri",
+                  what=f"the MLflow server {parts.scheme}://{parts.netloc}")
+
+
 class MlflowTracker:
     name = "mlflow"
 
@@ -54,6 +68,7 @@ class MlflowTracker:
         self.run_id = ""
 
     def start(self, *, run_name: str, params: dict[str, Any], resume_id: Optional[str]) -> str:
+        _check_reachable(self.uri)
         self.client = MlflowClient(tracking_uri=self.uri)
         if resume_id:
             try:

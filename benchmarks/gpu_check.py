@@ -306,7 +306,7 @@ def learning_phase(args: argparse.Namespace, work: Path, deadline: float) -> dic
     if args.tiny:
         model = str(tiny_model(work))
     elif args.model:
-        from rltune.paths import resolve_model
+        from rltune.models.registry import resolve_model
 
         model = str(resolve_model(args.model))
     else:

@@ -125,3 +125,18 @@ def read_trainer_state(checkpoint: PathLike) -> dict[str, Any]:
         raise ValidationError(f"{checkpoint} is not a complete checkpoint (no {TRAINER_STATE})",
                               where=str(checkpoint), hint="pick a checkpoint-<step> folder")
     return json.loads(path.read_text())
+
+
+def read_jsonl(path: PathLike) -> list[Any]:
+    """The JSON values of a run file written a line at a time (metrics, alerts), oldest first;
+    a torn line (a running job's last one) is skipped, a missing file reads as empty."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out

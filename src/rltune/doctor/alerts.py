@@ -12,13 +12,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from rltune.jobdir import ALERTS, JobDir
+from rltune.jobdir import ALERTS, JobDir, read_jsonl
 
 ALERTS_FILE = ALERTS  # the name lives in rltune.jobdir with the run's other files
 
@@ -47,13 +46,10 @@ def append_alert(job_dir: str | Path, alert: Alert) -> None:
 
 def read_alerts(job_dir: str | Path) -> list[Alert]:
     """The job's alerts, oldest first (a torn last line of a running job is skipped)."""
-    path = JobDir(job_dir).alerts
-    if not path.exists():
-        return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for value in read_jsonl(JobDir(job_dir).alerts):
         try:
-            out.append(Alert.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValueError):
+            out.append(Alert.model_validate(value))
+        except ValueError:
             continue
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from fastapi import Request
+from fastapi import Query, Request
 
 from rltune.functions.registry import FunctionRegistry
 from rltune.sdk.errors import ConflictError, NotFoundError
@@ -84,6 +84,22 @@ async def read_body_limited(request: Request, limit: int, what: str) -> bytes:
 
 def paging(page_no: int, page_size: int) -> tuple[int, int]:
     return (page_no - 1) * page_size, page_size
+
+
+def page_query(page_no: int = Query(1, ge=1, le=10**6),
+               page_size: int = Query(50, ge=1, le=500)) -> tuple[int, int]:
+    """The ``page_no`` / ``page_size`` query of a list route (a FastAPI dependency)."""
+    return page_no, page_size
+
+
+def list_page(request: Any, table: str, workspace: str, page_q: tuple[int, int],
+              view: Any) -> dict[str, Any]:
+    """One page of a workspace's records of ``table``, newest first, each through ``view``."""
+    page_no, page_size = page_q
+    off, lim = paging(page_no, page_size)
+    rows, total = ctx_of(request).store.list(table, workspace=workspace, offset=off,
+                                             limit=lim, newest_first=True)
+    return page([view(r) for r in rows], total, page_no, page_size)
 
 
 def page(items: list[Any], total: int, page_no: int, page_size: int,

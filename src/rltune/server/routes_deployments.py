@@ -29,7 +29,7 @@ from rltune.sdk.errors import (
     RltuneError,
 )
 from rltune.server.auth import Caller, authenticate
-from rltune.server.context import ctx_of, page, paging
+from rltune.server.context import ctx_of, list_page, page_query
 from rltune.server.deployments import LIVE, RUNNING, DeploymentManager
 from rltune.server.published import get_model
 
@@ -125,13 +125,9 @@ def check_deployment_caps(request: Request, workspace: str) -> None:
 
 
 @router.get("/deployments")
-def list_deployments(request: Request, page_no: int = Query(1, ge=1, le=10**6),
-                     page_size: int = Query(50, ge=1, le=500),
+def list_deployments(request: Request, page_q: tuple[int, int] = Depends(page_query),
                      caller: Caller = Depends(authenticate)) -> dict:
-    off, lim = paging(page_no, page_size)
-    rows, total = ctx_of(request).store.list("deployments", workspace=caller.workspace,
-                                             offset=off, limit=lim, newest_first=True)
-    return page([dep_view(r) for r in rows], total, page_no, page_size)
+    return list_page(request, "deployments", caller.workspace, page_q, dep_view)
 
 
 @router.get("/deployments/{dep_id}")

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
 from rltune.sdk.errors import ConfigError, NotFoundError
 from rltune.server.auth import Caller, authenticate
-from rltune.server.context import ctx_of, page, paging
+from rltune.server.context import ctx_of, list_page, page_query
 from rltune.server.published import find_model
 
 router = APIRouter(prefix="/v1", tags=["evaluations"])
@@ -93,13 +93,9 @@ async def create_evaluation(body: EvaluationRequest, request: Request,
 
 
 @router.get("/evaluations")
-def list_evaluations(request: Request, page_no: int = Query(1, ge=1, le=10**6),
-                     page_size: int = Query(50, ge=1, le=500),
+def list_evaluations(request: Request, page_q: tuple[int, int] = Depends(page_query),
                      caller: Caller = Depends(authenticate)) -> dict:
-    off, lim = paging(page_no, page_size)
-    rows, total = ctx_of(request).store.list("evaluations", workspace=caller.workspace,
-                                             offset=off, limit=lim, newest_first=True)
-    return page([eval_view(r) for r in rows], total, page_no, page_size)
+    return list_page(request, "evaluations", caller.workspace, page_q, eval_view)
 
 
 @router.get("/evaluations/{eval_id}")

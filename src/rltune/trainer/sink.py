@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from rltune.jobdir import JobDir
+from rltune.jobdir import JobDir, read_jsonl
 
 
 class Sink(Protocol):
@@ -140,13 +140,4 @@ def _step_of(line: str) -> Any:
 
 def read_metrics(job_dir: str | Path) -> list[dict[str, Any]]:
     """All metric lines of a job, skipping a torn last line of a job that is still writing."""
-    path = JobDir(job_dir).metrics
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+    return read_jsonl(JobDir(job_dir).metrics)

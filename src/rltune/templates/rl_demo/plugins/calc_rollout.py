@@ -34,6 +34,17 @@ def run_tool(call) -> str:
         return f"error: {exc}"
 
 
+def add_turn(messages: list, completion) -> bool:
+    """Append the model's message and the results of its tool calls; False when it is done."""
+    message = completion.choices[0].message
+    messages.append(message.model_dump(exclude_none=True))
+    if completion.choices[0].finish_reason != "tool_calls":
+        return False
+    for call in message.tool_calls or []:
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call)})
+    return True
+
+
 @rollout(
     name="calc_rollout",
     runtime=Runtime(instance=PluginInstance.CPU1MEM2, max_concurrency=64, max_replicas=2,
@@ -52,10 +63,6 @@ def calc_rollout(  # sync: the decorator runs it in threads
     for _ in range(int(os.environ.get("MAX_TURNS", "3"))):
         completion = client.chat.completions.create(
             model=sample.model or "nano", messages=messages, tools=tools)
-        message = completion.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
-        if completion.choices[0].finish_reason != "tool_calls":
+        if not add_turn(messages, completion):
             break
-        for call in message.tool_calls or []:
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call)})
     return None  # success; the proxy's recorded turns are the trajectory

@@ -22,7 +22,7 @@ from ark_sdk.types.pipeline_plugin.rollout import (
 )
 from openai import AsyncOpenAI, OpenAIError
 
-from plugins.calc_rollout import run_tool
+from plugins.calc_rollout import add_turn
 from rltune.models.tasks import CALCULATOR_TOOL
 
 
@@ -45,10 +45,6 @@ async def raw_calc_rollout(
         except OpenAIError as exc:  # the endpoint failed: retry this rollout
             return RolloutResult(status=PluginStatus.RETRY, error=str(exc))
         proxy.process_completion(ChatCompletionResponse(**completion.model_dump()))
-        message = completion.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
-        if completion.choices[0].finish_reason != "tool_calls":
+        if not add_turn(messages, completion):
             break
-        for call in message.tool_calls or []:
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call)})
     return RolloutResult(status=PluginStatus.SUCCESS, extra={"turns": len(messages)})

@@ -6,8 +6,8 @@
 """
 
 from rltune.doctor.advisor import Advisor, diagnose, rollout_features
-from rltune.doctor.alerts import ALERTS_FILE, Alert, append_alert, read_alerts
+from rltune.doctor.alerts import Alert, append_alert, read_alerts
 from rltune.doctor.detectors import DETECTORS
 
-__all__ = ["ALERTS_FILE", "DETECTORS", "Advisor", "Alert", "append_alert", "diagnose",
+__all__ = ["DETECTORS", "Advisor", "Alert", "append_alert", "diagnose",
            "read_alerts", "rollout_features"]

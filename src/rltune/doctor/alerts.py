@@ -17,9 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from rltune.jobdir import ALERTS, JobDir, read_jsonl
-
-ALERTS_FILE = ALERTS  # the name lives in rltune.jobdir with the run's other files
+from rltune.jobdir import JobDir, read_jsonl
 
 
 class Alert(BaseModel):

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rltune.config.job_rules import engine_key_problem
-from rltune.names import ENGINES, REPLICA_BACKENDS, check_registry
+from rltune.names import ENGINES, REPLICA_BACKENDS
 from rltune.sdk.errors import ConfigError
 
-ENGINE_NAMES = ("builtin", "vllm")
-check_registry("engine", ENGINES, ENGINE_NAMES)
+#: the engines build_engine starts (``builtin`` and ``vllm``), declared once in rltune.names
+ENGINE_NAMES = ENGINES
 _HP = "training.hyper_parameters."
 
 #: vLLM's share of a GPU it shares with the trainer when the job does not set

@@ -25,6 +25,7 @@ Steps = list[dict[str, Any]]
 Evidence = Optional[dict[str, Any]]
 
 REWARD = "critic/rewards/mean"
+REWARD_MAX = "critic/rewards/max"
 VAL = "validation/data/reward/mean@1"
 KL = "actor/kl_loss"
 PPO_KL = "actor/ppo_kl"
@@ -64,6 +65,19 @@ def _mean_over(steps: Steps, key: str, th: dict[str, float], limit: str, name: s
         return None
     mean = _mean([v for _, v in pts])
     return {"steps": _window(pts), name: _r(mean)} if mean >= th[limit] else None
+
+
+def _solved(steps: Steps, th: dict[str, float]) -> bool:
+    """The policy has converged rather than collapsed: over the last ``window`` steps the mean
+    reward is ``solved_share`` or more of the mean best reward of a rollout
+    (``critic/rewards/max``), so low entropy or groups that agree are the right answer given
+    confidently. False when either series is missing."""
+    n = int(th["window"])
+    mean, best = _last(steps, REWARD, n), _last(steps, REWARD_MAX, n)
+    if len(mean) < n or len(best) < n:
+        return False
+    top = _mean([v for _, v in best])
+    return top > 0 and _mean([v for _, v in mean]) >= th["solved_share"] * top
 
 
 def _window(points: list[tuple[int, float]]) -> list[int]:
@@ -143,10 +157,10 @@ def kl_zero(steps: Steps, th: dict[str, float]) -> Evidence:
 
 def entropy_collapse(steps: Steps, th: dict[str, float]) -> Evidence:
     """P4: ``actor/entropy`` is below ``entropy`` for ``window`` steps, or fell by ``drop`` (a
-    share) from its first value."""
+    share) from its first value, while the task is not solved (see ``_solved``)."""
     pts = series(steps, ENTROPY)
     n = int(th["window"])
-    if len(pts) < n:
+    if len(pts) < n or _solved(steps, th):
         return None
     recent = [v for _, v in pts[-n:]]
     first = pts[0][1]
@@ -289,7 +303,10 @@ def format_dominance(steps: Steps, th: dict[str, float]) -> Evidence:
 
 def mode_collapse(steps: Steps, th: dict[str, float]) -> Evidence:
     """hack/mode-collapse: in ``identical_share`` or more of the groups every rollout gave the
-    same final answer (``doctor/identical_group_share``), over ``window`` steps."""
+    same final answer (``doctor/identical_group_share``), over ``window`` steps, while the task
+    is not solved (see ``_solved``)."""
+    if _solved(steps, th):
+        return None
     return _mean_over(steps, "doctor/identical_group_share", th, "identical_share",
                       "identical_group_share")
 

@@ -152,3 +152,12 @@ def test_a_solved_task_is_convergence_not_collapse(code):
 
     assert fires(code, run(0.92)) is None
     assert fires(code, run(0.3)) is not None
+
+
+def test_length_growing_with_reward_in_the_first_steps_is_learning():
+    """The GSPO learning run under AVX2 (seed 7) lengthened its answers 18 -> 24 tokens while
+    its reward rose over steps 1-6 (it learned to call the calculator): not a hack."""
+    early = with_(healthy(6), **{"trajectory__response_length__mean": lambda i: 14 + 2.0 * i,
+                                 "critic__rewards__mean": lambda i: 0.3 + 0.08 * i})
+    assert fires("hack/length", early) is None
+    assert fires("hack/length", early, warmup=0) is not None

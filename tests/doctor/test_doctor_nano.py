@@ -100,7 +100,7 @@ NOT_REPRODUCIBLE = pytest.mark.xfail(strict=False, reason="the small job does no
 async def test_a_reward_that_pays_for_length_raises_hack_length(tmp_path, nano_model_dir):
     codes = await run_job(tmp_path, nano_model_dir, max_steps=4, learning_rate=1e-3,
                           reward=LENGTH_REWARD, advisor={"thresholds": {"hack/length": {
-                              "window": 4}}})
+                              "window": 4, "warmup": 0}}})
     assert "hack/length" in codes, codes
 
 

@@ -40,7 +40,8 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "P6": {"window": 3, "val_drop": 0.1, "train_rise": 0.1},
     "P9": {"window": 3, "clip_ratio": 0.5},
     # reward hacking
-    "hack/length": {"window": 6, "correlation": 0.8, "length_growth": 0.3, "reward_rise": 0.1},
+    "hack/length": {"window": 6, "correlation": 0.8, "length_growth": 0.3, "reward_rise": 0.1,
+                    "warmup": 10},
     "hack/divergence": {"window": 3, "gap": 0.3, "train_rise": 0.1},
     "hack/component": {"window": 3, "share": 0.9},
     "hack/format": {"window": 3, "share": 0.6},

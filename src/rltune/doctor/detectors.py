@@ -226,9 +226,13 @@ def truncation(steps: Steps, th: dict[str, float]) -> Evidence:
 # ---------------------------------------------------------------- reward hacking
 
 def length_hacking(steps: Steps, th: dict[str, float]) -> Evidence:
-    """hack/length: over ``window`` steps the response length grows by ``length_growth`` (a
-    share) together with the reward (correlation ≥ ``correlation``, rise ≥ ``reward_rise``)."""
+    """hack/length: over ``window`` steps after the first ``warmup`` ones the response length
+    grows by ``length_growth`` (a share) together with the reward (correlation ≥
+    ``correlation``, rise ≥ ``reward_rise``). The first steps are left out: a policy that
+    learns its task (to call a tool, to show its work) lengthens its answers as it gets them
+    right."""
     n = int(th["window"])
+    steps = [s for s in steps if s.get("step", 0) > th["warmup"]]
     lengths = dict(_last(steps, LENGTH, n))
     rewards = dict(_last(steps, REWARD, n))
     common = sorted(set(lengths) & set(rewards))

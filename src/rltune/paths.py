@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
+from rltune.modelcodes import lookup as lookup_code
 from rltune.sdk.errors import DependencyError, NotFoundError
 
 PathLike = Union[str, Path]
@@ -209,6 +210,13 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
         return ModelSource(spec, "named", published)
     if spec in DEMO_SIZES:
         return ModelSource(spec, "demo", named if (named / "config.json").is_file() else None)
+    hub = lookup_code(spec, home=home) if "/" not in spec and not path.exists() else None
+    if hub is not None:  # a cloud model code (rltune.modelcodes): resolves as its hub id
+        try:
+            return check_model(hub, home, what=what, workspace=workspace)
+        except NotFoundError as exc:
+            raise NotFoundError(f"model {spec!r} is the cloud code of the hub id {hub!r}; "
+                                f"{exc.message}", where=exc.where, hint=exc.hint) from None
     if is_hub_id(spec) and not path.exists():
         snapshot = cached_snapshot(spec)
         if snapshot is None and hf_offline():
@@ -222,7 +230,8 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
     known = sorted(p.name for p in models_home(home).glob("*") if (p / "config.json").is_file())
     raise NotFoundError(
         f"no model {spec!r}: not a model directory (with config.json), not a name under "
-        f"{models_home(home)}, not a demo size, not a hub id (org/name)",
+        f"{models_home(home)}, not a demo size, not a cloud model code, not a hub id "
+        "(org/name)",
         where=what,
         hint=("known names: " + ", ".join(known)) if known else
         "pass a directory saved with save_pretrained, a hub id such as "

@@ -34,7 +34,7 @@ def test_jsonl_converts_and_loads_as_training_data(tmp_path):
     assert [row.ground_truth for row in rows] == ["72", "4"]
     assert rows[0].rollout_extra == {"data_source": "openai/gsm8k", "ability": "math",
                                      "extra_info": {"split": "train", "index": 0},
-                                     "reward_model_style": "rule"}
+                                     "reward_model": {"style": "rule", "ground_truth": "72"}}
     assert rows[1].message_dicts() == [{"role": "user", "content": "2+2?"}]
 
 

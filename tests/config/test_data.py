@@ -52,7 +52,8 @@ def test_every_bad_line_is_reported_and_nothing_loaded(tmp_path):
     assert "6 bad row(s)" in text or "bad row(s)" in text
     assert f"{p}:2: not valid JSON" in text
     assert f"{p}:3: field 'messages[0].role'" in text
-    assert f"{p}:4: field 'messages'" in text and "Field required" in text
+    assert f"{p}:4: no 'messages' and no 'prompt' column (columns: rollout_extra)" in text
+    assert "rltune data convert" in text  # the hint names the converter
     assert f"{p}:5: field 'tools[0]'" in text and "name" in text
     assert f"{p}:6: a row must be a JSON object" in text
     assert f"{p}:7: field 'messages[0]'" in text and "needs 'content'" in text

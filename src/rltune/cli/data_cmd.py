@@ -23,13 +23,15 @@ def convert(
     skip_invalid: bool = typer.Option(False, "--skip-invalid",
                                       help="write the valid rows even when some are bad"),
 ) -> None:
-    """Convert rows shaped like verl's (prompt, reward_model.ground_truth, data_source, …)."""
+    """Convert rows shaped like TRL's (prompt, solution, …) or verl's (prompt,
+    reward_model.ground_truth, data_source, …); every column is kept and the mapping shown."""
     from rltune.config.convert import convert_rows, read_source
     from rltune.sdk.errors import RltuneError
 
+    notes: dict[str, int] = {}
     try:
-        rows, errors = convert_rows(read_source(source, split), prompt_key=prompt_key,
-                                    ground_truth_key=ground_truth_key)
+        rows, errors = convert_rows(read_source(source, split), notes=notes,
+                                    prompt_key=prompt_key, ground_truth_key=ground_truth_key)
     except RltuneError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(1) from None
@@ -45,6 +47,8 @@ def convert(
     with output.open("w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    for note, count in notes.items():
+        typer.echo(f"mapped {note} ({count} row{'s' if count != 1 else ''})")
     typer.echo(f"wrote {len(rows)} rows to {output}"
                + (f" (skipped {len(errors)} bad rows)" if errors else ""))
 

@@ -45,6 +45,12 @@ def train(
         help="also log to this experiment tracker (repeatable): tensorboard, wandb, mlflow, "
         "swanlab, trackio; options come from the job's observability block",
     ),
+    sets: list[str] = typer.Option(
+        [], "--set",
+        help="override a field: key=value (repeatable). key is a dotted path "
+        "(training.hyper_parameters.learning_rate) or a hyper-parameter name, TRL's and "
+        "verl's included (num_generations, actor_rollout_ref.rollout.n); value is YAML",
+    ),
     ray_address: Optional[str] = typer.Option(
         None, "--ray-address",
         help="run the functions as Ray actors on this cluster (sets function_backend: ray; "
@@ -52,11 +58,11 @@ def train(
     ),
 ) -> None:
     """Train a job in this process: rollouts, rewards, updates, validation, checkpoints."""
-    from rltune.config import load_job_config
+    from rltune.config.overrides import load_job_config_with_sets
     from rltune.sdk.errors import RltuneError
 
-    try:
-        job = load_job_config(config)  # the job's rules, engine keys included, run here
+    try:  # the job's rules, engine keys included, run here
+        job = load_job_config_with_sets(config, sets)
         if job.engine == "vllm":  # vllm not installed: refused before a run directory exists
             from rltune.engine.vllm_support import require_vllm
 
@@ -126,10 +132,14 @@ def _prepare_models(job) -> None:
         source = check_model(spec, what=what)
         path = source.path
         if source.kind == "hub" and path is None:
-            typer.echo(f"downloading {spec} from the Hugging Face hub …", err=True)
-            path = download_snapshot(spec)
+            typer.echo(f"downloading {source.spec} from the Hugging Face hub …", err=True)
+            path = download_snapshot(source.spec)  # a cloud code's hub id
         if what == "model.name" and path is not None:
             parser_name_for_model_dir(path, job.model.tool_call_parser)
+            if (job.engine or "builtin") == "builtin":
+                from rltune.engine.cache_support import check_builtin_cache
+
+                check_builtin_cache(path)  # before a run folder exists
 
 
 def _after_failure(job_dir: Path, existed: bool) -> bool:

@@ -6,9 +6,12 @@ A verl row (``examples/data_preprocess`` in verl) looks like::
      "ability": "math", "reward_model": {"style": "rule", "ground_truth": "72"},
      "extra_info": {"split": "train", "index": 0}}
 
-and becomes ``{"messages": prompt, "ground_truth": "72", "rollout_extra": {"data_source", "ability",
-"extra_info", "reward_model_style"}}`` — the keys a verl ``compute_score`` wrapped by
-``rltune.sdk.plain.verl_reward`` reads back. A string prompt becomes one user message. Sources:
+and becomes ``{"messages": prompt, "ground_truth": "72", "rollout_extra": {"data_source",
+"ability", "reward_model", "extra_info"}}`` — every column but the prompt is kept, under its own
+name, for the rewards (a verl ``compute_score`` wrapped by ``rltune.sdk.plain.verl_reward`` reads
+``data_source`` and ``extra_info``; a TRL function gets each column as a keyword). TRL rows
+(``{"prompt": "…" or [messages], "solution": …}``) convert the same way
+(``rltune.config.rowshapes``). A string prompt becomes one user message. Sources:
 ``.parquet`` (needs ``pyarrow``: ``pip install 'rltune[data]'``), a ``datasets`` folder saved
 with ``save_to_disk`` (needs ``datasets``), or ``.jsonl`` / ``.json`` in the same shape.
 
@@ -32,49 +35,29 @@ from typing import Any, Optional
 
 import pydantic
 
+from rltune.config.rowshapes import VERL_GROUND_TRUTH, dotted, to_rltune_row
 from rltune.sdk.errors import DatasetError, DependencyError
 
-EXTRA_KEYS = ("data_source", "ability", "extra_info")
-
-
-def _get(row: dict[str, Any], dotted: str) -> Any:
-    value: Any = row
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
 def convert_row(row: Any, prompt_key: str = "prompt",
-                ground_truth_key: str = "reward_model.ground_truth") -> dict[str, Any]:
-    """One source row → one rltune row; ``ValueError`` says what is wrong."""
+                ground_truth_key: str = VERL_GROUND_TRUTH,
+                notes: Optional[dict[str, int]] = None) -> dict[str, Any]:
+    """One source row → one rltune row (every column kept); ``ValueError`` says what is
+    wrong. ``notes`` counts what was mapped (``"prompt → messages"``: rows)."""
     from rltune.config.data import DataRow
 
     if isinstance(row, _BadLine):
         raise ValueError(str(row))
     if not isinstance(row, dict):
         raise ValueError(f"is a {type(row).__name__}, not an object")
-    prompt = _get(row, prompt_key)
-    if prompt is None:
+    if "messages" not in row and dotted(row, prompt_key) is None:
         raise ValueError(f"{prompt_key}: missing; name the prompt column with --prompt-key")
-    if isinstance(prompt, str):
-        prompt = [{"role": "user", "content": prompt}]
+    out, mapped = to_rltune_row(row, prompt_key, ground_truth_key)
+    prompt = out["messages"]
     if not isinstance(prompt, list):
         raise ValueError(f"{prompt_key}: is a {type(prompt).__name__}; give a list of "
                          "{role, content} messages or a string")
     if not prompt:
         raise ValueError(f"{prompt_key}: is empty; give at least one message")
-    extra = {k: row[k] for k in EXTRA_KEYS if row.get(k) is not None}
-    style = _get(row, "reward_model.style")
-    if style is not None:
-        extra["reward_model_style"] = style
-    out: dict[str, Any] = {"messages": prompt}
-    truth = _get(row, ground_truth_key)
-    if truth is not None:
-        out["ground_truth"] = truth
-    if extra:
-        out["rollout_extra"] = extra
     try:
         DataRow.model_validate(out)
     except pydantic.ValidationError as exc:
@@ -83,15 +66,19 @@ def convert_row(row: Any, prompt_key: str = "prompt",
         raise ValueError(f"{prompt_key if loc.startswith('messages') else loc}"
                          f"{loc[len('messages'):] if loc.startswith('messages') else ''}: "
                          f"{err['msg']}") from None
+    if notes is not None:
+        for note in mapped:
+            notes[note] = notes.get(note, 0) + 1
     return out
 
 
-def convert_rows(rows: Iterable[Any], **keys: str) -> tuple[list[dict], list[str]]:
+def convert_rows(rows: Iterable[Any], notes: Optional[dict[str, int]] = None,
+                 **keys: str) -> tuple[list[dict], list[str]]:
     """(converted rows, ``row N: …`` errors) — every row is tried."""
     out, errors = [], []
     for n, row in enumerate(rows, 1):
         try:
-            out.append(convert_row(row, **keys))
+            out.append(convert_row(row, notes=notes, **keys))
         except ValueError as exc:
             errors.append(f"row {n}: {exc}")
     return out, errors

@@ -1,4 +1,5 @@
-"""Training data: JSONL rows ``{messages, rollout_extra, tools?}`` validated row by row, and a
+"""Training data: rows ``{messages, rollout_extra, tools?}`` (or TRL's / verl's ``{prompt, …}``,
+from JSONL, JSON, parquet or a saved ``datasets`` folder) validated row by row, and a
 seeded per-epoch sampler whose state can be saved and restored (exact resume).
 
 A bad file raises one ``DatasetError`` listing every bad line (line number and field); nothing
@@ -19,12 +20,14 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Literal, Optional, Union
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rltune.config.errors import format_path
+from rltune.config.rowshapes import RowShapeError, to_rltune_row
 from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
 from rltune.sdk.errors import DatasetError
 
@@ -129,17 +132,27 @@ def _json_object(text: str) -> tuple[Any, str | None]:
 
 def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
     """Validate JSONL lines; raise one ``DatasetError`` naming every bad line and field."""
+    objects = ((n, *_json_object(text)) for n, text in enumerate(lines, start=1)
+               if text.strip())  # blank lines (e.g. a trailing newline) are not rows
+    return validate_rows(objects, source=source)
+
+
+def validate_rows(objects: Iterable[tuple[int, Any, str | None]], *,
+                  source: str = "<data>") -> list[DataRow]:
+    """Rows from ``(number, object, problem)`` triples, each object in rltune's, TRL's or
+    verl's shape (``rltune.config.rowshapes``); one ``DatasetError`` names every bad row."""
     rows: list[DataRow] = []
     errors: list[str] = []
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue  # blank lines (e.g. a trailing newline) are not rows
-        obj, problem = _json_object(text)
+    for number, obj, problem in objects:
         if problem:
             errors.append(f"{source}:{number}: {problem}")
             continue
         try:
+            obj, _ = to_rltune_row(obj)
             row = DataRow.model_validate(obj)
+        except RowShapeError as exc:
+            errors.append(f"{source}:{number}: {exc}")
+            continue
         except pydantic.ValidationError as exc:
             for err in exc.errors():
                 field = format_path(tuple(p for p in err["loc"] if not str(p).startswith(
@@ -156,8 +169,10 @@ def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
         raise DatasetError(
             f"{len(errors)} bad row(s) in {source}:\n  " + "\n  ".join(shown) + tail,
             where=shown[0].split(": ", 1)[0],
-            hint='each line must be {"messages": [{"role": "user", "content": "..."}], '
-                 '"rollout_extra": {...}, "tools": [...] (optional)}',
+            hint='each row needs {"messages": [{"role": "user", "content": "..."}]} '
+                 '(rltune) or {"prompt": "..." or [messages]} (TRL, verl); other columns '
+                 "reach the rewards. For another prompt column: rltune data convert "
+                 "--prompt-key KEY",
         )
     if not rows:
         raise DatasetError(f"{source} has no rows", where=source,
@@ -165,9 +180,23 @@ def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
     return rows
 
 
+#: Dataset files read through ``rltune.config.convert.read_source`` (not line-based JSONL).
+TABLE_SUFFIXES = (".parquet", ".json")
+
+
 def load_dataset(path: str | Path) -> list[DataRow]:
-    """Load and validate a JSONL dataset file."""
+    """Load and validate a dataset: JSONL, a JSON list, a parquet file or a folder saved by
+    ``datasets.Dataset.save_to_disk`` (rows in rltune's, TRL's or verl's shape)."""
     p = Path(path)
+    if p.is_dir() or p.suffix in TABLE_SUFFIXES:
+        from rltune.config.convert import read_source
+
+        if not p.exists():
+            raise DatasetError(f"dataset file not found: {p}", where=str(p),
+                               hint="check file_name in the job's datasets")
+        return validate_rows(((n, *_table_row(obj)) for n, obj in
+                              enumerate(read_source(p, split="train"), start=1)),
+                             source=str(p))
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -177,6 +206,12 @@ def load_dataset(path: str | Path) -> list[DataRow]:
         raise DatasetError(f"dataset is not UTF-8 text ({exc.reason} at byte {exc.start})",
                            where=str(p), hint="save the file as UTF-8 JSONL") from None
     return parse_rows(text.splitlines(), source=str(p))
+
+
+def _table_row(obj: Any) -> tuple[Any, str | None]:
+    if not isinstance(obj, dict):
+        return None, f"a row must be an object, got {type(obj).__name__}"
+    return obj, None
 
 
 class EpochSampler:

@@ -23,6 +23,7 @@ from pydantic import Field, create_model, field_validator, model_validator
 from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
 from rltune.config.algorithm import KNOBS, AlgorithmName
+from rltune.config.synonyms import translate
 from rltune.names import REPLICA_BACKENDS, literal
 
 #: The scheduler looks one step ahead, so no rollout is ever more than one version old.
@@ -200,6 +201,11 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
         "attention and MLP blocks, not the output head) or names such as "
         "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj (list or comma-separated)",
     )
+
+    @classmethod
+    def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # TRL's and verl's names (config/synonyms.py): renamed, or refused naming ours.
+        return translate(data, lambda key: cls.model_fields[key].default)
 
     @field_validator("lora_target_modules", mode="before")
     @classmethod

@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.engine.cache_support import check_builtin_cache
 from rltune.engine.hf_compat import cache_kwargs
 from rltune.engine.sampling import RowParams, sample_batch
 from rltune.engine.threaded import Job, ThreadedEngine, check_model_dir, eos_ids, find_stop
@@ -144,6 +145,7 @@ class TransformersEngine(ThreadedEngine):
 
         path = check_model_dir(path, "pass a directory saved with save_pretrained, or a model "
                                "name under $RLTUNE_HOME/models")
+        check_builtin_cache(path)  # sliding-window or hybrid caches: engine: vllm
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
         model.to(device)
         kwargs.setdefault("model_name", path.name)

@@ -26,13 +26,14 @@ from rltune.rollout.runner import RolloutRunner
 
 async def run_group(runner: RolloutRunner, rewarder: Optional[Rewarder], prompt: DataRow, *,
                     sample_id: str, sample_index: int, row_index: int,
-                    n: int) -> list[RolloutResult]:
-    """``n`` rollouts of ``prompt`` (ids ``<sample_id>.r<k>``), scored together."""
+                    n: int, trainer_state: Optional[dict] = None) -> list[RolloutResult]:
+    """``n`` rollouts of ``prompt`` (ids ``<sample_id>.r<k>``), scored together.
+    ``trainer_state`` (e.g. ``{"global_step": 3}``) reaches the reward functions."""
     results = list(await asyncio.gather(*(
         runner.run(prompt, rollout_id=f"{sample_id}.r{k}", sample_id=sample_id,
                    sample_index=sample_index, row_index=row_index)
         for k in range(n)
     )))
     if rewarder is not None:
-        await rewarder.score_group(results, prompt.ground_truth)
+        await rewarder.score_group(results, prompt.ground_truth, trainer_state=trainer_state)
     return results

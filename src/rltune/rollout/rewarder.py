@@ -52,10 +52,13 @@ class Rewarder:
                 return out
         return out
 
-    async def score_group(self, results: list[RolloutResult], ground_truth: Any) -> None:
+    async def score_group(self, results: list[RolloutResult], ground_truth: Any,
+                          trainer_state: Optional[dict[str, Any]] = None) -> None:
         """Fill ``score``, ``component_scores``/``metrics`` or ``reward_error`` in place.
 
-        A rollout or reward that discards (``is_discard``) drops the whole group.
+        A rollout or reward that discards (``is_discard``) drops the whole group. Each reward
+        input also carries ``completion_ids`` (the sampled token ids) and ``trainer_state``,
+        the keywords TRL passes to plain reward functions (``rltune.sdk.plain``).
         """
         if _discard_group(results, next((r.error for r in results if r.discarded), None)):
             return
@@ -76,7 +79,8 @@ class Rewarder:
                     )
             return
         await asyncio.gather(
-            *(self._score_component(c, valid, ground_truth) for c in self.components)
+            *(self._score_component(c, valid, ground_truth, trainer_state or {})
+              for c in self.components)
         )
         if _discard_group(results, next((r.reward_error for r in valid if r.discarded), None)):
             return
@@ -98,13 +102,16 @@ class Rewarder:
         )
 
     async def _score_component(
-        self, comp: RewardComponent, valid: list[RolloutResult], ground_truth: Any
+        self, comp: RewardComponent, valid: list[RolloutResult], ground_truth: Any,
+        trainer_state: dict[str, Any],
     ) -> None:
         if comp.group:
             payload = GroupRewardInput(
                 agent_outputs=[r.agent_output for r in valid],
                 ground_truth=ground_truth,
                 request_metadata=self._meta(valid[0]),
+                completion_ids=[sampled_ids(r) for r in valid],
+                trainer_state=trainer_state,
             )
             with reward_span(comp.name, None, None, group=True) as headers:
                 out: GroupRewardOutput = await self._call(comp.pool, payload, headers)
@@ -134,6 +141,8 @@ class Rewarder:
                 agent_output=r.agent_output,
                 ground_truth=ground_truth,
                 request_metadata=self._meta(r),
+                completion_ids=sampled_ids(r),
+                trainer_state=trainer_state,
             )
             with reward_span(comp.name, r.rollout_id, r.traceparent) as headers:
                 out: RewardOutput = await self._call(comp.pool, payload, headers)
@@ -158,6 +167,12 @@ class Rewarder:
             return
         if reward.reward_metrics:
             r.component_metrics[comp.name] = dict(reward.reward_metrics)
+
+
+def sampled_ids(r: RolloutResult) -> list[int]:
+    """The token ids the policy sampled in a rollout, in order (every turn's completion)."""
+    return [t for seq in r.sequences
+            for t, m in zip(seq.input_ids, seq.loss_mask, strict=False) if m]
 
 
 def _discard_group(results: list[RolloutResult], why: Optional[str]) -> bool:

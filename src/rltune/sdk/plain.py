@@ -2,8 +2,10 @@
 
 * TRL style: ``f(completions, **kwargs) -> list[float]``. ``completions`` is a list of
   conversational completions (each the list of messages after the prompt); keyword arguments
-  are ``prompts`` (the prompt messages), ``ground_truth`` and every ``rollout_extra`` key, each
-  a list with one entry per completion, as TRL passes dataset columns. ``None`` in the result
+  are ``prompts`` (the prompt messages), ``ground_truth``, ``completion_ids`` (the sampled
+  token ids) and every ``rollout_extra`` key (every dataset column), each a list with one entry
+  per completion, as TRL passes dataset columns, plus ``trainer_state`` (``global_step``: the
+  step whose rollouts are scored, 0 in validation). ``None`` in the result
   means "not applicable" and fails that trajectory's reward (it is dropped, not scored 0).
 * verl style: ``compute_score(data_source, solution_str, ground_truth, extra_info=None)`` →
   a number, or a dict with ``score`` (its other numeric entries become reward metrics).
@@ -75,8 +77,21 @@ def _number(value: Any, who: str) -> float:
     return float(value)
 
 
-def _trl_scores(fn: Callable, outputs: list[Any], ground_truth: Any) -> list[Optional[float]]:
-    columns: dict[str, list[Any]] = {"completions": [], "prompts": [], "ground_truth": []}
+class TrainerState(dict):
+    """The ``trainer_state`` keyword: a dict whose keys also read as attributes
+    (``trainer_state.global_step``, as on TRL's ``TrainerState``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _trl_scores(fn: Callable, outputs: list[Any], ground_truth: Any,
+                completion_ids: Optional[list[Any]] = None,
+                trainer_state: Optional[dict[str, Any]] = None) -> list[Optional[float]]:
+    columns: dict[str, Any] = {"completions": [], "prompts": [], "ground_truth": []}
     extras = [o.rollout_extra or {} for o in outputs]
     for key in {k for e in extras for k in e}:
         columns.setdefault(key, [e.get(key) for e in extras])
@@ -85,6 +100,9 @@ def _trl_scores(fn: Callable, outputs: list[Any], ground_truth: Any) -> list[Opt
         columns["prompts"].append(prompt)
         columns["completions"].append(completion)
         columns["ground_truth"].append(ground_truth)
+    if completion_ids is not None:
+        columns["completion_ids"] = completion_ids
+    columns["trainer_state"] = TrainerState(trainer_state or {})
     scores = _call(fn, columns)
     if not isinstance(scores, (list, tuple)) or len(scores) != len(outputs):
         raise ValueError(f"{fn.__name__} returned {scores!r}; return a list of "
@@ -98,7 +116,9 @@ def trl_reward(fn: Callable, *, group: bool = False) -> type:
         class TrlGroupReward(AbstractGroupRewardProcessor):
             def process(self, input_data: Any) -> GroupRewardOutput:
                 scores = _trl_scores(fn, list(input_data.agent_outputs),
-                                     input_data.ground_truth)
+                                     input_data.ground_truth,
+                                     getattr(input_data, "completion_ids", None),
+                                     getattr(input_data, "trainer_state", None))
                 if None in scores:
                     return GroupRewardOutput(reward=GroupReward(rewards=[]),
                                              status=TaskStatus.FAILED,
@@ -111,7 +131,10 @@ def trl_reward(fn: Callable, *, group: bool = False) -> type:
     else:
         class TrlReward(AbstractRewardProcessor):
             def process(self, input_data: Any) -> RewardOutput:
-                (score,) = _trl_scores(fn, [input_data.agent_output], input_data.ground_truth)
+                ids = getattr(input_data, "completion_ids", None)
+                (score,) = _trl_scores(fn, [input_data.agent_output], input_data.ground_truth,
+                                       None if ids is None else [ids],
+                                       getattr(input_data, "trainer_state", None))
                 if score is None:
                     return RewardOutput(reward=Reward(reward_score=0.0),
                                         status=TaskStatus.FAILED,

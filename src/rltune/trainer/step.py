@@ -169,7 +169,7 @@ class StepRunner:
         return await run_group(
             self.rt.runner, self.rt.rewarder if self.signal.scores_rollouts else None, row,
             sample_id=f"{self.job_id}-s{step}-p{sample_index}", sample_index=sample_index,
-            row_index=row_index, n=n)
+            row_index=row_index, n=n, trainer_state={"global_step": step})
 
     async def validate(self, rows: list[DataRow]) -> dict[str, float]:
         """Expected reward of one sampled rollout per validation prompt (``mean@1``).

@@ -78,3 +78,19 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path, monkeypatch):
     (tmp_path / "x.parquet").write_bytes(b"PAR1")
     r = run(tmp_path / "x.parquet", "-o", tmp_path / "o.jsonl")
     assert r.exit_code == 1 and "rltune[data]" in r.output
+
+
+def test_trl_rows_keep_every_column_and_the_mapping_is_shown(tmp_path):
+    src = tmp_path / "trl.jsonl"
+    src.write_text(json.dumps({"prompt": "2+2?", "solution": "4", "difficulty": 1}) + "\n"
+                   + json.dumps({"prompt": [{"role": "user", "content": "3+3?"}],
+                                 "solution": "6", "difficulty": 2}) + "\n")
+    out = tmp_path / "train.jsonl"
+    r = run(src, "-o", out)
+    assert r.exit_code == 0, r.output
+    assert "mapped prompt (a string) → messages (one user message) (1 row)" in r.output
+    assert "mapped prompt → messages (1 row)" in r.output
+    assert "mapped solution, difficulty → rollout_extra (2 rows)" in r.output
+    rows = load_dataset(out)
+    assert [row.rollout_extra for row in rows] == [{"solution": "4", "difficulty": 1},
+                                                   {"solution": "6", "difficulty": 2}]

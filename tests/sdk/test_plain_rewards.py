@@ -89,3 +89,24 @@ def test_a_worker_serves_a_plain_function_by_classpath(tmp_path):
             return [(await pool.call(reward_input(c))).reward.reward_score for c in ("4", "5")]
 
     assert asyncio.run(run()) == [1.0, 0.0]
+
+
+def test_trl_function_gets_completion_ids_and_trainer_state():
+    seen = {}
+
+    def f(completions, completion_ids, trainer_state, **kwargs):
+        seen.update(ids=completion_ids, step=trainer_state.global_step,
+                    as_dict=trainer_state["global_step"])
+        return [1.0] * len(completions)
+
+    inp = reward_input()
+    inp = RewardInput.model_validate({**inp.model_dump(), "completion_ids": [5, 6, 7],
+                                      "trainer_state": {"global_step": 3}})
+    assert trl_reward(f)().process(inp).reward.reward_score == 1.0
+    assert seen == {"ids": [[5, 6, 7]], "step": 3, "as_dict": 3}
+    group = GroupRewardInput.model_validate({
+        "agent_outputs": [reward_input().agent_output.model_dump()] * 2,
+        "completion_ids": [[1], [2, 3]], "trainer_state": {"global_step": 2}})
+    out = trl_reward(f, group=True)().process(group)
+    assert [r.reward_score for r in out.reward.rewards] == [1.0, 1.0]
+    assert seen["ids"] == [[1], [2, 3]] and seen["step"] == 2

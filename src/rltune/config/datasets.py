@@ -40,7 +40,9 @@ class MountStorage(StrictModel):
 
 
 class Dataset(StrictModel):
-    """A JSONL dataset: a local ``file_name``, an uploaded ``file_id`` or a ``download_url``."""
+    """A dataset: a local ``file_name`` (JSONL, JSON, parquet or a folder saved by
+    ``datasets``; rltune's, TRL's or verl's rows), an uploaded ``file_id`` or a
+    ``download_url``."""
 
     type: DatasetsType = DatasetsType.TRAINING
     data_source_type: DataSourceType = DataSourceType.FILE_ID

@@ -32,7 +32,7 @@ def job_schema() -> dict[str, Any]:
     verl's hyper-parameter names)."""
     from rltune.config.job import JobConfig
 
-    schema = JobConfig.model_json_schema(mode="validation")
+    schema = _numbers_as_text(JobConfig.model_json_schema(mode="validation"))
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = SCHEMA_ID
     for body in [schema, *schema.get("$defs", {}).values()]:
@@ -60,6 +60,24 @@ def job_schema() -> dict[str, Any]:
     return schema
 
 
+#: A number written as text (PyYAML reads ``2e-6`` as a string; the config accepts it).
+_NUMERIC_TEXT = {"type": "string", "pattern": r"^\s*[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"}
+
+
+def _numbers_as_text(node: Any) -> Any:
+    """Every ``number``/``integer`` schema also accepts numeric text, as the config does."""
+    if isinstance(node, list):
+        return [_numbers_as_text(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _numbers_as_text(v) for k, v in node.items()}
+    if node.get("type") in ("number", "integer"):
+        bounds = {k: node.pop(k) for k in ("type", "minimum", "maximum", "exclusiveMinimum",
+                                            "exclusiveMaximum") if k in node}
+        node["anyOf"] = [bounds, _NUMERIC_TEXT]
+    return node
+
+
 def schema_text() -> str:
     return json.dumps(job_schema(), indent=2, sort_keys=False) + "\n"
 
@@ -70,7 +88,8 @@ def _type_name(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     if origin is typing.Literal:
-        return " \\| ".join(f"`{a}`" for a in typing.get_args(annotation))
+        return " \\| ".join(f"`{a.value if isinstance(a, Enum) else a}`"
+                             for a in typing.get_args(annotation))
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
         return " or ".join(_type_name(a) for a in args)
     if origin is typing.Annotated:
@@ -107,6 +126,34 @@ def _default(field: Any) -> str:
     return "" if value is None else f"`{json.dumps(value)}`"
 
 
+def _comments(model: type) -> dict[str, str]:
+    """``#:`` comments above the fields in the class's source (fields without a
+    ``description``)."""
+    import inspect
+    import re
+
+    try:
+        lines = inspect.getsource(model).splitlines()
+    except (OSError, TypeError):
+        return {}
+    found: dict[str, str] = {}
+    pending: list[str] = []
+    for line in lines:
+        text = line.strip()
+        if text.startswith("#:"):
+            pending.append(text[2:].strip())
+            continue
+        m = re.match(r"(\w+)\s*:", text)
+        if m and pending:
+            found[m.group(1)] = " ".join(pending)
+        pending = []
+    return found
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split()).replace("|", "/")
+
+
 def reference_markdown() -> str:
     """``docs/config.md``: every section of the job config, every key, type, default and
     description, from the pydantic models."""
@@ -124,13 +171,14 @@ def reference_markdown() -> str:
         if model in seen:
             continue
         seen.add(model)
-        doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        doc = _clean((model.__doc__ or "").strip().split("\n\n")[0])
+        comments = _comments(model)
         out += [f"## {model.__name__}", ""] + ([doc, ""] if doc else [])
         out += ["| key | type | default | description |", "| --- | --- | --- | --- |"]
         for name, field in model.model_fields.items():
             if field.exclude:
                 continue
-            desc = (field.description or "").replace("\n", " ").replace("|", "/")
+            desc = _clean(field.description or comments.get(name, ""))
             out.append(f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} "
                        f"| {desc} |")
             queue += [m for m in _models(field.annotation) if m not in seen]

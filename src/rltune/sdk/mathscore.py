@@ -183,9 +183,10 @@ def accuracy_reward(completions: list[Any], solution: list[Any],
 
 
 def _plain(gold: Any) -> bool:
-    """A short reference with no LaTeX or prose is an answer as it stands."""
+    """A short reference (three words at most, no box) is an answer as it stands; a longer
+    one is a worked solution whose box (else last number) is the answer."""
     s = str(gold).strip()
-    return bool(s) and len(s) < 64 and "\\boxed" not in s and not re.search(r"[.?!]\s", s)
+    return bool(s) and len(s.split()) <= 3 and "\\boxed" not in s
 
 
 # ---- verl's default_compute_score ----

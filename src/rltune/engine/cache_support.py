@@ -39,9 +39,9 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
 def cache_problem(config: dict[str, Any]) -> Optional[str]:
     """Why the built-in engine cannot serve this ``config.json``, or None."""
     cfg = _text_config(config)
-    kind = str(cfg.get("model_type") or "")
-    if kind in HYBRID_MODEL_TYPES:
-        return f"its model_type {kind!r} has a hybrid (attention + linear/state-space) cache"
+    for kind in (str(config.get("model_type") or ""), str(cfg.get("model_type") or "")):
+        if kind.removesuffix("_text") in HYBRID_MODEL_TYPES:
+            return f"its model_type {kind!r} has a hybrid (attention + linear/state-space) cache"
     types = cfg.get("layer_types")
     if isinstance(types, list) and any(t != "full_attention" for t in types):
         kinds = ", ".join(dict.fromkeys(map(str, types)))

@@ -58,3 +58,15 @@ def test_a_user_table_overrides_and_adds_codes(tmp_path, monkeypatch, hf_home):
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "missing.yaml"))
     with pytest.raises(ConfigError, match="not a file"):
         check_model("anything", home)
+
+
+def test_the_docs_list_every_code():
+    from pathlib import Path
+
+    from rltune.modelcodes import HOSTED_ONLY
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "coming-from.md").read_text()
+    for code, hub in MODEL_CODES.items():
+        assert f"| `{code}` | `{hub}` |" in docs, code
+    for code in HOSTED_ONLY:
+        assert f"| `{code}" in docs, code

@@ -75,3 +75,13 @@ def test_both_wrap_as_plain_rewards():
     assert verl.process(inp).reward.reward_score == 1.0
     trl = processor_for_function(accuracy_reward)()
     assert trl.process(inp).reward.reward_score == 1.0
+
+
+def test_the_docs_list_every_data_source():
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "coming-from.md").read_text()
+    for source, scorer in mathscore.SCORERS.items():
+        assert f"| `{source}` | `{scorer.__name__}` |" in docs, source
+    for prefix, scorer in mathscore.PREFIX_SCORERS.items():
+        assert f"| `{prefix}*` | `{scorer.__name__}` |" in docs, prefix

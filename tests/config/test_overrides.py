@@ -38,7 +38,7 @@ def test_sets_take_effect_typed_by_the_schema(job_file):
 
 
 def test_bad_sets_are_named(job_file):
-    with pytest.raises(ConfigError, match="no such key.*did you mean 'n_rollouts'"):
+    with pytest.raises(ConfigError, match=r"no such key.*did you mean 'n_rollouts'"):
         load_job_config_with_sets(job_file, ["n_rollout=3"])
     with pytest.raises(ConfigError, match="not key=value"):
         load_job_config_with_sets(job_file, ["learning_rate"])

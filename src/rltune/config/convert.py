@@ -99,7 +99,8 @@ def read_source(path: str | Path, split: Optional[str] = None) -> Iterator[Any]:
         if isinstance(ds, datasets.DatasetDict):
             if split not in ds:
                 raise DatasetError(f"{p} has splits {sorted(ds)}", where=str(p),
-                                   hint="choose one with --split")
+                                   hint="choose one with --split (rltune data convert); a "
+                                   "job reads the 'train' split")
             ds = ds[split]
         yield from ds
     elif p.suffix == ".parquet":

@@ -46,7 +46,7 @@ def train(
         "swanlab, trackio; options come from the job's observability block",
     ),
     sets: list[str] = typer.Option(
-        [], "--set",
+        [], "--set", metavar="KEY=VALUE",
         help="override a field: key=value (repeatable). key is a dotted path "
         "(training.hyper_parameters.learning_rate) or a hyper-parameter name, TRL's and "
         "verl's included (num_generations, actor_rollout_ref.rollout.n); value is YAML",

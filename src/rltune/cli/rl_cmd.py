@@ -300,7 +300,7 @@ def _follow(client: Any, job_id: str) -> None:
                    f"--follow   (status: rltune get {job_id})")
         raise typer.Exit(0) from None
     typer.echo(f"{job_id}: {status}" + (f" — {job['error']}" if job.get("error") else ""))
-    if status != "SUCCEEDED":
+    if status not in ("SUCCEEDED", "STOPPED"):  # STOPPED: ended early by `stop`, kept
         raise typer.Exit(1)
 
 

@@ -5,8 +5,8 @@ The server writes ``<job_dir>/job.yaml`` (the config with file and function ids 
 resolved to paths) and ``<job_dir>/job.json`` (``{"job_id": ...}``) and starts this module in a
 new process group, so cancel = kill the group (trainer, engine, function workers). It runs the
 ``Trainer`` with a ``FileSink`` rooted at the job dir and ends by writing
-``<job_dir>/result.json``: ``{"status": "SUCCEEDED"|"STOPPED"|"FAILED"|"INTERRUPTED", "error",
-"summary"}`` (STOPPED: it ended early at a step boundary because ``stop`` asked it to).
+``<job_dir>/result.json``: ``{"status": "SUCCEEDED"|"STOPPED"|"FAILED"|"INTERRUPTED",
+"error", "summary"}`` (STOPPED: it ended early at a step boundary because ``stop`` asked).
 ``--ray-address`` is the server's cluster: the job's functions run there as Ray actors unless
 its config chose otherwise (``rltune.server.cluster.place_functions``).
 """

@@ -114,12 +114,15 @@ def stop_job(job_id: str, request: Request, caller: Caller = Depends(authenticat
 @lru_cache(maxsize=1)
 def hyperparameter_fields() -> list[dict[str, Any]]:
     """The job's hyper-parameters as form fields: name, type, default, minimum, maximum,
-    choices, description, nullable (from the config's own schema, so it never drifts)."""
+    choices, description, nullable (from the config's own schema, so it never drifts); the
+    cloud's hyper-parameters first, then the algorithm knobs."""
     from rltune.config.hyperparams import HyperParameters
 
-    schema = HyperParameters.model_json_schema()
+    props = HyperParameters.model_json_schema().get("properties", {})
+    own = [n for n in HyperParameters.__annotations__ if n in props]  # the cloud's come first
     out = []
-    for name, prop in schema.get("properties", {}).items():
+    for name in own + [n for n in props if n not in own]:
+        prop = props[name]
         options = prop.get("anyOf") or [prop]
         kinds = [o for o in options if o.get("type") != "null"]
         main = kinds[0] if kinds else prop

@@ -18,7 +18,7 @@ from rltune.sdk.errors import RltuneError
 def copy(job_id: str = typer.Argument(..., help="the job to copy (any state)"),
          sets: list[str] = typer.Option([], "--set", help="key=value (repeatable): a dotted "
                                         "config path or a hyper-parameter name; the value is "
-                                        "YAML (4, 1e-5, true, null, [a, b])"),
+                                        "YAML (4, 1e-5, true, null, a flow list)"),
          job_name: Optional[str] = typer.Option(None, "--job-name", help="the new job's name "
                                                 "(default: <name>-copy)"),
          api_key: Optional[str] = KEY, output: str = OUT) -> None:

@@ -15,7 +15,7 @@ function knobInput(k) {
   const title = [k.description, k.minimum !== null && k.minimum !== undefined ? `min ${k.minimum}` : "", k.maximum !== null && k.maximum !== undefined ? `max ${k.maximum}` : ""]
     .filter(Boolean)
     .join(" · ");
-  const dflt = k.default === null || k.default === undefined ? "preset" : String(k.default);
+  const dflt = k.default === null || k.default === undefined ? "unset" : String(k.default);
   if (k.type === "choice" || k.type === "boolean") {
     const opts = k.type === "boolean" ? [true, false] : k.choices;
     return h(
@@ -158,7 +158,7 @@ export function renderNewJob(el) {
           "section",
           { class: "card" },
           h("h3", {}, "Hyper-parameters"),
-          h("p", { class: "muted small" }, "Empty fields keep their default (shown greyed)."),
+          h("p", { class: "muted small" }, "Empty fields keep their default (shown greyed; unset ones take the algorithm preset's value or none)."),
           h("table", { class: "kv knobs", id: "knobs" }, knobs.slice(0, FIRST_KNOBS).map(knobRow)),
           h("details", { id: "more-knobs" }, h("summary", {}, `${Math.max(0, knobs.length - FIRST_KNOBS)} more knobs`), h("table", { class: "kv knobs" }, knobs.slice(FIRST_KNOBS).map(knobRow))),
         ),

@@ -12,6 +12,7 @@ Everything that writes or reads a run's files names them through :class:`JobDir`
     <job_dir>/result.json                           the job process's outcome (server)
     <job_dir>/ranks/rank-<r>.log                    other trainer ranks' output
     <job_dir>/traces/                               the run's spans
+    <job_dir>/stop_request.json                     ``stop``: end at the next step boundary
 
 :func:`read_trainer_state` and :func:`complete_checkpoints` read checkpoints without torch, so
 the server, the console and observability can use them.
@@ -29,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from rltune.paths import CHECKPOINT_NAME, checkpoint_dir, checkpoint_step, checkpoints_root
 
@@ -50,6 +51,7 @@ CONFIG = "config.json"
 RANKS = "ranks"
 TRACES = "traces"
 ALERTS = "alerts.jsonl"
+STOP_REQUEST = "stop_request.json"
 #: A log's ``source`` (REST ``?source=``) → its file name.
 LOG_SOURCES = {"train": TRAIN_LOG, "process": PROCESS_LOG}
 STEP_FILE = re.compile(r"^step_(\d+)\.jsonl$")
@@ -77,6 +79,7 @@ class JobDir:
     ranks = _file(RANKS, "the other trainer ranks' logs")
     traces = _file(TRACES, "the run's spans")
     alerts = _file(ALERTS, "the training doctor's alerts")
+    stop_request = _file(STOP_REQUEST, "a request to end at the next step boundary")
 
     def __init__(self, root: PathLike):
         self.root = Path(root)
@@ -98,6 +101,23 @@ class JobDir:
     def complete_checkpoints(self) -> list[Path]:
         """The run's complete checkpoints, oldest step first."""
         return complete_checkpoints(self.checkpoints)
+
+    def request_stop(self, **facts: Any) -> None:
+        """Ask the run to end at its next step boundary with a checkpoint (``stop``); the
+        trainer reads it after each step (:meth:`read_stop_request`)."""
+        tmp = self.stop_request.with_suffix(".tmp")
+        tmp.write_text(json.dumps(facts, default=str))
+        tmp.replace(self.stop_request)
+
+    def read_stop_request(self) -> Optional[dict[str, Any]]:
+        """The pending stop request's facts, or None when nobody asked the run to stop."""
+        try:
+            data = json.loads(self.stop_request.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            data = {}  # a request is a request, even when its facts cannot be read
+        return data if isinstance(data, dict) else {}
 
 
 def trainer_state_file(checkpoint: PathLike) -> Path:

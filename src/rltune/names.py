@@ -42,6 +42,14 @@ KL_ESTIMATORS: tuple[str, ...] = ("k1", "k2", "k3")
 #: Where the importance ratio is taken.
 IMPORTANCE_LEVELS: tuple[str, ...] = ("token", "sequence")
 
+#: A job's statuses (``rltune.server.states``), in their order of life. STOPPED: ended early by
+#: ``stop`` at a step boundary with a checkpoint (a finished run like SUCCEEDED, publishable and
+#: resumable); CANCELED: killed where it was.
+JOB_STATUSES: tuple[str, ...] = ("PENDING", "RUNNING", "SUCCEEDED", "STOPPED", "FAILED",
+                                 "CANCELED")
+#: The statuses a job stays in until someone acts (resume, delete): what clients wait for.
+JOB_TERMINAL: tuple[str, ...] = ("SUCCEEDED", "STOPPED", "FAILED", "CANCELED")
+
 #: Model names: what ``model:`` of a job, ``tuned_model_name`` and a chat request carry.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 

@@ -53,3 +53,53 @@ def test_bad_sets_are_named(job_file):
 def test_apply_sets_builds_missing_sections():
     assert apply_sets({"model": "m"}, ["observability.trackers=[]"]) == {
         "model": "m", "observability": {"trackers": []}}
+
+
+# The REST copy operation's overrides ({"dotted.key": value}) and `rltune copy --set`.
+
+BASE = {"name": "calc", "model": {"name": "nano"},
+        "datasets": [{"type": "training", "file_id": "file-1"}],
+        "training": {"hyper_parameters": {"learning_rate": 1e-3, "n_epochs": 1}}}
+
+
+def test_overrides_take_dotted_keys_bare_knobs_and_list_indexes():
+    from rltune.config import JobConfig
+    from rltune.config.overrides import apply_overrides, key_path
+
+    out = apply_overrides(BASE, {"training.hyper_parameters.n_epochs": 3, "batch_size": 4,
+                                 "hyper_parameters.algorithm": "grpo",
+                                 "datasets.0.file_id": "file-2", "name": "calc-2"})
+    hp = out["training"]["hyper_parameters"]
+    assert hp == {"learning_rate": 1e-3, "n_epochs": 3, "batch_size": 4, "algorithm": "grpo"}
+    assert out["datasets"][0]["file_id"] == "file-2" and out["name"] == "calc-2"
+    assert BASE["training"]["hyper_parameters"]["n_epochs"] == 1  # the source is untouched
+    assert JobConfig.load_from_dict(out).hyper_parameters.batch_size == 4
+    # a top-level field is never taken for a hyper-parameter of the same spelling
+    assert key_path("model") == ("model",)
+    assert key_path("engine") == ("engine",)
+
+
+def test_bad_override_paths_are_refused_naming_the_key():
+    from rltune.config.overrides import apply_overrides
+
+    with pytest.raises(ConfigError, match="no list entry 3") as exc:
+        apply_overrides(BASE, {"datasets.3.file_id": "x"})
+    assert exc.value.where == "override datasets.3.file_id"
+    with pytest.raises(ConfigError, match="name is a value") as exc:
+        apply_overrides(BASE, {"name.first": "x"})
+    with pytest.raises(ConfigError, match="not a dotted path"):
+        apply_overrides(BASE, {"training..n_epochs": 1})
+    with pytest.raises(ConfigError, match="no such key"):
+        apply_overrides(BASE, {"learning_rat": 1})
+
+
+def test_copy_set_values_are_typed():
+    from rltune.config.overrides import parse_assignment
+
+    assert parse_assignment("learning_rate=1e-5") == ("learning_rate", 1e-5)
+    assert parse_assignment("training.hyper_parameters.bf16=true") == (
+        "training.hyper_parameters.bf16", True)
+    assert parse_assignment("batch_size=4") == ("batch_size", 4)
+    assert parse_assignment("name=calc: v2") == ("name", "calc: v2")  # a text field: as written
+    with pytest.raises(ConfigError, match="is not key=value"):
+        parse_assignment("learning_rate")

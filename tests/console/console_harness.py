@@ -27,7 +27,7 @@ from rltune.models.tasks import make_dataset_rows, write_jsonl
 from rltune.templates import TEMPLATES_DIR
 from rltune.trainer.testing import QUICK_HYPER_PARAMETERS
 
-TERMINAL = {"SUCCEEDED", "FAILED", "CANCELED"}
+TERMINAL = {"SUCCEEDED", "STOPPED", "FAILED", "CANCELED"}
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 

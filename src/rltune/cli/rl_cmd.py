@@ -277,6 +277,7 @@ def _follow(client: Any, job_id: str) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from rltune.client.agentic_rl import run_sync
+    from rltune.names import JOB_TERMINAL
 
     status = "PENDING"
     try:
@@ -291,7 +292,7 @@ def _follow(client: Any, job_id: str) -> None:
                 fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
                 bar.update(task, completed=p.get("step", 0), total=p.get("total_steps"),
                            status=status, r=fmt(p.get("reward")), v=fmt(p.get("validation_reward")))
-                if status in ("SUCCEEDED", "FAILED", "CANCELED"):
+                if status in JOB_TERMINAL:
                     break
                 time.sleep(1.0)
     except KeyboardInterrupt:
@@ -299,7 +300,7 @@ def _follow(client: Any, job_id: str) -> None:
                    f"--follow   (status: rltune get {job_id})")
         raise typer.Exit(0) from None
     typer.echo(f"{job_id}: {status}" + (f" — {job['error']}" if job.get("error") else ""))
-    if status != "SUCCEEDED":
+    if status not in ("SUCCEEDED", "STOPPED"):  # STOPPED: ended early by `stop`, kept
         raise typer.Exit(1)
 
 
@@ -395,7 +396,7 @@ def delete(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
 def resume(job_id: str = typer.Argument(...),
            checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
            api_key: Optional[str] = KEY, output: str = OUT) -> None:
-    """Continue a FAILED or CANCELED job from its last checkpoint."""
+    """Continue a FAILED, CANCELED or STOPPED job from its last checkpoint."""
     try:
         job = _client(api_key, ensure_server=True).resume(job_id, checkpoint).output
     except RltuneError as exc:

@@ -37,6 +37,7 @@ from rltune.config.components import (  # noqa: F401 - importable from here, as 
     as_typed_component,
 )
 from rltune.config.datasets import DataSourceType, TrainingDataset, ValidationDataset
+from rltune.names import JOB_TERMINAL
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import ConfigError, ValidationError
 
@@ -46,7 +47,7 @@ from rltune.sdk.errors import ConfigError, ValidationError
 SUBMIT_OK = 200
 
 T = TypeVar("T")
-TERMINAL = ("SUCCEEDED", "FAILED", "CANCELED")
+TERMINAL = JOB_TERMINAL
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -378,8 +379,27 @@ class AgenticRL(LifecycleMixin):
         return FineTune.of_job(run_sync(self.http.request("POST", f"/v1/jobs/{job_id}/cancel")))
 
     @_either
+    def stop(self, job_id: str) -> FineTune:
+        """End a RUNNING job at its next step boundary with a checkpoint (it becomes
+        STOPPED; cancel kills it where it is)."""
+        out = FineTune.of_job(run_sync(self.http.request("POST", f"/v1/jobs/{job_id}/stop")))
+        out.http_status = 202
+        return out
+
+    @_either
+    def copy(self, job_id: str, overrides: Optional[dict[str, Any]] = None,
+             job_name: Optional[str] = None) -> FineTune:
+        """A new job from ``job_id``'s config with ``overrides`` (``{"dotted.key": value}``;
+        a bare hyper-parameter name is short for ``training.hyper_parameters.<name>``)."""
+        body = {"overrides": overrides or {}, "job_name": job_name}
+        out = FineTune.of_job(run_sync(self.http.request(
+            "POST", f"/v1/jobs/{job_id}/copy", json=body)), SUBMIT_OK)
+        out.http_status = 201
+        return out
+
+    @_either
     def resume(self, job_id: str, checkpoint: Optional[str] = None) -> FineTune:
-        """Continue a FAILED/CANCELED job from its latest (or the given) checkpoint."""
+        """Continue a FAILED/CANCELED/STOPPED job from its latest (or the given) checkpoint."""
         return FineTune.of_job(run_sync(self.http.request(
             "POST", f"/v1/jobs/{job_id}/resume", json={"checkpoint": checkpoint})))
 
@@ -409,7 +429,7 @@ class AgenticRL(LifecycleMixin):
 
     async def wait(self, job_id: str, poll: float = 1.0,
                    timeout: Optional[float] = None) -> dict[str, Any]:
-        """Poll until the job is SUCCEEDED, FAILED or CANCELED; return the job."""
+        """Poll until the job is SUCCEEDED, STOPPED, FAILED or CANCELED; return the job."""
         loop = asyncio.get_running_loop()
         start = loop.time()
         while True:

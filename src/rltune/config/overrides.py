@@ -1,21 +1,28 @@
-"""``--set key=value``: override any field of a job config before it is validated.
+"""Overrides of a job config before it is validated: ``rltune train --set key=value``,
+``rltune copy --set key=value`` and the REST ``copy`` operation's ``{"overrides": {...}}``.
 
 ``key`` is a dotted path into rltune's shape (``training.hyper_parameters.learning_rate``,
-``model.name``, ``functions.0.weight``, ``engine``), or the name of a hyper-parameter alone
-(``learning_rate``, a knob such as ``clip_ratio_high``, or a TRL / verl synonym such as
-``num_generations`` or ``actor_rollout_ref.rollout.n``). The value is read as YAML
-(``4``, ``true``, ``[a, b]``, ``{k: v}``) except where the schema says the field is a
-string, where it is kept as written. Validation then runs as for the file itself.
+``model.name``, ``functions.0.weight``, ``datasets.0.file_id``, ``engine``), or the name of a
+hyper-parameter alone (``learning_rate``, a knob such as ``clip_ratio_high``, or a TRL / verl
+synonym such as ``num_generations`` or ``actor_rollout_ref.rollout.n``); ``hyper_parameters.x``
+is short for ``training.hyper_parameters.x``. A ``--set`` value is read as YAML (``4``,
+``true``, ``[a, b]``, ``{k: v}``) except where the schema says the field is a string, where it
+is kept as written. Validation then runs as for the file itself, so a bad value is refused
+naming its field.
 
 Example:
     >>> apply_sets({"model": "small"}, ["num_generations=8", "engine=vllm",
     ...                                 "training.hyper_parameters.learning_rate=1e-5"])
     {'model': 'small', 'training': {'hyper_parameters': {'num_generations': 8, 'learning_rate': 1e-05}}, 'engine': 'vllm'}
+    >>> apply_overrides({"name": "a", "model": "m"}, {"learning_rate": 1e-4})
+    {'name': 'a', 'model': 'm', 'training': {'hyper_parameters': {'learning_rate': 0.0001}}}
 """  # noqa: E501
 
 from __future__ import annotations
 
+import copy
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -57,37 +64,47 @@ def _field(path: tuple[str, ...]) -> Any:
     return field
 
 
-def _path(key: str) -> tuple[str, ...]:
+def key_path(key: str) -> tuple[str, ...]:
+    """The place of ``key`` in the config: a dotted path as written, or a bare hyper-parameter
+    (or synonym) under ``training.hyper_parameters``; anything else is refused with a hint."""
     from rltune.config.hyperparams import HyperParameters
     from rltune.config.job import JobConfig
 
-    first = key.split(".", 1)[0]
-    if first in JobConfig.model_fields or first in ("job_name", "mode"):
-        return tuple(key.split("."))
+    key = str(key).strip()
+    parts = tuple(key.split("."))
+    if not key or any(not p for p in parts):
+        raise ConfigError(f"override key {key!r} is not a dotted path", where=key or "key",
+                          hint="write e.g. training.hyper_parameters.learning_rate")
+    top = {*JobConfig.model_fields, "job_name", "mode",
+           *(f.alias for f in JobConfig.model_fields.values() if f.alias)}
+    if parts[0] == "hyper_parameters":
+        return (*_HP, *parts[1:])
+    if parts[0] in top:
+        return parts
     if key in HyperParameters.model_fields or key in BY_NAME:
         return (*_HP, key)
-    known = [*JobConfig.model_fields, *HyperParameters.model_fields, *BY_NAME]
+    known = [*top, *HyperParameters.model_fields, *BY_NAME]
     guess = closest(key, known)
-    raise ConfigError(f"--set {key}: no such key", where=f"--set {key}",
+    raise ConfigError(f"--set {key}: no such key", where=key,
                       hint=(f"did you mean '{guess}'? " if guess else "")
                       + "give a dotted path (training.hyper_parameters.learning_rate) or a "
                       "hyper-parameter name; `rltune config reference` lists them")
 
 
 def parse_set(item: str) -> tuple[tuple[str, ...], Any]:
-    """``"a.b=value"`` → (path, typed value)."""
-    key, sep, raw = item.partition("=")
+    """``"a.b=value"`` → (path, value typed by the schema)."""
+    key, sep, raw = str(item).partition("=")
     key = key.strip()
     if not sep or not key:
         raise ConfigError(f"--set {item!r} is not key=value", where=f"--set {item}",
                           hint="write --set training.hyper_parameters.learning_rate=1e-5")
-    path = _path(key)
+    path = key_path(key)
     field = _field(path)
     if field is not None and _is_text(field.annotation):
         return path, raw
     try:
         value = yaml.safe_load(raw) if raw.strip() else raw
-    except yaml.YAMLError:
+    except yaml.YAMLError:  # not YAML: a string
         value = raw
     kind = _scalar_kind(field.annotation) if field is not None else None
     if kind is None and path[:2] == _HP and path[-1] in BY_NAME:  # a synonym: its target's
@@ -99,39 +116,79 @@ def parse_set(item: str) -> tuple[tuple[str, ...], Any]:
     return path, value
 
 
-def apply_sets(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
-    """``data`` (a job config dict, rltune's shape) with every ``key=value`` applied."""
+def parse_assignment(item: str) -> tuple[str, Any]:
+    """``"key=value"`` (``rltune copy --set``) → (the key as written, the typed value), for an
+    ``overrides`` mapping sent to the server; an unknown key is refused here already."""
+    _, value = parse_set(item)
+    return str(item).partition("=")[0].strip(), value
+
+
+def _put(data: dict[str, Any], path: tuple[str, ...], value: Any, label: str) -> None:
+    """Set ``value`` at ``path`` in ``data``, making sections on the way (a number indexes a
+    list; ``model: name`` becomes ``model: {name: …}`` when a model key is set)."""
+    node: Any = data
+    for i, part in enumerate(path[:-1]):
+        nxt = path[i + 1]
+        if isinstance(node, list):
+            node = _index(node, part, label)
+            continue
+        if part == "model" and isinstance(node.get(part), str):
+            node[part] = {"name": node[part]}
+        current = node.get(part)
+        if current is None:
+            node[part] = current = [] if nxt.isdigit() else {}
+        elif not isinstance(current, (dict, list)):
+            raise ConfigError(f"{label}: {'.'.join(path[:i + 1])} is a value, not a section",
+                              where=".".join(path[:i + 2]),
+                              hint="set the section's own key instead")
+        node = current
+    last = path[-1]
+    if isinstance(node, list):
+        index = int(last) if last.isdigit() else None
+        if index is None or index > len(node):
+            raise ConfigError(f"{label}: no list entry {last}", where=".".join(path),
+                              hint=f"the list has {len(node)} entries (numbered from 0)")
+        node[index:index + 1] = [value]
+    elif path == ("model",) and isinstance(node.get("model"), dict) and isinstance(value, str):
+        node["model"]["name"] = value  # keeps the model's other keys
+    else:
+        node[last] = value
+
+
+def _index(node: list[Any], part: str, label: str) -> Any:
+    if not part.isdigit() or int(part) >= len(node):
+        raise ConfigError(f"{label}: no list entry {part}", where=label,
+                          hint=f"the list has {len(node)} entries (numbered from 0)")
+    return node[int(part)]
+
+
+def _refuse_ark(data: Any, label: str) -> None:
     from rltune.config.ark_job import is_ark_job
 
-    if sets and is_ark_job(data):
-        raise ConfigError("--set edits rltune's job shape; this is a Volcano Ark job.yaml",
-                          where=f"--set {sets[0]}", hint="edit the Ark file itself")
+    if isinstance(data, dict) and is_ark_job(data):
+        raise ConfigError("overrides edit rltune's job shape; this is a Volcano Ark job.yaml",
+                          where=label, hint="edit the Ark file itself")
+
+
+def apply_sets(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
+    """``data`` (a job config dict, rltune's shape) with every ``key=value`` applied."""
+    if sets:
+        _refuse_ark(data, f"--set {sets[0]}")
     for item in sets:
         path, value = parse_set(item)
-        node: Any = data
-        for i, part in enumerate(path[:-1]):
-            nxt = path[i + 1]
-            if isinstance(node, list):
-                node = _index(node, part, item)
-                continue
-            if part == "model" and isinstance(node.get(part), str):
-                node[part] = {"name": node[part]}
-            if not isinstance(node.get(part), (dict, list)):
-                node[part] = [] if nxt.isdigit() else {}
-            node = node[part]
-        last = path[-1]
-        if isinstance(node, list):
-            index = int(last) if last.isdigit() else None
-            if index is None or index > len(node):
-                raise ConfigError(f"--set {item}: no list entry {last}", where=f"--set {item}",
-                                  hint=f"the list has {len(node)} entries")
-            node[index:index + 1] = [value]
-        elif path == ("model",) and isinstance(node.get("model"), dict) and \
-                isinstance(value, str):
-            node["model"]["name"] = value  # keeps the model's other keys
-        else:
-            node[last] = value
+        _put(data, path, value, f"--set {item}")
     return data
+
+
+def apply_overrides(config: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` with each ``{key: value}`` override set at its place (the REST
+    ``copy`` operation; values arrive typed as JSON)."""
+    out = copy.deepcopy(dict(config))
+    if overrides:
+        _refuse_ark(out, f"override {next(iter(overrides))}")
+    for key, value in overrides.items():
+        _put(out, key_path(key), value, f"override {key}")
+    return out
 
 
 def load_job_config_with_sets(path: Any, sets: list[str]) -> Any:
@@ -143,10 +200,3 @@ def load_job_config_with_sets(path: Any, sets: list[str]) -> Any:
     data = doc.data if not sets or not isinstance(doc.data, dict) else \
         apply_sets(doc.data, sets)
     return _validate(data, {}, doc)
-
-
-def _index(node: list[Any], part: str, item: str) -> Any:
-    if not part.isdigit() or int(part) >= len(node):
-        raise ConfigError(f"--set {item}: no list entry {part}", where=f"--set {item}",
-                          hint=f"the list has {len(node)} entries (numbered from 0)")
-    return node[int(part)]

@@ -114,13 +114,14 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         routes_files,
         routes_functions,
         routes_jobdata,
+        routes_jobops,
         routes_jobs,
         routes_keys,
         routes_lifecycle,
     )
 
-    for module in (routes_keys, routes_files, routes_functions, routes_jobs, routes_jobdata,
-                   *routes_lifecycle.MODULES):
+    for module in (routes_keys, routes_files, routes_functions, routes_jobs, routes_jobops,
+                   routes_jobdata, *routes_lifecycle.MODULES):
         app.include_router(module.router)
     from rltune.console import mount as mount_console
 

@@ -1,7 +1,8 @@
 """The job executor: runs up to ``max_concurrent_jobs`` jobs, each as its own process group.
 
 PENDING jobs start oldest first (``python -m rltune.server.jobproc <job_dir>``); a finished
-process moves its job to SUCCEEDED or FAILED (from ``result.json`` and the exit code). Cancel
+process moves its job to SUCCEEDED, STOPPED (it ended early after ``stop``) or FAILED (from
+``result.json`` and the exit code). Cancel
 sends SIGTERM to the whole group, then SIGKILL after a grace period (3 s; 15 s on a server
 with a Ray cluster, where the job stops its actors on the way out). Every state change is a
 compare-and-set in the store, so a cancel racing a finish cannot be overwritten.
@@ -53,7 +54,8 @@ class JobExecutor:
         self._watchers: set[asyncio.Task] = set()
         self._wake = asyncio.Event()
         self._task: Optional[asyncio.Task] = None
-        #: Called with the job id after a job SUCCEEDED (e.g. tuned_model_name publishing).
+        #: Called with the job id after a job SUCCEEDED or STOPPED (e.g. tuned_model_name
+        #: publishing).
         self.on_success: list[Any] = []
 
     def job_dir(self, job_id: str) -> Path:
@@ -142,8 +144,8 @@ class JobExecutor:
         signal_group(proc.pid, signal.SIGKILL)  # stragglers of the group (workers, engine threads)
         self.procs.pop(job_id, None)
         result = read_result(self.job_dir(job_id)) or {}
-        if rc == 0 and result.get("status") == S.SUCCEEDED:
-            self._finish(job_id, S.SUCCEEDED, exit_code=rc)
+        if rc == 0 and result.get("status") in (S.SUCCEEDED, S.STOPPED):
+            self._finish(job_id, result["status"], exit_code=rc)
             for hook in self.on_success:
                 try:
                     await asyncio.to_thread(hook, job_id)

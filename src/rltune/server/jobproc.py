@@ -5,7 +5,8 @@ The server writes ``<job_dir>/job.yaml`` (the config with file and function ids 
 resolved to paths) and ``<job_dir>/job.json`` (``{"job_id": ...}``) and starts this module in a
 new process group, so cancel = kill the group (trainer, engine, function workers). It runs the
 ``Trainer`` with a ``FileSink`` rooted at the job dir and ends by writing
-``<job_dir>/result.json``: ``{"status": "SUCCEEDED"|"FAILED"|"INTERRUPTED", "error", "summary"}``.
+``<job_dir>/result.json``: ``{"status": "SUCCEEDED"|"STOPPED"|"FAILED"|"INTERRUPTED",
+"error", "summary"}`` (STOPPED: it ended early at a step boundary because ``stop`` asked).
 ``--ray-address`` is the server's cluster: the job's functions run there as Ray actors unless
 its config chose otherwise (``rltune.server.cluster.place_functions``).
 """
@@ -121,7 +122,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         write_result(job_dir, "FAILED", msg)
         print(f"job failed: {msg}", file=sys.stderr)
         return 1
-    write_result(job_dir, "SUCCEEDED", summary=summary)
+    stopped = bool((summary or {}).get("stopped_by_request"))
+    write_result(job_dir, "STOPPED" if stopped else "SUCCEEDED", summary=summary)
     return 0
 
 

@@ -102,8 +102,8 @@ def delete_model(store: Any, workspace: str, name: str) -> None:
 
 
 def auto_publish(store: Any, home: Path, jobs_dir: Path, job_id: str) -> Optional[str]:
-    """End-of-job hook: publish a SUCCEEDED job's best checkpoint (its last when nothing was
-    validated) as its ``tuned_model_name``. The job record gets ``published_model`` or
+    """End-of-job hook: publish a SUCCEEDED (or STOPPED) job's best checkpoint (its last when
+    nothing was validated) as its ``tuned_model_name``. The job record gets ``published_model`` or
     ``publish_error``; a failure here never changes the job's status."""
     job = store.get("jobs", job_id)
     name = job_config(Path(jobs_dir) / job_id, job).get("tuned_model_name") if job else None

@@ -1,5 +1,5 @@
 """``/v1/jobs`` (and the cloud's ``/v1/fine-tunes`` aliases): submit, list, get, cancel,
-resume, delete."""
+resume, delete (copy and stop: ``routes_jobops``)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as PydanticValidationError
 
+from rltune.jobdir import JobDir
 from rltune.sdk.errors import ConflictError, ValidationError
 from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
@@ -46,7 +47,9 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
            "validation_file_ids": rec["validation_file_ids"],
            "resume_from": rec.get("resume_from"), "error": hide(rec.get("error")),
            "published_model": rec.get("published_model"),
-           "publish_error": rec.get("publish_error")}
+           "publish_error": rec.get("publish_error"),
+           "copied_from": rec.get("copied_from"),
+           "stop_requested_at": rec.get("stop_requested_at")}
     if detail:
         from rltune.config.yaml_io import dump_yaml
 
@@ -63,7 +66,7 @@ class JobCreate(BaseModel):
 
 
 async def _create(body: JobCreate, request: Request, caller: Caller,
-                  idempotency_key: Optional[str]):
+                  idempotency_key: Optional[str], extra: Optional[dict[str, Any]] = None):
     ctx = ctx_of(request)
     # Parsing and validating a config is CPU work: off the event loop, /health stays quick.
     job = await asyncio.to_thread(parse_config, body.config, body.config_yaml, body.job_name)
@@ -82,7 +85,7 @@ async def _create(body: JobCreate, request: Request, caller: Caller,
         rec = {"id": job_id, "workspace": caller.workspace, "status": S.PENDING,
                "created_at": time.time(), "job_name": job.name, "model": job.model.name,
                "algorithm": job.hyper_parameters.algorithm,
-               "training_type": job.training.type.value, **facts}
+               "training_type": job.training.type.value, **facts, **(extra or {})}
         ctx.store.put("jobs", rec)
         ctx.executor.wake()
         return 201, job_view(ctx, rec)
@@ -177,7 +180,8 @@ class ResumeRequest(BaseModel):
 @router.post("/jobs/{job_id}/resume")
 def resume_job(job_id: str, request: Request, body: Optional[ResumeRequest] = None,
                caller: Caller = Depends(authenticate)) -> dict:
-    """Queue a FAILED/CANCELED job again, continuing from a checkpoint (default: the latest)."""
+    """Queue a FAILED/CANCELED/STOPPED job again, continuing from a checkpoint (default: the
+    latest)."""
     ctx = ctx_of(request)
     rec = ctx.owned("jobs", job_id, caller.workspace, "job", HINT)
     S.check_move(job_id, rec["status"], S.PENDING, "resume")
@@ -188,9 +192,10 @@ def resume_job(job_id: str, request: Request, body: Optional[ResumeRequest] = No
         raise ValidationError(f"job {job_id} has no {wanted}", where="checkpoint",
                               hint="list them: GET /v1/jobs/{job_id}/checkpoints")
     resume_from = chosen[-1]["path"] if chosen else None
+    JobDir(ctx.executor.job_dir(job_id)).stop_request.unlink(missing_ok=True)  # an old `stop`
     new = ctx.store.update("jobs", job_id, expect_status=[rec["status"]], status=S.PENDING,
                            resume_from=resume_from, error=None, finished_at=None,
-                           resumed_at=time.time())
+                           resumed_at=time.time(), stop_requested_at=None)
     if new is None:
         raise ConflictError(f"job {job_id} changed state while resuming", where=job_id,
                             hint="retry")

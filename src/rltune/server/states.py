@@ -7,18 +7,20 @@ Example:
 
 from __future__ import annotations
 
+from rltune.names import JOB_STATUSES, JOB_TERMINAL
 from rltune.sdk.errors import ConflictError
 
-PENDING, RUNNING, SUCCEEDED, FAILED, CANCELED = (
-    "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED")
-STATES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELED)
-TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELED})
+PENDING, RUNNING, SUCCEEDED, STOPPED, FAILED, CANCELED = JOB_STATUSES
+STATES = JOB_STATUSES
+TERMINAL = frozenset(JOB_TERMINAL)
 
-#: from-state → states it may move to. FAILED/CANCELED → PENDING is ``resume``.
+#: from-state → states it may move to. FAILED/CANCELED/STOPPED → PENDING is ``resume``;
+#: RUNNING → STOPPED is the job process ending at a step boundary after ``stop``.
 TRANSITIONS: dict[str, frozenset[str]] = {
     PENDING: frozenset({RUNNING, CANCELED}),
-    RUNNING: frozenset({SUCCEEDED, FAILED, CANCELED}),
+    RUNNING: frozenset({SUCCEEDED, STOPPED, FAILED, CANCELED}),
     SUCCEEDED: frozenset(),
+    STOPPED: frozenset({PENDING}),
     FAILED: frozenset({PENDING}),
     CANCELED: frozenset({PENDING}),
 }

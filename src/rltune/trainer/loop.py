@@ -5,7 +5,9 @@ resuming → validate before training → for every step: run it (``trainer/step
 groups → score → training rows → update → sync; ``trainer/scheduler.py`` decides whether the
 next step's rollouts already sample during this step's update, ``max_staleness``), validate
 every ``eval_steps``, write the step's outputs, report progress, checkpoint per
-``save_strategy``, end early once validation reaches ``stop_at_validation_reward`` → summary →
+``save_strategy``, end early once validation reaches ``stop_at_validation_reward``, a budget
+(``max_wall_time``, ``max_tokens``) is spent or someone asked the job to stop (``stop``: the job
+folder's stop request, ``JobDir.request_stop``; the step's checkpoint is saved) → summary →
 job-end hook.
 
 What the step learns from is the job's signal (``trainer/signals.py``), chosen by the
@@ -34,6 +36,7 @@ from typing import Any, Optional
 from rltune.config import JobConfig
 from rltune.config.data import DataRow, EpochSampler, load_dataset
 from rltune.doctor.advisor import Advisor
+from rltune.jobdir import JobDir
 from rltune.observability.session import JobObservability
 from rltune.rollout.results import trajectory_record
 from rltune.sdk.errors import ConfigError
@@ -78,6 +81,7 @@ class Trainer:
         self.initial_validation: Optional[float] = None
         self.stopped_at: Optional[int] = None  # the step whose validation reached the target
         self.budget_stop: Optional[dict[str, Any]] = None  # max_wall_time / max_tokens reached
+        self.stop_request: Optional[dict[str, Any]] = None  # `stop` asked at this step
         self.tokens = 0  # sampled tokens (prompt + response) of the training rollouts
         self.advisor = Advisor(config.advisor, self.job_dir)  # the doctor: alerts.jsonl
 
@@ -161,6 +165,7 @@ class Trainer:
             self._report(step, metrics, val)
             trained |= not failed.add(step, result.failures, rollouts=len(result.results))
             self.budget_stop = self._budget_reached(step, result)
+            self.stop_request = self._stop_requested(step)
             if self._should_save(step, epoch_done):
                 if trained:  # else the model is the same as at the last save (or start)
                     log(f"saved checkpoint {self._save(step)}")
@@ -168,7 +173,7 @@ class Trainer:
                 else:
                     log(f"no checkpoint at step {step}: no step since the last one had a "
                         "successful rollout, so the model has not changed")
-            if self.stopped_at is not None or self.budget_stop is not None:
+            if self.stopped_at is not None or self.budget_stop is not None or self.stop_request:
                 break
         return self._summary()
 
@@ -196,6 +201,14 @@ class Trainer:
                         "step": step}
         return None
 
+    def _stop_requested(self, step: int) -> Optional[dict[str, Any]]:
+        """``stop`` was asked (the job folder's stop request): the job ends after this step."""
+        asked = JobDir(self.job_dir).read_stop_request()
+        if asked is None or step >= self.total_steps:
+            return None
+        self.sink.log(f"stop requested: the job ends at step {step} with a checkpoint")
+        return {**asked, "step": step}
+
     def _write_outputs(self, step: int, result: StepResult) -> None:
         """The step's metrics and trajectories (each replaces what a replayed step wrote),
         and the doctor's alerts for the step (``rltune.doctor``)."""
@@ -214,6 +227,8 @@ class Trainer:
 
     def _should_save(self, step: int, epoch_done: bool) -> bool:
         strategy = self.hp.save_strategy
+        if self.stop_request:  # a stopped job keeps what it learned, whatever the strategy
+            return True
         if strategy == "no":
             return False
         last = step == self.total_steps or step == self.stopped_at or self.budget_stop
@@ -283,6 +298,7 @@ class Trainer:
             "final_reward": rewards[-1] if rewards else None,
             "stopped_at_validation_reward": self.stopped_at,
             "stopped_by_budget": self.budget_stop,
+            "stopped_by_request": self.stop_request,
             "checkpoints": [str(p) for p in list_checkpoints(self.rt.ckpt_root)],
         }
 

@@ -69,6 +69,12 @@ export const api = {
   jobs: (params) => call("GET", "/v1/jobs", { params }),
   job: (id) => call("GET", `/v1/jobs/${enc(id)}`),
   cancelJob: (id) => call("POST", `/v1/jobs/${enc(id)}/cancel`),
+  // job operations (views/jobops.js, views/newjob.js)
+  stopJob: (id) => call("POST", `/v1/jobs/${enc(id)}/stop`),
+  resumeJob: (id, checkpoint) => call("POST", `/v1/jobs/${enc(id)}/resume`, { body: { checkpoint } }),
+  copyJob: (id, body) => call("POST", `/v1/jobs/${enc(id)}/copy`, { body }),
+  createJob: (config) => call("POST", "/v1/jobs", { body: { config } }),
+  hyperparameters: () => call("GET", "/v1/hyperparameters"),
   deleteJob: (id) => call("DELETE", `/v1/jobs/${enc(id)}`),
   metrics: (id, params) => call("GET", `/v1/jobs/${enc(id)}/metrics`, { params }),
   alerts: (id) => call("GET", `/v1/jobs/${enc(id)}/alerts`),

@@ -9,6 +9,7 @@ import { renderFunctions } from "./views/functions.js";
 import { renderJob } from "./views/job.js";
 import { renderJobs } from "./views/jobs.js";
 import { renderModels } from "./views/models.js";
+import { renderNewJob } from "./views/newjob.js";
 import { renderPlayground } from "./views/playground.js";
 
 const root = document.getElementById("app");
@@ -109,7 +110,8 @@ async function route() {
   const main = h("main", { class: "content" });
   mount(root, header(section), main);
   try {
-    if (section === "jobs" && r.parts[1]) cleanup = renderJob(main, r);
+    if (section === "jobs" && r.parts[1] === "new") cleanup = renderNewJob(main, r);
+    else if (section === "jobs" && r.parts[1]) cleanup = renderJob(main, r);
     else if (section === "functions") cleanup = renderFunctions(main, r);
     else if (section === "datasets") cleanup = renderDatasets(main, r);
     else if (section === "models") cleanup = renderModels(main, r);

@@ -3,6 +3,7 @@
 import { api } from "../api.js";
 import { confirmDialog, errorBox, h, mount, progressOf, statusBadge } from "../dom.js";
 import { renderDetails } from "./details.js";
+import { jobActions } from "./jobops.js";
 import { renderLogs } from "./logs.js";
 import { renderMetrics } from "./metrics.js";
 import { renderOutputs } from "./outputs.js";
@@ -70,7 +71,16 @@ export function renderJob(el, route) {
       ACTIVE.has(job.status)
         ? h("button", { class: "btn danger small", id: "cancel-job", onclick: cancel }, "Cancel job")
         : null,
+      jobActions(job, { onJob: changed, onError: (e) => head.append(errorBox(e)) }),
     );
+  }
+
+  // After stop / resume: show the answer, and keep polling while the job is active.
+  function changed(job) {
+    ctx.job = job;
+    drawHead();
+    clearTimeout(timer);
+    if (alive && ACTIVE.has(job.status)) timer = setTimeout(poll, 1000);
   }
 
   // The training doctor's alerts: what looks wrong, the evidence, and the first fix to try.

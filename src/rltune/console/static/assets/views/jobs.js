@@ -37,7 +37,7 @@ export function renderJobs(el) {
   const statusSel = h(
     "select",
     { id: "status-filter", onchange: () => ((state.status = statusSel.value), (state.page = 1), load()) },
-    ["", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED"].map((s) =>
+    ["", "PENDING", "RUNNING", "SUCCEEDED", "STOPPED", "FAILED", "CANCELED"].map((s) =>
       h("option", { value: s }, s || "all statuses"),
     ),
   );
@@ -63,6 +63,7 @@ export function renderJobs(el) {
       search,
       h("label", { class: "muted" }, auto, " auto-refresh"),
       h("button", { class: "btn small", onclick: () => load() }, "Refresh"),
+      h("a", { class: "btn small primary", id: "new-job", href: "#/jobs/new" }, "New job"),
     ),
     table,
     pager,

@@ -1,12 +1,14 @@
 // Job → Trajectories: the steps with their reward distribution; the trajectories of one
 // step, filtered and paged by the server (a step may hold 10,000); and, chosen by the hash
-// query, the replay of one, the group of one prompt, or a comparison of 2–10.
+// query, the replay of one, the group of one prompt, or a comparison of 2–10 (against a
+// baseline, or each against the one before it: views/compare_chain.js).
 // All state lives in the hash (#/jobs/<id>/trajectories?step=3&page=2&status=failed&rid=…)
 // so every view can be linked and the browser's back button works.
 import { api } from "../api.js";
 import { binValues, histogram } from "../chart.js";
 import { debounce, errorBox, fmtNum, h, mount, statusBadge } from "../dom.js";
 import { go } from "../router.js";
+import { chainView, modeSwitch } from "./compare_chain.js";
 import { compareView, groupView, promptOf, replayView } from "./replay.js";
 
 const PAGE = 50;
@@ -150,7 +152,7 @@ export function renderTrajectories(el, ctx) {
     const key = (t) => `${step}:${t.rollout_id}`;
     const compareBtn = h("button", { class: "btn small primary", id: "compare-btn", onclick: () => {
       const chosen = [...sel].filter((k) => k.startsWith(`${step}:`)).map((k) => k.slice(String(step).length + 1));
-      setQuery({ compare: chosen.join(","), base: chosen[0], rid: "", group: "" });
+      setQuery({ compare: chosen.join(","), base: chosen[0], zoom: "", rid: "", group: "" });
     } });
     const updateCompare = () => {
       const n = [...sel].filter((k) => k.startsWith(`${step}:`)).length;
@@ -224,7 +226,15 @@ export function renderTrajectories(el, ctx) {
           return;
         }
         const trajs = await Promise.all(ids.map((rid) => api.trajectory(ctx.jobId, step, rid)));
-        if (alive) mount(detail, compareView(trajs, q.base, { onBaseline: (rid) => setQuery({ base: rid }) }));
+        if (!alive) return;
+        const onMode = (mode) => setQuery({ mode: mode === "previous" ? mode : "", zoom: "" });
+        mount(
+          detail,
+          modeSwitch(q.mode, onMode),
+          q.mode === "previous"
+            ? chainView(trajs, q.zoom, { onZoom: (i) => setQuery({ zoom: i }) })
+            : compareView(trajs, q.base, { onBaseline: (rid) => setQuery({ base: rid }) }),
+        );
       } else {
         mount(detail);
       }

@@ -102,3 +102,21 @@ def swanlab_scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
             series.setdefault(s.key, []).append((s.step, s.value.number))
     reader.close()
     return series
+
+
+def wandb_alerts(run_dir: Path, timeout: float = 20.0) -> list[tuple[str, str, str]]:
+    """``(title, text, level)`` of the W&B alerts in an offline run's transaction log."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    deadline = time.monotonic() + timeout
+    while True:
+        (log,) = run_dir.glob("run-*.wandb")
+        out = []
+        for raw in _leveldb_records(log):
+            rec = pb.Record()
+            rec.ParseFromString(raw)
+            if rec.HasField("alert"):
+                out.append((rec.alert.title, rec.alert.text, rec.alert.level))
+        if out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.2)

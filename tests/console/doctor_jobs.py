@@ -64,23 +64,28 @@ BASE_HP: dict[str, Any] = {
     "seed": 3, "n_epochs": 1,
 }
 
-#: case -> what the job is made of, and the codes of which one must be raised.
+#: case -> what the job is made of, and the codes of which one must be raised. Measured on an
+#: AMD EPYC (the default CPU kernels, and again under ATEN_CPU_CAPABILITY=avx2
+#: ONEDNN_MAX_CPU_ISA=AVX2): see each comment.
 CASES: dict[str, dict[str, Any]] = {
-    # a learning rate 15x too high: the answers run to max_length and the KL to the reference
-    # explodes (P3) or entropy collapses (P4)
-    "lr": {"hp": {"max_steps": 6, "learning_rate": 3e-3, "kl_loss_coef": 0.001},
-           "expect": {"P3", "P4", "P9"}},
-    # max_length 8 tokens past the prompt: most answers are cut (P9)
-    "truncation": {"hp": {"max_steps": 3, "max_length": 208}, "expect": {"P9"}},
-    # a reward that pays for length: the answers grow with the reward (hack/length)
+    # a learning rate 3.5x the learning test's, no KL penalty to speak of: the reward is 0.56
+    # and 0.62 at steps 2-3, then the answers run to max_length (clip ratio 0.6-0.8, reward
+    # 0); at the first steps with a reward to learn from again (6, 7) the KL to the reference
+    # is 0.97, then 2.6, entropy 0.18 -> 3.2: P3 at step 7 (P9 at 6)
+    "lr": {"hp": {"max_steps": 8, "learning_rate": 7e-4, "kl_loss_coef": 0.001},
+           "expect": {"P3"}},
+    # max_length 4 tokens past the prompt: every answer is cut (clip ratio 1.0), P9 at step 3
+    "truncation": {"hp": {"max_steps": 3, "max_length": 204}, "expect": {"P9"}},
+    # a reward that pays for length: length 19.7 -> 42.4 tokens while the reward rises by
+    # 0.47 (correlation 0.99): hack/length at step 4 (warmup 0: this job learns nothing else)
     "length": {"hp": {"max_steps": 4, "learning_rate": 1e-3}, "reward": LENGTH_REWARD,
                "advisor": {"thresholds": {"hack/length": {"window": 4, "warmup": 0}}},
                "expect": {"hack/length"}},
-    # two questions repeated: training reward up, held-out validation down (P6)
-    "overfit": {"hp": {"max_steps": 8, "learning_rate": 5e-4, "eval_steps": 2},
-                "distinct": 2, "val_rows": 16, "expect": {"P6"}},
+    # one question repeated: the training reward 0.5 -> 0.77 while the held-out validation
+    # falls from 0.56 (step 2) to 0.38 (step 6): P6 (and hack/divergence) at step 6
+    "overfit": {"hp": {"max_steps": 6, "learning_rate": 5e-4, "eval_steps": 2},
+                "distinct": 1, "val_rows": 16, "expect": {"P6"}},
 }
-
 
 def workspace(work: Path, model_dir: Path, case: str, *, train_rows: int = 64) -> Path:
     """The calc template in ``work/<case>`` made into the case's job (``job.yaml`` with local
@@ -137,3 +142,25 @@ if __name__ == "__main__":
     model = Path(os.environ["RLTUNE_TEST_NANO"])
     for name in sys.argv[1:] or list(CASES):
         asyncio.run(run_local(Path(tempfile.mkdtemp(prefix=f"doctor-{name}-")), model, name))
+
+
+def submit(server: Any, work: Path, model_dir: Path, case: str) -> str:
+    """Submit the case's job to a running job server the user's way (functions from a zip of
+    the workspace, datasets uploaded); returns the job id."""
+    from console_harness import upload
+
+    from rltune.functions.archive import zip_workspace
+
+    ws = workspace(work, model_dir, case)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    archive = zip_workspace(ws, work / f"{case}.zip").path.read_bytes()
+    for fn in job["functions"]:
+        fc = fn.pop("fcmodel")
+        fn["entity_id"] = server.call(
+            "POST", "/v1/functions",
+            params={"classpath": fc["classpath"], "type": fn["type"], "name": fn["name"]},
+            content=archive, headers={"Content-Type": "application/octet-stream"},
+        )["entity_id"]
+    job["datasets"] = [{"type": d["type"], "file_id": upload(server, ws / d["file_name"])}
+                       for d in job["datasets"]]
+    return server.call("POST", "/v1/jobs", json={"config": job})["job_id"]

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
-from console_harness import login, shot, submit_calc_job
+from console_harness import login, submit_calc_job
 from playwright.sync_api import expect
 
 REWARD = "critic/rewards/mean"
@@ -51,11 +52,10 @@ def test_two_jobs_reward_curves_overlay_on_one_chart_and_export_as_csv(
     page.check(f'input.compare-metric-box[data-metric="{CLIP}"]')
     expect(page.locator(f'.compare-chart[data-metric="{CLIP}"] canvas')).to_have_count(1)
     assert f"jobs={a}%2C{b}" in page.url or f"jobs={a},{b}" in page.url, page.url
-    shot(page, "console-compare")
 
     with page.expect_download() as dl:
         page.click("#compare-csv")
-    rows = list(csv.DictReader(io.StringIO(open(dl.value.path()).read())))
+    rows = list(csv.DictReader(io.StringIO(Path(dl.value.path()).read_text())))
     assert set(rows[0]) == {"job_id", "job_name", "metric", "step", "value"}
     for job_id, name in ((a, "cmp-a"), (b, "cmp-b")):
         for metric in (REWARD, VAL, CLIP):

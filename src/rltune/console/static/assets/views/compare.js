@@ -42,8 +42,9 @@ export function toCsv(jobs, metrics, data) {
   return `${lines.join("\n")}\n`;
 }
 
-/** A uPlot chart of ``metric`` with one curve per job and the jobs' alerts as markers. */
-function overlayChart(metric, jobs, data, width) {
+/** A uPlot chart of ``metric`` with one curve per job and the jobs' alerts as markers; the
+ * card is mounted first, ``plot()`` then draws at the card's width. */
+function overlayChart(metric, jobs, data) {
   const card = h("div", { class: "chart compare-chart", "data-metric": metric });
   const title = h("div", { class: "chart-title" }, metric);
   const info = h("div", { class: "chart-info muted" }, " ");
@@ -52,19 +53,21 @@ function overlayChart(metric, jobs, data, width) {
   const shown = jobs.filter((j) => (data[j.job_id]?.series?.[metric] || []).length);
   if (!shown.length) {
     info.textContent = "no data for these jobs";
-    return { card, destroy() {} };
+    return { card, plot() {}, destroy() {} };
   }
   const aligned = alignSeries(shown.map((j) => data[j.job_id].series[metric]));
   const markers = shown.flatMap((j, i) =>
     (data[j.job_id].alerts || []).map((a) => ({ ...a, job: j.job_id, color: COLORS[i % COLORS.length] })),
   );
   const opts = {
-    width,
+    width: 460,
     height: 220,
     scales: { x: { time: false } },
-    axes: [{ label: "step" }, { size: 56 }],
+    axes: [{ label: "step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, { size: 56 }],
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },
+    // after every redraw (the first layout, zoom, resize): markers at the final positions
+    hooks: { draw: [(self) => placeMarkers(self)] },
     series: [
       { label: "step", value: (u, v) => (v === null || v === undefined ? "–" : String(v)) },
       ...shown.map((j, i) => ({
@@ -76,55 +79,38 @@ function overlayChart(metric, jobs, data, width) {
         value: (u, v) => fmtNum(v),
       })),
     ],
-    hooks: {
-      // The doctor's alerts: a dashed line at the step with the code, in the job's colour.
-      draw: [
-        (u) => {
-          const { ctx, bbox } = u;
-          ctx.save();
-          ctx.setLineDash([4, 4]);
-          ctx.font = `${10 * devicePixelRatio}px sans-serif`;
-          for (const m of markers) {
-            const x = Math.round(u.valToPos(m.step, "x", true));
-            if (x < bbox.left || x > bbox.left + bbox.width) continue;
-            ctx.strokeStyle = m.color;
-            ctx.fillStyle = m.color;
-            ctx.beginPath();
-            ctx.moveTo(x, bbox.top);
-            ctx.lineTo(x, bbox.top + bbox.height);
-            ctx.stroke();
-            ctx.fillText(m.code, x + 3, bbox.top + 12 * devicePixelRatio);
-          }
-          ctx.restore();
-        },
-      ],
-    },
   };
-  const u = new uPlot(opts, aligned, plot);
-  // The same markers as elements over the plot: hover text, and what a test can find.
+  let u = null;
+  const draw = () => {
+    opts.width = Math.max(300, plot.clientWidth || 460);
+    u = new uPlot(opts, aligned, plot);
+  };
+  // The doctor's alerts: a dashed line at the step with the code, in the job's colour (elements
+  // over the plot: they carry the hover text, and follow zoom).
   const layer = h("div", { class: "alert-layer" });
-  u.over.append(layer);
-  const placeMarkers = () => {
+  const placeMarkers = (u) => {
+    if (layer.parentNode !== u.over) u.over.append(layer);
     layer.replaceChildren(
       ...markers
         .filter((m) => m.step >= u.scales.x.min && m.step <= u.scales.x.max)
         .map((m) =>
-          h("div", {
-            class: "alert-marker",
-            "data-code": m.code,
-            "data-step": String(m.step),
-            "data-job": m.job,
-            title: `${m.job} step ${m.step}: ${m.code} ${m.title}`,
-            style: { left: `${u.valToPos(m.step, "x")}px`, borderColor: m.color },
-          }),
+          h(
+            "div",
+            {
+              class: "alert-marker",
+              "data-code": m.code,
+              "data-step": String(m.step),
+              "data-job": m.job,
+              title: `${m.job} step ${m.step}: ${m.code} ${m.title}`,
+              style: { left: `${u.valToPos(m.step, "x")}px`, borderColor: m.color, color: m.color },
+            },
+            h("span", { class: "alert-code" }, m.code),
+          ),
         ),
     );
   };
-  placeMarkers();
-  u.hooks.setScale = [placeMarkers];
-  u.root.addEventListener("dblclick", placeMarkers);
   info.textContent = `${shown.length} job${shown.length === 1 ? "" : "s"} · drag to zoom, double-click to reset`;
-  return { card, destroy: () => u.destroy(), uplot: u };
+  return { card, plot: draw, destroy: () => u?.destroy() };
 }
 
 export function renderCompare(el, route) {
@@ -242,9 +228,9 @@ export function renderCompare(el, route) {
       mount(chartGrid, h("p", { class: "muted" }, "Loading…"));
       return;
     }
-    const width = Math.max(320, Math.min(560, chartGrid.clientWidth - 20 || 460));
-    charts = [...metrics].sort().map((m) => overlayChart(m, chosen, data, width));
+    charts = [...metrics].sort().map((m) => overlayChart(m, chosen, data));
     mount(chartGrid, charts.map((c) => c.card));
+    for (const c of charts) c.plot();
   }
 
   async function loadJob(id) {

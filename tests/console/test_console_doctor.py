@@ -10,6 +10,9 @@ import json
 import httpx
 from console_harness import login, submit_calc_job
 from playwright.sync_api import expect
+from typer.testing import CliRunner
+
+from rltune.cli.main import app
 
 
 def test_a_truncating_job_shows_p9_in_alerts_jsonl_rest_and_the_console(
@@ -32,6 +35,14 @@ def test_a_truncating_job_shows_p9_in_alerts_jsonl_rest_and_the_console(
     res = httpx.get(f"{server.url}/v1/jobs/{job_id}/alerts",
                     headers={"Authorization": f"Bearer {other['api_key']}"})
     assert res.status_code == 404, res.text
+    # rltune doctor ft-… against the REST server (the job folder is not local to the CLI)
+    cli = CliRunner().invoke(app, ["doctor", job_id, "--server", server.url, "--api-key",
+                                   server.key], env={"RLTUNE_HOME": str(tmp_path / "elsewhere")})
+    assert cli.exit_code == 3, cli.output
+    assert "step 2 [P9] high truncation rate" in cli.output and "max_length" in cli.output
+    denied = CliRunner().invoke(app, ["doctor", job_id, "--server", server.url, "--api-key",
+                                      other["api_key"]])
+    assert denied.exit_code == 2 and job_id in denied.output, denied.output
 
     login(page, server)
     page.goto(f"{server.url}/#/jobs/{job_id}/details")

@@ -115,3 +115,13 @@ def test_evaluation_side_by_side_and_playground_tokens(js):
         return [...el.querySelectorAll('.tok')].map((s) => [s.textContent, s.style.background]);
     })()""")
     assert [t for t, _ in spans] == ["a", "b"] and spans[0][1] != spans[1][1]
+
+
+def test_compare_aligns_jobs_on_their_steps_and_quotes_csv(js):
+    aligned = js("views/compare.js", "m.alignSeries([[[1, 0.5], [3, 0.7]], [[2, 0.1], [3, NaN]]])")
+    assert aligned == [[1, 2, 3], [0.5, None, 0.7], [None, 0.1, None]]
+    csv = js("views/compare.js", """m.toCsv(
+        [{job_id: "ft-a", job_name: 'say "hi", ok'}, {job_id: "ft-b"}], ["r"],
+        {"ft-a": {series: {r: [[1, 0.5]]}}, "ft-b": {series: {r: [[1, 0.25], [2, 1]]}}})""")
+    assert csv.splitlines() == ["job_id,job_name,metric,step,value",
+                                'ft-a,"say ""hi"", ok",r,1,0.5', "ft-b,,r,1,0.25", "ft-b,,r,2,1"]

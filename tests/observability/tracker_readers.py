@@ -64,20 +64,28 @@ def wandb_history(run_dir: Path, wait_for: str = "", timeout: float = 20.0) -> l
         time.sleep(0.2)
 
 
-def _wandb_rows(run_dir: Path) -> list[dict]:
+def _wandb_records(run_dir: Path, field: str) -> list:
+    """The W&B protobuf ``Record``s of an offline run's log that have ``field`` set."""
     from wandb.proto import wandb_internal_pb2 as pb
 
     (log,) = run_dir.glob("run-*.wandb")
-    rows = []
+    out = []
     for raw in _leveldb_records(log):
         rec = pb.Record()
         rec.ParseFromString(raw)
-        if rec.HasField("history"):
-            row = {}
-            for item in rec.history.item:
-                key = item.key or "/".join(item.nested_key)
-                row[key] = json.loads(item.value_json)
-            rows.append(row)
+        if rec.HasField(field):
+            out.append(rec)
+    return out
+
+
+def _wandb_rows(run_dir: Path) -> list[dict]:
+    rows = []
+    for rec in _wandb_records(run_dir, "history"):
+        row = {}
+        for item in rec.history.item:
+            key = item.key or "/".join(item.nested_key)
+            row[key] = json.loads(item.value_json)
+        rows.append(row)
     return rows
 
 
@@ -102,3 +110,14 @@ def swanlab_scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
             series.setdefault(s.key, []).append((s.step, s.value.number))
     reader.close()
     return series
+
+
+def wandb_alerts(run_dir: Path, timeout: float = 20.0) -> list[tuple[str, str, str]]:
+    """``(title, text, level)`` of the W&B alerts in an offline run's transaction log."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = [(r.alert.title, r.alert.text, r.alert.level)
+               for r in _wandb_records(run_dir, "alert")]
+        if out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.2)

@@ -7,6 +7,10 @@ Example::
     rltune doctor --json          # the same as one JSON object
     rltune doctor ft-1a2b3c       # the training doctor's alerts of a job (running or finished)
     rltune doctor runs/ft-1a2b3c  # the same for a run folder (``rltune train``'s output)
+    rltune doctor ft-1a2b3c --server http://team:8600   # a job on a REST server
+
+A job id that is not a local folder is asked of the configured server (``--server``, else
+``RLTUNE_BASE_URL``, else the local server's address) at ``GET /v1/jobs/{id}/alerts``.
 
 Nothing is downloaded, built or loaded: a hub id that is not cached is reported as such.
 The exit code is 1 when the job cannot start here (unknown model, a hub id missing while
@@ -40,11 +44,18 @@ def doctor(
         None, "--config", "-c", help="job YAML: report what it would use", exists=True,
         dir_okay=False),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    server: Optional[str] = typer.Option(
+        None, "--server",
+        help="ask this job server for the job's alerts (default: a local folder, else the "
+             "configured server)"),
+    api_key: Optional[str] = typer.Option(
+        None, "--api-key", envvar=["RLTUNE_API_KEY", "DASHSCOPE_API_KEY"],
+        help="the server's API key (default: the local admin key)"),
 ) -> None:
     """Print devices, torch/CUDA versions, engines, and what a job.yaml would use; or, given a
     job id or run folder, the training doctor's alerts of that job."""
     if target is not None:
-        raise typer.Exit(job_alerts(target, as_json))
+        raise typer.Exit(job_alerts(target, as_json, server=server, api_key=api_key))
     report: dict[str, Any] = {"machine": machine()}
     ok = True
     if config is not None:
@@ -70,29 +81,60 @@ def find_run_dir(target: str) -> Optional[Path]:
     return None
 
 
-def job_alerts(target: str, as_json: bool) -> int:
+def job_alerts(target: str, as_json: bool, *, server: Optional[str] = None,
+               api_key: Optional[str] = None) -> int:
     """Print a job's alerts (``alerts.jsonl``; replayed from its metrics when the job ran
-    without the doctor). Exit code 0 without alerts, 3 with, 2 when the job is not found."""
-    from rltune.doctor import diagnose, read_alerts
+    without the doctor), from a local folder or, for a job id that is not one (or with
+    ``--server``), from the job server. Exit code 0 without alerts, 3 with, 2 when the job is
+    not found (or the server cannot be reached)."""
+    from rltune.doctor import Alert, diagnose, read_alerts
     from rltune.trainer.sink import read_metrics
 
-    run_dir = find_run_dir(target)
-    if run_dir is None:
+    run_dir = None if server else find_run_dir(target)
+    if run_dir is None and (server or target.startswith("ft-")):
+        fetched = _server_alerts(target, server, api_key)
+        if fetched is None:
+            return 2
+        alerts, where = [Alert.model_validate(a) for a in fetched[0]], fetched[1]
+    elif run_dir is None:
         typer.secho(f"error: no job or run folder {target!r} (looked in {target}, "
-                    "$RLTUNE_HOME/server/jobs/ and ./runs/); give a run folder path",
-                    fg="red", err=True)
+                    "$RLTUNE_HOME/server/jobs/ and ./runs/); give a run folder path, or a "
+                    "job id (ft-…) with --server", fg="red", err=True)
         return 2
-    alerts = read_alerts(run_dir)
-    if not alerts and not (run_dir / "alerts.jsonl").exists():
-        rows = [{"step": r["step"], **r.get("metrics", {})} for r in read_metrics(run_dir)]
-        alerts = diagnose(rows)
+    else:
+        where = str(run_dir)
+        alerts = read_alerts(run_dir)
+        if not alerts and not (run_dir / "alerts.jsonl").exists():
+            rows = [{"step": r["step"], **r.get("metrics", {})} for r in read_metrics(run_dir)]
+            alerts = diagnose(rows)
     if as_json:
         typer.echo(json.dumps([a.model_dump() for a in alerts], indent=2))
     elif not alerts:
-        typer.echo(f"{run_dir}: no alerts")
+        typer.echo(f"{where}: no alerts")
     for alert in [] if as_json else alerts:
         typer.echo(alert.line())
     return 3 if alerts else 0
+
+
+def _server_alerts(job_id: str, server: Optional[str],
+                   api_key: Optional[str]) -> Optional[tuple[list[dict], str]]:
+    """``GET /v1/jobs/{id}/alerts`` on the server (its alerts and the job's address), or None
+    after printing why not."""
+    from rltune.client import discovery
+    from rltune.client.agentic_rl import run_sync
+    from rltune.client.http import Transport
+    from rltune.sdk.errors import RltuneError
+
+    url = discovery.base_url(server)
+    try:
+        key = discovery.api_key(api_key, required=False)
+        res = run_sync(Transport(url, key, timeout=30, retries=1).request(
+            "GET", f"/v1/jobs/{job_id}/alerts"))
+    except RltuneError as exc:
+        where = "" if server else "no job or run folder here, and "
+        typer.secho(f"error: {where}job {job_id!r} on {url}: {exc}", fg="red", err=True)
+        return None
+    return res.get("alerts") or [], f"{url} {job_id}"
 
 
 def _print(values: Any, indent: str) -> None:

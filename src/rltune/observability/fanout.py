@@ -2,8 +2,9 @@
 
 Everything goes to the inner sink (``FileSink``: metrics.jsonl, trajectories, logs) as before;
 metrics also go to every tracker under the same names, the first ``samples`` trajectories of a
-step go to each tracker's table, and, when spans are stored locally, each trajectory record
-gets its rollout's spans (``record["spans"]``) before it is written.
+step go to each tracker's table, the training doctor's alerts to each tracker's alerts or
+text, and, when spans are stored locally, each trajectory record gets its rollout's spans
+(``record["spans"]``) before it is written.
 
 A tracker that fails while the job runs is reported once in the log and left out from then
 on; the job goes on (a tracker that cannot start stops the job before step 1, see session.py).
@@ -74,6 +75,11 @@ class TrackedSink:
 
     def log(self, message: str, level: str = "INFO") -> None:
         self.inner.log(message, level)
+
+    def alert(self, step: int, code: str, title: str, text: str) -> None:
+        """A training-doctor alert (already in ``alerts.jsonl`` and the log) for each tracker:
+        the tracker's own alerts where it has them (W&B), else text at the step."""
+        self._each("alert", lambda t: t.alert(step, code, title, text))
 
     def progress(self, state: dict[str, Any]) -> None:
         self.inner.progress(state)

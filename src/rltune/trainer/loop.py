@@ -218,6 +218,7 @@ class Trainer:
         self.history.append({"step": step, **result.metrics})
         for alert in self.advisor.observe(step, result.metrics, records):
             self.sink.log(f"doctor: {alert.line()}", level="WARNING")
+            self.sink.alert(step, alert.code, alert.title, alert.line())
 
     def _on_job_end(self, summary: dict[str, Any]) -> None:
         """Called once after a job trained to the end, with its summary (seam for outputs

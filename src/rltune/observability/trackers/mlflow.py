@@ -3,7 +3,8 @@ artifacts in ``<job dir>/mlartifacts``; MLflow's file store is deprecated).
 
 Metric names keep their slashes; MLflow refuses ``@`` in names, so ``…/mean@1`` is logged as
 ``…/mean_at_1`` (the only rename, see :func:`mlflow_key`). The job config is the run's params
-(flattened with dots), sample trajectories are JSON table artifacts ``samples/step_<n>.json``.
+(flattened with dots), sample trajectories are JSON table artifacts ``samples/step_<n>.json``,
+the training doctor's alerts tags ``doctor/<code>`` and the artifact ``doctor/alerts.txt``.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class MlflowTracker:
         self.experiment = cfg.project or job_name
         self.client: Any = None
         self.run_id = ""
+        self.alert_lines: list[str] = []
 
     def start(self, *, run_name: str, params: dict[str, Any], resume_id: Optional[str]) -> str:
         _check_reachable(self.uri)
@@ -100,6 +102,14 @@ class MlflowTracker:
     def table(self, step: int, rows: list[list[Any]]) -> None:
         self.client.log_dict(self.run_id, {"columns": list(TABLE_COLUMNS), "data": rows},
                              f"samples/step_{step:06d}.json")
+
+    def alert(self, step: int, code: str, title: str, text: str) -> None:
+        """A tag per code (``doctor/P9``: its latest alert) and every alert so far in the
+        text artifact ``doctor/alerts.txt``."""
+        self.alert_lines.append(text)
+        self.client.set_tag(self.run_id, f"doctor/{code}", text[:5000])
+        self.client.log_text(self.run_id, "\n".join(self.alert_lines) + "\n",
+                             "doctor/alerts.txt")
 
     def close(self) -> None:
         if self.client is not None and self.run_id:

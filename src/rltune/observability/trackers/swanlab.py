@@ -1,6 +1,7 @@
 """SwanLab: offline by default (a run folder under ``<job dir>/swanlog`` that ``swanlab sync``
 uploads later), ``local`` or ``online``. SwanLab keeps one run per process, as its API does.
-The job config is the run's config; SwanLab has no table type, so no sample table."""
+The job config is the run's config; SwanLab has no table type, so no sample table; the training
+doctor's alerts are ``swanlab.Text`` at their step (``doctor/alerts``)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ class SwanLabTracker:
 
     def table(self, step: int, rows: list[list[Any]]) -> None:
         return None  # SwanLab has no table media type
+
+    def alert(self, step: int, code: str, title: str, text: str) -> None:
+        self.run.log({"doctor/alerts": swanlab.Text(text)}, step=step)
 
     def close(self) -> None:
         if self.run is not None:

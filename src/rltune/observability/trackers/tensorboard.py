@@ -1,7 +1,8 @@
 """TensorBoard: event files in ``<job dir>/tensorboard`` (or ``dir``), written with the
 tensorboard package's own event writer (no TensorFlow, no torch). The "run id" is the log
 folder: a resumed job appends new event files to the same folder. TensorBoard has no tables,
-so the sample trajectories and the job config are Markdown in the Text tab."""
+so the sample trajectories, the job config and the training doctor's alerts
+(``doctor/alerts``) are text in the Text tab."""
 
 from __future__ import annotations
 
@@ -62,6 +63,9 @@ class TensorBoardTracker:
                  "|" + "---|" * len(TABLE_COLUMNS)]
         lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
         self._write(step, [_text_value("samples", "\n".join(lines))])
+
+    def alert(self, step: int, code: str, title: str, text: str) -> None:
+        self._write(step, [_text_value("doctor/alerts", text)])
 
     def close(self) -> None:
         if self.writer is not None:

@@ -1,6 +1,7 @@
 """trackio: a local SQLite project (``$TRACKIO_DIR``, trackio's default folder otherwise) that
 ``trackio show`` serves. The run id is the run name, which trackio resumes by. Sample
-trajectories are a ``trackio.Table`` per step; the job config is the run's config."""
+trajectories are a ``trackio.Table`` per step, the training doctor's alerts trackio alerts;
+the job config is the run's config."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ class TrackioTracker:
     def table(self, step: int, rows: list[list[Any]]) -> None:
         self.run.log({"samples": trackio.Table(columns=list(TABLE_COLUMNS), data=rows)},
                      step=step)
+
+    def alert(self, step: int, code: str, title: str, text: str) -> None:
+        self.run.alert(title=f"rltune doctor {code}: {title}", text=text,
+                       level=trackio.AlertLevel.WARN, step=step)
 
     def close(self) -> None:
         if self.run is not None:

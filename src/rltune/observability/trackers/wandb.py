@@ -1,6 +1,7 @@
 """Weights & Biases: offline by default (a run folder under ``<job dir>/wandb`` that
 ``wandb sync`` uploads later), or ``mode: online``. The job config is the run's config,
-sample trajectories a ``wandb.Table`` per step; resuming passes the saved run id."""
+sample trajectories a ``wandb.Table`` per step, the training doctor's alerts W&B alerts
+(and text in the history); resuming passes the saved run id."""
 
 from __future__ import annotations
 
@@ -42,6 +43,13 @@ class WandbTracker:
     def table(self, step: int, rows: list[list[Any]]) -> None:
         self.run.log({"samples": wandb.Table(columns=list(TABLE_COLUMNS), data=rows)},
                      step=step)
+
+    def alert(self, step: int, code: str, title: str, text: str) -> None:
+        """W&B's own alert (sent when the run is online or synced) and the text in the
+        history (``doctor/alert``) at the step."""
+        self.run.alert(title=f"rltune doctor {code}: {title}"[:63], text=text,
+                       level=wandb.AlertLevel.WARN)
+        self.run.log({"doctor/alert": text}, step=step)
 
     def close(self) -> None:
         if self.run is not None:

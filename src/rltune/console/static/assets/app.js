@@ -4,6 +4,7 @@
 import { api, auth } from "./api.js";
 import { errorBox, h, mount } from "./dom.js";
 import { parseHash } from "./router.js";
+import { renderCompare } from "./views/compare.js";
 import { renderDatasets } from "./views/datasets.js";
 import { renderFunctions } from "./views/functions.js";
 import { renderJob } from "./views/job.js";
@@ -66,6 +67,7 @@ function header(active) {
     { class: "top" },
     h("a", { class: "brand", href: "#/jobs" }, "rltune"),
     link("#/jobs", "Jobs", "jobs"),
+    link("#/compare", "Compare", "compare"),
     link("#/functions", "Functions", "functions"),
     link("#/datasets", "Datasets", "datasets"),
     link("#/models", "Models", "models"),
@@ -112,6 +114,7 @@ async function route() {
   try {
     if (section === "jobs" && r.parts[1] === "new") cleanup = renderNewJob(main, r);
     else if (section === "jobs" && r.parts[1]) cleanup = renderJob(main, r);
+    else if (section === "compare") cleanup = renderCompare(main, r);
     else if (section === "functions") cleanup = renderFunctions(main, r);
     else if (section === "datasets") cleanup = renderDatasets(main, r);
     else if (section === "models") cleanup = renderModels(main, r);

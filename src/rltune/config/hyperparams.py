@@ -158,6 +158,12 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
         "continues on the new weights (every token keeps the version it was sampled with); "
         "false = the weights change only once the in-flight rollouts have finished",
     )
+    max_concurrent_requests: Optional[int] = Field(
+        None, ge=1, le=100000,
+        description="backpressure: the most chat calls the policy gateway serves at once; "
+        "beyond it a call gets 429 with Retry-After and the rollout's client retries after "
+        "that wait (the OpenAI clients and the built-in rollout do). Unset = no limit",
+    )
     stop_at_validation_reward: Optional[float] = Field(
         None, ge=-1e9, le=1e9,
         description="end the job after the first validation (every eval_steps) whose mean@1 "

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _trl_side import _time_calls
+from _trl_side import _time_calls, step_clock
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     import httpx
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, TrainerCallback
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen3_template
@@ -73,22 +73,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                                  "solution": [r["rollout_extra"]["solution"] for r in rows]})
     model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32)
 
-    class StepClock(TrainerCallback):
-        def __init__(self) -> None:
-            self.begin, self.ends, self.logs = 0.0, [], []
-
-        def on_train_begin(self, args, state, control, **kw):
-            self.begin = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kw):
-            self.ends.append(time.perf_counter())
-
-        def on_log(self, args, state, control, logs=None, **kw):
-            if logs and "reward" in logs:
-                self.logs.append({k: float(v) for k, v in logs.items()
-                                  if isinstance(v, (int, float))})
-
-    clock = StepClock()
+    clock = step_clock()
     with tempfile.TemporaryDirectory(prefix="trl-agentic-") as out_dir:
         config = GRPOConfig(
             output_dir=out_dir, use_cpu=True, bf16=False, seed=spec["seed"],

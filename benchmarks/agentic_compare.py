@@ -237,10 +237,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     summary = {"cpu": cpu_model(), "cores": os.cpu_count(), "steps": args.steps,
                "tool": {"median_s": args.median, "fail": args.fail, **tool_stats},
                **report(results, args.target)}
-    text = json.dumps(summary, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+    for sink in filter(None, (args.out,)):
+        sink.write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
     return 0
 
 

@@ -8,6 +8,7 @@ policy endpoint itself fails.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
@@ -41,38 +42,51 @@ class HttpToolRollout(AbstractRolloutProcessor):
         params.pop("timeout", None)
         messages = list(input_data.messages)
         tools = input_data.tools or [CALCULATOR_TOOL]
-        calls = failures = 0
+        counts = {"tool_calls": 0.0, "tool_failures": 0.0}
         try:
-            for _ in range(max_turns):
-                response = await client.chat.completions.create(
-                    model=res.model_name, messages=messages, tools=tools, **params)
-                message = response.choices[0].message
-                messages.append(message.model_dump(exclude_none=True, exclude={"refusal"}))
-                if not message.tool_calls:
-                    break
-                for call in message.tool_calls:
-                    calls += 1
-                    content = await self.run_tool(call)
-                    failures += content.startswith("error: tool")
-                    messages.append({"role": "tool", "tool_call_id": call.id,
-                                     "content": content})
+            await self.loop(client, res.model_name, messages, tools, params, max_turns, counts)
         except Exception as exc:  # the policy endpoint failed: retry this rollout
             return RolloutOutput(status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
         return RolloutOutput(agent_output=AgentOutput(
-            messages=messages, rollout_extra=input_data.rollout_extra,
-            rollout_metrics={"tool_calls": float(calls), "tool_failures": float(failures)}))
+            messages=messages, rollout_extra=input_data.rollout_extra, rollout_metrics=counts))
+
+    async def loop(self, client, model: str, messages: list, tools: list, params: dict,
+                   max_turns: int, counts: dict) -> None:
+        """Model turn, then that turn's tool calls (concurrently), until a plain answer."""
+        turn = 0
+        while turn < max_turns:
+            turn += 1
+            reply = (await client.chat.completions.create(
+                model=model, messages=messages, tools=tools, **params)).choices[0].message
+            messages.append(reply.model_dump(exclude_none=True, exclude={"refusal"}))
+            pending = reply.tool_calls or []
+            if not pending:
+                return
+            results = await asyncio.gather(*(self.run_tool(c) for c in pending))
+            counts["tool_calls"] += len(pending)
+            counts["tool_failures"] += sum(r.startswith("error: tool") for r in results)
+            messages.extend({"role": "tool", "tool_call_id": c.id, "content": r}
+                            for c, r in zip(pending, results, strict=True))
 
     async def run_tool(self, call) -> str:
-        if call.function.name != "calculator":
-            return f"error: unknown tool {call.function.name}"
+        """The service's answer, or an error message the model reads."""
+        args = _arguments(call)
+        if "expression" not in args:
+            return f"error: not a calculator call: {call.function.name} {args.get('why', '')}"
         try:
-            expression = json.loads(call.function.arguments)["expression"]
-        except Exception as exc:
-            return f"error: {exc}"
-        try:
-            resp = await self.tool.post(self.tool_url, json={"expression": str(expression)})
+            resp = await self.tool.post(self.tool_url, json={"expression": args["expression"]})
         except httpx.HTTPError as exc:
             return f"error: tool call failed: {type(exc).__name__}"
         if resp.status_code != 200:
             return f"error: tool service answered {resp.status_code}"
         return str(resp.json().get("result", ""))
+
+
+def _arguments(call) -> dict:
+    """``{"expression": ...}`` of a calculator call, else ``{"why": ...}``."""
+    if call.function.name != "calculator":
+        return {"why": "(unknown tool)"}
+    try:
+        return {"expression": str(json.loads(call.function.arguments)["expression"])}
+    except Exception as exc:  # the model wrote bad arguments: tell it
+        return {"why": f"({exc})"}

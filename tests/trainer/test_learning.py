@@ -90,11 +90,12 @@ async def test_grpo_and_dapo_improve(tmp_path, nano_model_dir, algorithm):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("partial", [False, True], ids=["whole", "partial"])
-async def test_gspo_with_max_staleness_1_raises_validation_reward_by_0_2(
-        tmp_path, nano_model_dir, partial):
-    """The asynchronous pipeline (each step's rollouts sampled one version behind, corrected by
-    decoupled PPO) learns as the synchronous GSPO test does: the same gate."""
-    summary = await train(tmp_path, nano_model_dir, "gspo", steps=20, max_staleness=1,
+@pytest.mark.parametrize("staleness,partial", [(1, False), (1, True), (2, True)],
+                         ids=["whole", "partial", "stale2-partial"])
+async def test_gspo_with_max_staleness_raises_validation_reward_by_0_2(
+        tmp_path, nano_model_dir, staleness, partial):
+    """Streaming rollouts (groups sampled up to ``staleness`` versions behind, corrected by
+    decoupled PPO) learn as the synchronous GSPO test does: the same gate."""
+    summary = await train(tmp_path, nano_model_dir, "gspo", steps=20, max_staleness=staleness,
                           partial_rollouts=partial)
     assert_rises(summary, by=0.2)

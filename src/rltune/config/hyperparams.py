@@ -26,8 +26,8 @@ from rltune.config.algorithm import KNOBS, AlgorithmName
 from rltune.config.synonyms import translate
 from rltune.names import REPLICA_BACKENDS, literal
 
-#: The scheduler looks one step ahead, so no rollout is ever more than one version old.
-MAX_STALENESS_SUPPORTED = 1
+#: Streaming rollouts (trainer/stream.py) start groups at most this many versions ahead.
+MAX_STALENESS_SUPPORTED = 8
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -147,15 +147,23 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
     # --- the asynchronous pipeline (rltune's own; trainer/scheduler.py) ---
     max_staleness: int = Field(
         0, ge=0, le=1000,
-        description="0 = synchronous (rollouts, then the update, every step). 1 = the next "
-        "step's rollouts are sampled while this step updates, from weights one version old; "
-        "the loss corrects for it (decoupled PPO) and rollouts older than this are dropped",
+        description="0 = synchronous (rollouts, then the update, every step). N >= 1 = "
+        "streaming rollouts: groups sample continuously, a step trains on the first "
+        "batch_size groups to finish (the rest carry over) and new groups start at most N "
+        "weight versions behind the policy that trains on them; the loss corrects for it "
+        "(decoupled PPO) and rollouts more than N versions old are dropped and counted",
     )
     partial_rollouts: bool = Field(
         False,
-        description="with max_staleness 1: a rollout in flight when the weights change "
+        description="with max_staleness >= 1: a rollout in flight when the weights change "
         "continues on the new weights (every token keeps the version it was sampled with); "
         "false = the weights change only once the in-flight rollouts have finished",
+    )
+    max_concurrent_requests: Optional[int] = Field(
+        None, ge=1, le=100000,
+        description="backpressure: the most chat calls the policy gateway serves at once; "
+        "beyond it a call gets 429 with Retry-After and the rollout's client retries after "
+        "that wait (the OpenAI clients and the built-in rollout do). Unset = no limit",
     )
     stop_at_validation_reward: Optional[float] = Field(
         None, ge=-1e9, le=1e9,
@@ -319,8 +327,8 @@ def _check_async(hp: HyperParameters) -> None:
     if hp.max_staleness > MAX_STALENESS_SUPPORTED:
         raise _coupling(
             "max_staleness", hp.max_staleness,
-            f"is not supported yet: the scheduler samples at most one step ahead, so "
-            f"max_staleness may be 0 (synchronous) or {MAX_STALENESS_SUPPORTED}",
+            f"is not supported: max_staleness may be 0 (synchronous) to "
+            f"{MAX_STALENESS_SUPPORTED} (groups sampled that many weight versions ahead)",
             f"set max_staleness: {MAX_STALENESS_SUPPORTED}",
         )
     if hp.partial_rollouts and hp.max_staleness == 0:

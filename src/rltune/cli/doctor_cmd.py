@@ -73,6 +73,7 @@ def find_run_dir(target: str) -> Optional[Path]:
 def job_alerts(target: str, as_json: bool) -> int:
     """Print a job's alerts (``alerts.jsonl``; replayed from its metrics when the job ran
     without the doctor). Exit code 0 without alerts, 3 with, 2 when the job is not found."""
+    from rltune.cli.exit_codes import ALERTS, OK
     from rltune.doctor import diagnose, read_alerts
     from rltune.trainer.sink import read_metrics
 
@@ -92,7 +93,7 @@ def job_alerts(target: str, as_json: bool) -> int:
         typer.echo(f"{run_dir}: no alerts")
     for alert in [] if as_json else alerts:
         typer.echo(alert.line())
-    return 3 if alerts else 0
+    return ALERTS if alerts else OK
 
 
 def _print(values: Any, indent: str) -> None:

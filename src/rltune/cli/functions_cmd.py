@@ -19,6 +19,7 @@ from typing import Optional
 
 import typer
 
+from rltune.cli.rl_cmd import OUT, Format
 from rltune.sdk.errors import RltuneError
 
 functions_app = typer.Typer(help="Run, package, register and test rollout/reward functions.",
@@ -92,7 +93,8 @@ def serve(
 
 @functions_app.command("package")
 def package(workspace: Path = typer.Argument(Path(".")),
-            output: Path = typer.Option(Path("workspace.zip"), "--output", "-o")) -> None:
+            output: Path = typer.Option(Path("workspace.zip"), "--out", "--output",
+                                        help="the zip to write")) -> None:
     """Zip a workspace (cloud exclusions + .gitignore) and print its content hash."""
     from rltune.functions.archive import zip_workspace
 
@@ -121,7 +123,7 @@ def register_fn(
 
 
 @functions_app.command("list")
-def list_fn(output: str = typer.Option("table", "--output", "-o", help="table|json|yaml")) -> None:
+def list_fn(output: Format = OUT) -> None:
     """List registered functions and instances."""
     from rltune.functions.registry import FunctionRegistry
     from rltune.functions.render import render
@@ -200,7 +202,7 @@ def test_functions(
     max_tokens: int = typer.Option(512),
     timeout: Optional[float] = typer.Option(None, help="seconds per call"),
     workspace: Path = typer.Option(Path("."), "--workspace", "-w"),
-    output: str = typer.Option("table", "--output", "-o", help="table|json|yaml"),
+    output: Format = OUT,
 ) -> None:
     """Run functions locally: one input (-c/--instance + -i) or a dataset (--rollout + --data)."""
     from rltune.functions import harness

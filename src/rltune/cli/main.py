@@ -37,9 +37,21 @@ def _register_groups() -> None:
         module.register(app)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from rltune import __version__
+
+        typer.echo(f"rltune {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
-    """Self-hosted reinforcement-learning fine-tuning of LLM agents."""
+def _root(
+    _version: bool = typer.Option(False, "--version", "-V", is_eager=True,
+                                  callback=_print_version, help="print rltune's version and exit"),
+) -> None:
+    """Self-hosted reinforcement-learning fine-tuning of LLM agents. Exit codes: 0 ok, 1 failed,
+    2 usage error, 3 doctor alerts, 4 no server answers (docs/cli.md)."""
 
 
 @app.command()

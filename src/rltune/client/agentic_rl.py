@@ -118,7 +118,13 @@ class AgenticRL(LifecycleMixin):
 
     @property
     def http(self) -> Transport:
-        return Transport(self.base_url, discovery.api_key(self._api_key))
+        """One transport (one pooled HTTP client) for this client's server and key."""
+        key = discovery.api_key(self._api_key)
+        cached = self.__dict__.get("_transport")
+        if cached is None or (cached.base_url, cached.api_key) != (self.base_url.rstrip("/"),
+                                                                   key):
+            cached = self.__dict__["_transport"] = Transport(self.base_url, key)
+        return cached
 
     # ------------------------------------------------------------------ config
     def init(self, config_path: str | Path | None = None, **kwargs: Any) -> AgenticRL:

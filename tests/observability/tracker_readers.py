@@ -102,3 +102,21 @@ def swanlab_scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
             series.setdefault(s.key, []).append((s.step, s.value.number))
     reader.close()
     return series
+
+
+def wandb_run_project(run_dir: Path, timeout: float = 20.0) -> str:
+    """The project in an offline run's ``run`` record (W&B's own protobuf); polls, as W&B's
+    core process may still be writing after ``finish()`` returns."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    deadline = time.monotonic() + timeout
+    while True:
+        for log in run_dir.glob("run-*.wandb"):
+            for raw in _leveldb_records(log):
+                rec = pb.Record()
+                rec.ParseFromString(raw)
+                if rec.HasField("run"):
+                    return rec.run.project
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no run record in {run_dir}")
+        time.sleep(0.2)

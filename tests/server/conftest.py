@@ -17,6 +17,8 @@ import yaml
 
 from rltune.templates import create_workspace
 
+from .postgres import start_postgres
+
 
 @dataclass
 class Server:
@@ -60,11 +62,38 @@ def start_server(home: Path, *args: str) -> Server:
     raise AssertionError("server did not start: " + (home / "server.log").read_text())
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL on loopback for this session (started on first use, always stopped)."""
+    try:
+        cluster = start_postgres()
+    except FileNotFoundError as exc:
+        pytest.skip(f"{exc}: install PostgreSQL (Debian: postgresql) for the store tests")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def db_url(request) -> str | None:
+    """The server's store: the embedded SQLite default, and (slow tier) a fresh database on a
+    real PostgreSQL, so every server test runs on both."""
+    if request.param == "sqlite":
+        return None
+    pytest.importorskip("psycopg")
+    return request.getfixturevalue("postgres").new_database()
+
+
 @pytest.fixture
-def server_home(tmp_path, monkeypatch) -> Path:
+def server_home(tmp_path, monkeypatch, db_url) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("RLTUNE_HOME", str(home))
+    if db_url:
+        monkeypatch.setenv("RLTUNE_DB_URL", db_url)
+    else:
+        monkeypatch.delenv("RLTUNE_DB_URL", raising=False)
     monkeypatch.delenv("RLTUNE_API_KEY", raising=False)
     monkeypatch.delenv("RLTUNE_BASE_URL", raising=False)
     return home

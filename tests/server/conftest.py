@@ -10,6 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -26,10 +27,38 @@ class Server:
     key: str
     home: Path
     proc: subprocess.Popen
+    _spec: Any = None
 
     def client(self, key: str | None = None) -> httpx.Client:
+        """A client whose every JSON answer is checked against the server's OpenAPI document
+        (status code and body schema, with schemathesis): the typed success bodies of
+        ``rltune.server.schemas`` and the error body are what the routes really return."""
         return httpx.Client(base_url=self.url, timeout=60,
-                            headers={"Authorization": f"Bearer {key or self.key}"})
+                            headers={"Authorization": f"Bearer {key or self.key}"},
+                            event_hooks={"response": [self.conforms]})
+
+    def conforms(self, response: httpx.Response) -> None:
+        if "json" not in response.headers.get("content-type", ""):
+            return  # streams (event-stream), file downloads, the console's pages
+        path = response.request.url.path
+        if not (path.startswith("/v1/") or path == "/health"):
+            return
+        if self._spec is None:
+            try:
+                import schemathesis
+            except ImportError:
+                return
+            self._spec = schemathesis.openapi.from_url(self.url + "/openapi.json")
+        found = self._spec.find_operation_by_path(response.request.method, path)
+        if found is None:
+            return  # the cloud SDK's aliases (/v1/fine-tunes…) are not in the document
+        response.read()
+        try:
+            found.validate_response(response)
+        except Exception as exc:
+            raise AssertionError(f"{response.request.method} {path} -> {response.status_code} "
+                                 f"does not match the OpenAPI document: {exc}\n"
+                                 f"{response.text[:2000]}") from None
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc.poll() is None:

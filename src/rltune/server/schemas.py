@@ -184,8 +184,9 @@ class JobLogs(BaseModel):
 class JobMetrics(BaseModel):
     job_id: str
     names: list[str]
-    series: dict[str, list[tuple[int, Optional[float]]]] = Field(
-        description="{name: [[step, value], ...]}; a NaN/inf value is null")
+    series: dict[str, list[list[Optional[float]]]] = Field(
+        description="{name: [[step, value], ...]}: pairs, the step an integer; a NaN/inf "
+                    "value is null")
 
 
 class JobAlerts(BaseModel):

@@ -314,8 +314,9 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
                             f"algorithm is {self.algorithm}",
                             f"set algorithm: {misplaced[1][0]}, or remove {misplaced[0]}")
         if self.algorithm == "sft":
+            # a value other than the default: a serialised config repeats the defaults
             rl_only = [k for k in (*SFT_REFUSED, *(n for n in KNOBS if KNOBS[n].overridable))
-                       if k in self.model_fields_set and getattr(self, k) is not None]
+                       if getattr(self, k) != type(self).model_fields[k].default]
             if rl_only:
                 raise _coupling(rl_only[0], getattr(self, rl_only[0]),
                                 "only applies to RL algorithms, and algorithm is sft "

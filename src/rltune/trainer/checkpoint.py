@@ -32,7 +32,7 @@ from typing import Any, Optional
 
 import torch
 
-from rltune.jobdir import complete_checkpoints, read_trainer_state, trainer_state_file
+from rltune.jobdir import CRITIC_STATE, complete_checkpoints, read_trainer_state, trainer_state_file
 from rltune.sdk.errors import ValidationError
 from rltune.trainer.lora import is_lora, load_adapter, save_lora
 
@@ -41,7 +41,7 @@ list_checkpoints = complete_checkpoints
 __all__ = ["latest_checkpoint", "list_checkpoints", "read_trainer_state",
            "restore_training_state", "save_checkpoint"]
 #: The critic's state in a PPO job's checkpoint (``trainer/critic.py``).
-CRITIC_FILE = "critic.pt"
+CRITIC_FILE = CRITIC_STATE
 
 
 def latest_checkpoint(root: str | Path) -> Optional[Path]:

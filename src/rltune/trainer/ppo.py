@@ -27,7 +27,6 @@ from typing import Any, ClassVar, Optional
 import torch
 
 from rltune.rollout.results import RolloutResult
-from rltune.trainer.advantages import overlong_penalty_B
 from rltune.trainer.critic import Critic, ValueModel
 from rltune.trainer.gae import gae_advantages_BT, terminal_rewards_BT, whiten_BT
 from rltune.trainer.logprobs import pad_rows
@@ -60,24 +59,14 @@ class CriticSignal:
         return r.usable
 
     async def rows(self, results: list[RolloutResult]) -> tuple[list[TrainingRow], dict]:
-        from rltune.trainer.signals import training_rows
+        from rltune.trainer.signals import shape_rewards, training_rows
 
-        hp, knobs = self.hp, self.knobs
         self.no_rows_reason = None
         scored = [r for r in results if r.usable]
         if not scored:
             return [], {}
-        rewards_B = torch.tensor([float(r.score) for r in scored])  # type: ignore[arg-type]
-        if knobs.overlong_buffer_len > 0 and knobs.overlong_penalty_factor > 0:
-            rewards_B = rewards_B + overlong_penalty_B(
-                torch.tensor([float(r.response_tokens) for r in scored]),
-                max_response_len=hp.max_length - hp.max_prompt_length,
-                buffer_len=knobs.overlong_buffer_len,
-                factor=knobs.overlong_penalty_factor,
-            )
-        for r, value in zip(scored, rewards_B.tolist(), strict=True):
-            r.reward = value
-        rows = training_rows(scored, hp.max_length)
+        shape_rewards(scored, self.hp, self.knobs)  # sets r.reward
+        rows = training_rows(scored, self.hp.max_length)
         if not rows:
             return [], {}
         return await asyncio.to_thread(self._fit, rows)

@@ -61,6 +61,22 @@ def training_rows(results: list[RolloutResult], max_length: int) -> list[Trainin
     return rows
 
 
+def shape_rewards(scored: list[RolloutResult], hp: Any, knobs: Any) -> torch.Tensor:
+    """Each scored rollout's reward: its score plus DAPO's overlong penalty when that is on;
+    also written to ``r.reward``."""
+    rewards_B = torch.tensor([float(r.score) for r in scored])  # type: ignore[arg-type]
+    if knobs.overlong_buffer_len > 0 and knobs.overlong_penalty_factor > 0:
+        rewards_B = rewards_B + overlong_penalty_B(
+            torch.tensor([float(r.response_tokens) for r in scored]),
+            max_response_len=hp.max_length - hp.max_prompt_length,
+            buffer_len=knobs.overlong_buffer_len,
+            factor=knobs.overlong_penalty_factor,
+        )
+    for r, value in zip(scored, rewards_B.tolist(), strict=True):
+        r.reward = value
+    return rewards_B
+
+
 def set_advantages(row: TrainingRow, values: list[float]) -> None:
     """Give ``row`` its per-token advantages and copy them onto its rollout's record."""
     row.advantage = values
@@ -91,16 +107,7 @@ class GroupSignal:
         scored = [r for r in results if r.usable]
         if not scored:
             return [], {}
-        rewards_B = torch.tensor([float(r.score) for r in scored])  # type: ignore[arg-type]
-        if knobs.overlong_buffer_len > 0 and knobs.overlong_penalty_factor > 0:
-            rewards_B = rewards_B + overlong_penalty_B(
-                torch.tensor([float(r.response_tokens) for r in scored]),
-                max_response_len=hp.max_length - hp.max_prompt_length,
-                buffer_len=knobs.overlong_buffer_len,
-                factor=knobs.overlong_penalty_factor,
-            )
-        for r, value in zip(scored, rewards_B.tolist(), strict=True):
-            r.reward = value
+        rewards_B = shape_rewards(scored, hp, knobs)
         adv_B = group_advantages_B(rewards_B, torch.tensor([r.sample_index for r in scored]),
                                    norm_by_std=knobs.norm_adv_by_std)
         if not any(has_signal(g) for g in by_prompt(scored)):

@@ -110,7 +110,8 @@ PPO_HP = {"critic_warmup_steps": 2, "critic_lr": 1e-3, "lam": 0.95}
 @pytest.mark.slow
 async def test_ppo_raises_validation_reward_by_0_2(tmp_path, nano_model_dir):
     """``algorithm: ppo`` (a critic, GAE over the policy's own tokens of the multi-turn
-    calculator rollouts, the clipped value loss) learns by the GSPO gate."""
+    calculator rollouts, the clipped value loss) learns by the GSPO gate. Measured on the busy
+    2-core box: 0.43 -> 0.72 after 10 steps, 0.80 after 20 (~8 min)."""
     summary = await train(tmp_path, nano_model_dir, "ppo", steps=20, **PPO_HP)
     assert_rises(summary, by=0.2)
     metrics = [json.loads(x) for x in
@@ -122,7 +123,7 @@ async def test_ppo_raises_validation_reward_by_0_2(tmp_path, nano_model_dir):
 @pytest.mark.slow
 async def test_an_ark_ppo_job_raises_validation_reward_by_0_2(tmp_path, nano_model_dir):
     """Ark's ``customization_type: PPO`` with a ``PPOPipeline`` of the rl_demo plugins learns
-    by the same gate."""
+    by the same gate (measured: 0.53 -> 0.77 after 10 steps, 0.98 after 20; two graders)."""
     from rltune.templates import create_workspace
 
     steps = 20

@@ -22,12 +22,18 @@ from pydantic import Field, create_model, field_validator, model_validator
 
 from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
-from rltune.config.algorithm import KNOBS, AlgorithmName
+from rltune.config.algorithm import KNOBS, AlgorithmName, misplaced_knob
 from rltune.config.synonyms import translate
 from rltune.names import REPLICA_BACKENDS, literal
 
 #: Streaming rollouts (trainer/stream.py) start groups at most this many versions ahead.
 MAX_STALENESS_SUPPORTED = 8
+
+#: Hyper-parameters of rollouts and RL losses: an ``algorithm: sft`` job refuses them (and
+#: every algorithm knob), which would otherwise be ignored.
+SFT_REFUSED = ("n_rollouts", "ppo_mini_batch_size", "kl_loss_coef", "temperature", "top_p",
+               "max_staleness", "partial_rollouts", "val_n_rollouts", "opd_reward_weight",
+               "stop_at_validation_reward", "max_rollout_retries", "max_tokens")
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -316,6 +322,24 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
                 "fp32_master_weights", True, "only applies with bf16 (weights are fp32 already)",
                 "set bf16: true, or remove fp32_master_weights",
             )
+        if (misplaced := misplaced_knob(self)) is not None:
+            raise _coupling(misplaced[0], getattr(self, misplaced[0]),
+                            f"only applies to algorithm {' or '.join(misplaced[1])}, and "
+                            f"algorithm is {self.algorithm}",
+                            f"set algorithm: {misplaced[1][0]}, or remove {misplaced[0]}")
+        if self.algorithm == "sft":
+            # a value other than the default: a serialised config repeats the defaults
+            rl_only = [k for k in (*SFT_REFUSED, *(n for n in KNOBS if KNOBS[n].overridable))
+                       if getattr(self, k) != type(self).model_fields[k].default]
+            if rl_only:
+                raise _coupling(rl_only[0], getattr(self, rl_only[0]),
+                                "only applies to RL algorithms, and algorithm is sft "
+                                "(supervised on the rows' messages, no rollouts)",
+                                f"remove {rl_only[0]}, or use an RL algorithm")
+        if self.algorithm == "ppo" and (self.n_gpus_training or 1) > 1:
+            raise _coupling("n_gpus_training", self.n_gpus_training,
+                            "algorithm ppo trains its critic in one process",
+                            "set n_gpus_training: 1, or use gspo, grpo or dapo")
         _check_async(self)
         _refuse_distributed(self)
         _check_data_parallel(self)

@@ -238,7 +238,14 @@ class JobConfig(StrictModel):
             raise _coupling(_HP + "algorithm", hp.algorithm,
                             "algorithm opd distils from a teacher model",
                             "set teacher_model: <model name or path>, or use grpo, gspo or dapo")
-        if self.knobs.advantage_estimator == "grpo" and hp.n_rollouts < 2:
+        if hp.algorithm == "sft" and (self.functions or self.training.type is
+                                      TrainingType.PG_OPD):
+            raise _coupling(_HP + "algorithm", hp.algorithm,
+                            "algorithm sft trains on the rows' messages: it runs no rollout, "
+                            "reward function or teacher", "remove functions and teacher_model "
+                            "(run them in an RL job from the published SFT model)")
+        if self.knobs.advantage_estimator == "grpo" and hp.n_rollouts < 2 and \
+                hp.algorithm != "sft":
             raise _coupling(
                 _HP + "n_rollouts", hp.n_rollouts,
                 f"{hp.algorithm} normalises rewards within each prompt's group, so a group "

@@ -6,6 +6,7 @@ Layout of ``<root>/checkpoint-<step>/``::
     config.json, model.safetensors, tokenizer files   (loadable with from_pretrained)
     adapter/            LoRA jobs only: the peft adapter (the weights above are merged)
     training_state.pt   optimizer + scheduler + updater step
+    critic.pt           PPO jobs only: the critic's weights, optimizer and update count
     rng_state.pt        python / torch (and numpy if present) RNG states
     trainer_state.json  step, epoch, data-order state, metrics worth keeping
 
@@ -31,7 +32,7 @@ from typing import Any, Optional
 
 import torch
 
-from rltune.jobdir import complete_checkpoints, read_trainer_state, trainer_state_file
+from rltune.jobdir import CRITIC_STATE, complete_checkpoints, read_trainer_state, trainer_state_file
 from rltune.sdk.errors import ValidationError
 from rltune.trainer.lora import is_lora, load_adapter, save_lora
 
@@ -39,6 +40,8 @@ from rltune.trainer.lora import is_lora, load_adapter, save_lora
 list_checkpoints = complete_checkpoints
 __all__ = ["latest_checkpoint", "list_checkpoints", "read_trainer_state",
            "restore_training_state", "save_checkpoint"]
+#: The critic's state in a PPO job's checkpoint (``trainer/critic.py``).
+CRITIC_FILE = CRITIC_STATE
 
 
 def latest_checkpoint(root: str | Path) -> Optional[Path]:
@@ -80,12 +83,14 @@ def save_checkpoint(
     trainer_state: Optional[dict[str, Any]] = None,
     save_total_limit: Optional[int] = None,
     weights: Optional[dict[str, torch.Tensor]] = None,
+    critic: Any = None,
 ) -> Path:
     """Write ``<root>/checkpoint-<step>`` and drop the oldest beyond ``save_total_limit``.
 
     ``updater`` is a ``PolicyUpdater`` (its optimizer and scheduler are saved);
     ``trainer_state`` is any JSON-able dict (put the sampler's ``state_dict()`` in it).
     ``weights``: the full weights to write instead of ``model``'s own (a sharded policy).
+    ``critic``: anything with ``state_dict()`` (PPO's critic), saved as ``critic.pt``.
     """
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -101,6 +106,8 @@ def save_checkpoint(
         tokenizer.save_pretrained(tmp)
     if updater is not None:
         torch.save(updater.state_dict(), tmp / "training_state.pt")
+    if critic is not None:
+        torch.save(critic.state_dict(), tmp / CRITIC_FILE)
     torch.save(_rng_state(), tmp / "rng_state.pt")
     state = {**(trainer_state or {}), "step": step}
     trainer_state_file(tmp).write_text(json.dumps(state, indent=2, default=str))
@@ -112,8 +119,10 @@ def save_checkpoint(
     return final
 
 
-def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool = True) -> dict:
+def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool = True,
+                           critic: Any = None) -> dict:
     """Load optimizer/scheduler into ``updater`` and the RNG states; return trainer_state.
+    ``critic`` (PPO's) loads its ``critic.pt``.
 
     The model weights are loaded separately with ``from_pretrained(path)`` (they are a normal
     Hugging Face folder), before building the updater; a LoRA job loads ``adapter/`` into its
@@ -128,6 +137,12 @@ def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool =
                                   hint="resume from a checkpoint saved with updater=")
         # on the CPU first: load_state_dict moves the state to each parameter's device
         updater.load_state_dict(torch.load(ts, weights_only=False, map_location="cpu"))
+    if critic is not None:
+        cs = path / CRITIC_FILE
+        if not cs.exists():
+            raise ValidationError(f"{path} has no critic state", where=str(cs),
+                                  hint="resume a PPO job from a checkpoint of a PPO job")
+        critic.load_state_dict(torch.load(cs, weights_only=False, map_location="cpu"))
     if rng and (path / "rng_state.pt").exists():
         _set_rng_state(torch.load(path / "rng_state.pt", weights_only=False, map_location="cpu"))
     return state

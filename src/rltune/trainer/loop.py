@@ -11,8 +11,11 @@ folder's stop request, ``JobDir.request_stop``; the step's checkpoint is saved) 
 job-end hook.
 
 What the step learns from is the job's signal (``trainer/signals.py``), chosen by the
-advantage estimator: group advantages of rewards (GRPO, GSPO, DAPO) or the teacher's
-per-token advantages (on-policy distillation, ``training.type: pg_opd``).
+advantage estimator: group advantages of rewards (GRPO, GSPO, DAPO), a critic's GAE
+advantages (PPO, ``trainer/ppo.py``) or the teacher's per-token advantages (on-policy
+distillation, ``training.type: pg_opd``). An ``algorithm: sft`` job runs supervised steps on
+its rows' messages instead (``trainer/sft.py``), with the same validation, checkpoints and
+outputs.
 
 A job whose steps have no successful rollouts ends FAILED (``trainer/outcome.py``). A step's
 outputs (metrics, trajectories) are written once per step: a resumed job that replays a step
@@ -43,6 +46,7 @@ from rltune.sdk.errors import ConfigError
 from rltune.trainer.outcome import FailedSteps
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.scheduler import StepScheduler
+from rltune.trainer.sft import SftSteps
 from rltune.trainer.signals import build_signal
 from rltune.trainer.sink import Sink, build_sink
 from rltune.trainer.step import StepResult, StepRunner
@@ -117,13 +121,19 @@ class Trainer:
                                    job_id=self.job_id, total_steps=self.total_steps,
                                    log=log) as rt:
             self.rt = rt
-            self.signal = build_signal(hp, rt.knobs, updater=rt.updater, teacher=rt.teacher,
-                                       has_rewards=bool(rt.rewarder.components))
-            self.steps = StepRunner(rt, self.signal, job_id=self.job_id,
-                                    train_rows=self.train_rows, sampler=self.sampler)
-            self.scheduler = StepScheduler(self.steps, total_steps=self.total_steps,
-                                           max_staleness=hp.max_staleness,
-                                           partial_rollouts=hp.partial_rollouts)
+            if hp.algorithm == "sft":  # supervised on the rows' messages: no rollouts
+                self.steps = self.scheduler = SftSteps(rt, train_rows=self.train_rows,
+                                                       sampler=self.sampler)
+                self.signal = self.steps.signal
+            else:
+                self.signal = build_signal(hp, rt.knobs, updater=rt.updater,
+                                           teacher=rt.teacher,
+                                           has_rewards=bool(rt.rewarder.components))
+                self.steps = StepRunner(rt, self.signal, job_id=self.job_id,
+                                        train_rows=self.train_rows, sampler=self.sampler)
+                self.scheduler = StepScheduler(self.steps, total_steps=self.total_steps,
+                                               max_staleness=hp.max_staleness,
+                                               partial_rollouts=hp.partial_rollouts)
             try:
                 summary = await self._train(resume_from)
             finally:
@@ -248,14 +258,16 @@ class Trainer:
         return save_checkpoint(self.rt.ckpt_root, step=step, model=self.rt.model,
                                tokenizer=self.rt.tokenizer, updater=self.rt.updater,
                                trainer_state=state, save_total_limit=self.hp.save_total_limit,
-                               weights=self.rt.checkpoint_weights())
+                               weights=self.rt.checkpoint_weights(),
+                               critic=getattr(self.signal, "critic", None))
 
     async def _restore(self, path: str | Path) -> int:
         """Load a checkpoint's weights and state into policy and engine; returns its step."""
         from rltune.trainer.checkpoint import restore_training_state
 
         self.rt.restore_policy(Path(path))
-        state = restore_training_state(path, self.rt.updater)
+        state = restore_training_state(path, self.rt.updater,
+                                       critic=getattr(self.signal, "critic", None))
         self.sampler.load_state_dict(state["data_order"])
         await self.rt.sync_weights()
         self.sink.log(f"resumed from {path} at step {state['step']}")

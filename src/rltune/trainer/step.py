@@ -99,6 +99,8 @@ class StepRunner:
                 await self.rt.engine.sleep()  # vLLM on a shared GPU frees its memory; else no-op
                 self._asleep = True
             metrics.update(await self.rt.updater.aupdate(rows))
+        elif reason := getattr(self.signal, "no_rows_reason", None):  # e.g. PPO critic warm-up
+            self.rt.log(f"step {step}: {reason}; no policy update")
         else:
             self.rt.log(f"step {step}: no rollout carried a learning signal; no update",
                         level="WARNING")

@@ -114,3 +114,32 @@ async def test_harness_and_training_step_score_alike(tmp_path, tiny_model_dir):
     assert any("finite" in why for why in report.first_drop_reasons)
     assert any("discard" in why for why in report.first_drop_reasons)
     assert learned.updated  # the mixed group carries a signal
+
+
+async def test_training_step_stops_on_a_metric_the_reward_never_returns(tmp_path,
+                                                                         tiny_model_dir):
+    """The first scoring of a job whose ``reward_metric_weight`` names a metric the reward
+    never returns raises one ``ConfigError`` naming the field (not a dropped rollout each)."""
+    from rltune.sdk.errors import ConfigError
+    from rltune.trainer.runtime import TrainingRuntime
+    from rltune.trainer.signals import build_signal
+    from rltune.trainer.step import StepRunner
+
+    ws = tmp_path / "ws"
+    shutil.copytree(WS, ws)
+    path = _job(ws, tiny_model_dir)
+    job = yaml.safe_load(path.read_text())
+    job["functions"][1]["reward_metric_weight"] = {"accuracy": 1.0}
+    path.write_text(yaml.safe_dump(job))
+    config = load_job_config(path)
+    prompts = load_dataset(ws / "data" / "train.jsonl")
+    async with TrainingRuntime(config, job_dir=tmp_path / "job", base_dir=ws, job_id="mm",
+                               total_steps=1, log=lambda *a, **k: None) as rt:
+        signal = build_signal(rt.hp, rt.knobs, updater=rt.updater, teacher=rt.teacher,
+                              has_rewards=True)
+        step = StepRunner(rt, signal, job_id="mm", train_rows=prompts,
+                          sampler=EpochSampler(len(prompts), len(prompts)))
+        with pytest.raises(ConfigError) as err:
+            await step.gather(1)
+    assert "reward_metric_weight names ['accuracy']" in str(err.value)
+    assert err.value.where == "functions[graded].reward_metric_weight"

@@ -39,6 +39,11 @@ def _register_groups() -> None:
 @app.callback()
 def _root() -> None:
     """Self-hosted reinforcement-learning fine-tuning of LLM agents."""
+    from rltune.cli.cloud_env import cloud_only_note
+
+    note = cloud_only_note()  # FC_PYPI_LIB and other cloud-only variables: one line
+    if note:
+        typer.secho(note, err=True, fg="yellow")
 
 
 @app.command()

@@ -20,6 +20,8 @@ from rltune.sdk.errors import RltuneError
 rl_app = typer.Typer(help="Cloud-compatible job verbs (talk to the rltune server).",
                      no_args_is_help=True)
 OUT = typer.Option("table", "--output", "-o", "--output-format", help="table|json|yaml")
+#: register_functions and test_functions print JSON unless told otherwise (the Bailian CLI).
+OUT_JSON = typer.Option("json", "--output", "-o", "--output-format", help="table|json|yaml")
 KEY = typer.Option(None, "--api-key", envvar=["RLTUNE_API_KEY", "DASHSCOPE_API_KEY"],
                    help="default: local admin key")
 FORMATS = ("table", "json", "yaml")
@@ -95,7 +97,7 @@ def register_functions(
                                                       "--group-reward-classpath"),
     workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
     lazy_load: bool = typer.Option(True, "--lazy-load/--no-lazy-load"),
-    api_key: Optional[str] = KEY, output: str = OUT,
+    api_key: Optional[str] = KEY, output: str = OUT_JSON,
 ) -> None:
     """Package the workspace and register its functions (load them with --no-lazy-load)."""
     from rltune.config.components import (
@@ -132,7 +134,7 @@ def test_functions(
     func_type: Optional[str] = typer.Option(None, "--type", "-t",
                                             help="ROLLOUT|REWARD|GROUP_REWARD"),
     input_json: str = typer.Option(..., "--input", "-i", help="JSON text or a file path"),
-    api_key: Optional[str] = KEY, output: str = OUT,
+    api_key: Optional[str] = KEY, output: str = OUT_JSON,
 ) -> None:
     """Send one input to a loaded instance and print the validated output."""
     from rltune.cli.functions_cmd import _read_input
@@ -434,7 +436,8 @@ def logs(job_id: str = typer.Argument(...), offset: int = typer.Option(1, "--off
 VERBS = {"register_functions": register_functions, "test_functions": test_functions,
          "upload_data": upload_data, "run": run, "submit": submit, "get": get, "status": get,
          "list": list_jobs, "cancel": cancel, "delete": delete, "logs": logs, "resume": resume}
-# Top-level names that exist already in other groups (the local test-functions harness).
+# Top-level names that exist already in other groups: the local test-functions harness, which
+# hands `rltune test_functions INSTANCE_ID` (a positional instance id) to the verb here.
 _TOP_LEVEL_SKIP = {"test_functions"}
 
 

@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import pydantic
 from pydantic import Field, field_validator, model_validator
@@ -172,6 +172,9 @@ class JobConfig(StrictModel):
     #: Publish the job's best checkpoint (its last when nothing was validated) under this
     #: name when the job SUCCEEDS (job server only); later jobs can say ``model: <name>``.
     tuned_model_name: Optional[str] = Field(None, pattern=MODEL_NAME_PATTERN)
+    #: Which checkpoint ``tuned_model_name`` publishes: ``best`` (above) or ``last`` (what
+    #: Bailian publishes automatically when a job ends).
+    publish_checkpoint: Literal["best", "last"] = "best"
     #: rltune's own: where the function instances run (``local`` processes or ``ray`` actors).
     #: Unset = ``local``.
     function_backend: Optional[FunctionBackend] = None
@@ -231,6 +234,10 @@ class JobConfig(StrictModel):
         if self.training.type is TrainingType.PG_OPD and not self.teacher_model:
             raise _coupling("teacher_model", None, "training.type pg_opd needs a teacher model",
                             "set teacher_model: <model name or path>")
+        if self.publish_checkpoint != "best" and not self.tuned_model_name:
+            raise _coupling("publish_checkpoint", self.publish_checkpoint,
+                            "publish_checkpoint chooses what tuned_model_name publishes",
+                            "set tuned_model_name: <name>, or remove publish_checkpoint")
         hp = self.training.hyper_parameters
         if hp.algorithm == "opd" and self.training.type is not TrainingType.PG_OPD:
             # Without a teacher there is no OPD signal; the loop would silently run GRPO.

@@ -101,7 +101,6 @@ def test_without_a_rollout_the_single_turn_plugin_runs(ws):
     (("lr: '0.000001'", "lr: '0.000001', warmup_step_rate: '0.1'"),
      "hyperparameters.warmup_step_rate"),
     (("customization_type: GRPO", "customization_type: PPO"), "customization_type"),
-    (("enable_trajectory: true", "enable_trajectory: false"), "enable_trajectory"),
     (("{local_files: [./data/train.jsonl]}", "{tos_bucket: b, tos_paths: [x]}"),
      "data.training_set.tos_bucket"),
     (("name: ark-job", "name: ark-job\nproject: p"), "project"),

@@ -19,8 +19,12 @@ Ark                              rltune
                                  (``@group_grader``) functions with their ``weight``
 ``plugin.envs``                  ``runtime.env`` of that function
 ``save_model_limit``             ``save_total_limit``
-``enable_trajectory: true``      (rltune always records trajectories)
+``enable_trajectory``            ``false``: ``ENABLE_TRAJECTORY=false`` in every function's
+                                 ``runtime.env`` (no trajectories or traces stored)
 ===============================  ==========================================================
+
+Ark's failure rule is kept: ``max_rollout_retries: 3`` and ``max_plugin_failures: 0`` (a
+plugin that still returns FAILURE after its retries fails the job) unless the job sets them.
 
 Hyper-parameters (Ark's values are strings; they are validated as numbers):
 ``batch_size``, ``num_generations`` → ``n_rollouts``, ``lr`` → ``learning_rate``,
@@ -46,6 +50,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rltune.config.ark_source import PluginInstance, PluginSource, find_plugin
+from rltune.config.switches import ENABLE_TRAJECTORY
 from rltune.sdk.errors import ConfigError
 
 #: Keys whose presence marks a job config as Ark's (``hyperparameters`` only without rltune's
@@ -209,6 +214,8 @@ def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, A
                    f"{out.get('top_p', 1.0)}; rltune validates with the training sampling",
                    "set test_top_p equal to top_p (or remove it)", source)
     out.setdefault("algorithm", "grpo")
+    out.setdefault("max_plugin_failures", 0)  # Ark: a plugin's FAILURE fails the job
+    out.setdefault("max_rollout_retries", 3)  # after Ark's 3 retries
     if ctype == "GRPOLoRA":
         out.setdefault("lora_rank", _LORA_DEFAULT_RANK)
     return out
@@ -309,17 +316,21 @@ def ark_job_to_config(data: dict[str, Any], *, root: Path | str,
     if ctype not in ("GRPO", "GRPOLoRA"):
         raise _err("customization_type", f"{ctype} has no counterpart in rltune (it trains "
                    "with RL from graders)", "use GRPO or GRPOLoRA", source)
-    if data.get("enable_trajectory") is False:
-        raise _err("enable_trajectory", "false has no counterpart: rltune's job config always "
-                   "records trajectories", "remove it (or set true)", source)
+    if data.get("enable_trajectory") not in (None, True, False):
+        raise _err("enable_trajectory", f"{data['enable_trajectory']!r} is not true or false",
+                   "write enable_trajectory: false (or true)", source)
     if "custom_rl_pipeline" not in data:
         raise _err("custom_rl_pipeline", "is missing", "add graders (and a rollout)", source)
     hp = _hyper_parameters(data.get("hyperparameters"), ctype, source)
     if data.get("save_model_limit") is not None:
         hp["save_total_limit"] = data["save_model_limit"]
+    functions = _functions(data["custom_rl_pipeline"], Path(root), source)
+    if data.get("enable_trajectory") is False:  # as ENABLE_TRAJECTORY=false does
+        for fn in functions:
+            fn.setdefault("runtime", {}).setdefault("env", {})[ENABLE_TRAJECTORY] = "false"
     out: dict[str, Any] = {
         "model": {"name": _model_name(data.get("model_reference"), source)},
-        "functions": _functions(data["custom_rl_pipeline"], Path(root), source),
+        "functions": functions,
         "datasets": _datasets(data.get("data"), source),
         "training": {"type": "reinforcement", "hyper_parameters": hp},
     }

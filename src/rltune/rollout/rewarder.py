@@ -134,6 +134,7 @@ class Rewarder:
                 )
                 for r in valid:
                     r.reward_error = r.reward_error or f"group reward {comp.name}: {why}"
+                    r.error_code = r.error_code or getattr(out, "error_code", None)
                 return
             for r, reward in zip(valid, rewards, strict=True):
                 self._record(r, comp, reward)
@@ -154,6 +155,7 @@ class Rewarder:
                 return
             if out.status is TaskStatus.FAILED:
                 r.reward_error = r.reward_error or f"reward {comp.name}: {out.error}"
+                r.error_code = r.error_code or getattr(out, "error_code", None)
                 return
             self._record(r, comp, out.reward)
 

@@ -37,7 +37,7 @@ from rltune.doctor.advisor import Advisor
 from rltune.observability.session import JobObservability
 from rltune.rollout.results import trajectory_record
 from rltune.sdk.errors import ConfigError
-from rltune.trainer.outcome import FailedSteps
+from rltune.trainer.outcome import FailedSteps, PluginFailures
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.scheduler import StepScheduler
 from rltune.trainer.signals import build_signal
@@ -138,6 +138,7 @@ class Trainer:
         start_step = await self._restore(resume_from) if resume_from is not None else 0
         failed = FailedSteps(planned=self.total_steps - start_step,
                              max_share=hp.max_failed_step_share)
+        plugin_failures = PluginFailures(limit=hp.max_plugin_failures)
         val, trained = None, False
         self.t_train = time.monotonic()
         if self.val_rows and start_step == 0:
@@ -159,6 +160,7 @@ class Trainer:
                 self.stopped_at = self._reached_target(step, val)
             self._write_outputs(step, result)
             self._report(step, metrics, val)
+            plugin_failures.add(step, result.results)
             trained |= not failed.add(step, result.failures, rollouts=len(result.results))
             self.budget_stop = self._budget_reached(step, result)
             if self._should_save(step, epoch_done):

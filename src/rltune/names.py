@@ -42,6 +42,10 @@ KL_ESTIMATORS: tuple[str, ...] = ("k1", "k2", "k3")
 #: Where the importance ratio is taken.
 IMPORTANCE_LEVELS: tuple[str, ...] = ("token", "sequence")
 
+#: General datasets rltune generates by code, for ``data_options.preset_dataset`` (Ark's
+#: preset data injection; ``rltune.trainer.presets``).
+PRESET_DATASETS: tuple[str, ...] = ("calculator",)
+
 #: Model names: what ``model:`` of a job, ``tuned_model_name`` and a chat request carry.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 

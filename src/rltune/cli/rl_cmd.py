@@ -349,26 +349,36 @@ def get(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
     _emit(job, output, job_id)
 
 
+_LIST_COLUMNS = ("job_id", "job_name", "status", "model", "latest_reward", "project", "tags")
+
+
 def list_jobs(page: int = typer.Option(1, "--page", "-p"), size: int = typer.Option(10,
               "--size", "-s"), status: Optional[str] = typer.Option(None, "--status"),
+              project: Optional[str] = typer.Option(None, "--project"),
+              tag: list[str] = typer.Option([], "--tag", help="KEY or KEY=VALUE (repeat)"),
               api_key: Optional[str] = KEY, output: str = OUT) -> None:
-    """Jobs, newest first."""
+    """Jobs, newest first (filtered by status, project and tags)."""
     try:
-        res = _client(api_key).list(page_no=page, page_size=size, status=status).output
+        res = _client(api_key).list(page_no=page, page_size=size, status=status,
+                                    project=project, tags=tag).output
     except RltuneError as exc:
         _fail(exc)
-    items = [{k: v for k, v in j.model_dump().items() if k in (
-        "job_id", "job_name", "status", "model", "latest_reward")} for j in res["items"]]
+    items = [{k: v for k, v in j.model_dump().items() if k in _LIST_COLUMNS}
+             for j in res["items"]]
     if output == "table":
         from rich.console import Console
         from rich.table import Table
 
+        def cell(j: dict, c: str) -> str:
+            if c == "tags":
+                return ",".join(f"{k}={v}" for k, v in (j.get(c) or {}).items()) or "-"
+            return str(j.get(c) if j.get(c) is not None else "-")
+
         table = Table(title=f"jobs (page {page}, {res['total']} total)")
-        for col in ("job_id", "job_name", "status", "model", "latest_reward"):
+        for col in _LIST_COLUMNS:
             table.add_column(col)
         for j in items:
-            table.add_row(*(str(j.get(c) if j.get(c) is not None else "-") for c in (
-                "job_id", "job_name", "status", "model", "latest_reward")))
+            table.add_row(*(cell(j, c) for c in _LIST_COLUMNS))
         Console().print(table)
         return
     _emit({"items": items, "total": res["total"], "page_no": page, "page_size": size}, output)

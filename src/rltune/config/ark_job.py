@@ -12,8 +12,8 @@ Ark                              rltune
 ``model_reference``              ``model.name`` = ``foundation_model.name`` (``-version``
                                  appended when ``model_version`` is set) or
                                  ``custom_model_id``
-``data.training_set``            ``datasets`` (``local_files`` only)
-``data.validation_set``          validation ``datasets`` (``local_files`` only)
+``data``, ``tags``, ``project``  datasets, ``data_options`` and job metadata
+                                 (:mod:`rltune.config.ark_data`)
 ``custom_rl_pipeline.rollout``   the rollout function (``python_func`` = ``module:function``)
 ``custom_rl_pipeline.graders``   reward (``@single_grader``) / group reward
                                  (``@group_grader``) functions with their ``weight``
@@ -49,6 +49,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.config.ark_data import ark_data, ark_tags
 from rltune.config.ark_source import PluginInstance, PluginSource, find_plugin
 from rltune.config.switches import ENABLE_TRAJECTORY
 from rltune.sdk.errors import ConfigError
@@ -68,7 +69,7 @@ _HP_RENAMES = {
 }
 _HP_SPECIAL = ("save_every_n_steps", "max_new_tokens", "test_top_p")
 _TOP_KEYS = ("name", "customization_type", "model_reference", "hyperparameters", "data",
-             "custom_rl_pipeline", "enable_trajectory", "save_model_limit")
+             "custom_rl_pipeline", "enable_trajectory", "save_model_limit", "tags", "project")
 _LORA_DEFAULT_RANK = 16
 
 
@@ -149,36 +150,6 @@ def _model_name(ref: Any, source: Optional[str]) -> str:
                    "$RLTUNE_HOME/models", source)
     version = str(fm.get("model_version") or "")
     return f"{fm['name']}-{version}" if version else str(fm["name"])
-
-
-def _datasets(data: Any, source: Optional[str]) -> list[dict[str, Any]]:
-    if not isinstance(data, dict):
-        raise _err("data", "must be a mapping", "write data: {training_set: {local_files: "
-                   "[data/train.jsonl]}}", source)
-    out: list[dict[str, Any]] = []
-    for key in data:
-        if key not in ("training_set", "validation_set"):
-            raise _err(f"data.{key}", "has no counterpart in rltune",
-                       "split the validation rows into their own file and list it under "
-                       "data.validation_set.local_files", source)
-    for key, kind in (("training_set", "training"), ("validation_set", "validation")):
-        spec = data.get(key)
-        if spec is None:
-            continue
-        for sub in spec:
-            if sub != "local_files":
-                raise _err(f"data.{key}.{sub}", "has no counterpart in rltune (datasets are "
-                           "local JSONL files)", "copy the data locally and list the files "
-                           f"under data.{key}.local_files", source)
-        files = spec.get("local_files") or []
-        if not files:
-            raise _err(f"data.{key}.local_files", "is empty", "list one or more JSONL files",
-                       source)
-        out += [{"type": kind, "file_name": str(f)} for f in files]
-    if not any(d["type"] == "training" for d in out):
-        raise _err("data.training_set", "is missing", "add data.training_set.local_files",
-                   source)
-    return out
 
 
 def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, Any]:
@@ -322,6 +293,7 @@ def ark_job_to_config(data: dict[str, Any], *, root: Path | str,
     if "custom_rl_pipeline" not in data:
         raise _err("custom_rl_pipeline", "is missing", "add graders (and a rollout)", source)
     hp = _hyper_parameters(data.get("hyperparameters"), ctype, source)
+    datasets, data_options = ark_data(data.get("data"), source)
     if data.get("save_model_limit") is not None:
         hp["save_total_limit"] = data["save_model_limit"]
     functions = _functions(data["custom_rl_pipeline"], Path(root), source)
@@ -331,9 +303,15 @@ def ark_job_to_config(data: dict[str, Any], *, root: Path | str,
     out: dict[str, Any] = {
         "model": {"name": _model_name(data.get("model_reference"), source)},
         "functions": functions,
-        "datasets": _datasets(data.get("data"), source),
+        "datasets": datasets,
         "training": {"type": "reinforcement", "hyper_parameters": hp},
     }
+    if data_options:
+        out["data_options"] = data_options
+    if data.get("tags"):
+        out["tags"] = ark_tags(data["tags"], source)
+    if data.get("project"):
+        out["project"] = str(data["project"])
     if data.get("name"):
         out["name"] = str(data["name"])
     return out

@@ -129,6 +129,30 @@ def _json_object(text: str) -> tuple[Any, str | None]:
 
 def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
     """Validate JSONL lines; raise one ``DatasetError`` naming every bad line and field."""
+    rows, errors = check_rows(lines, source=source)
+    if errors:
+        raise bad_rows_error(errors, source)
+    if not rows:
+        raise DatasetError(f"{source} has no rows", where=source,
+                           hint="add one JSON object per line")
+    return rows
+
+
+def bad_rows_error(errors: list[str], source: str, why: str = "") -> DatasetError:
+    """One ``DatasetError`` listing the bad rows ``errors`` (``file:line: reason`` each)."""
+    shown = errors[:_MAX_LISTED_ERRORS]
+    more = len(errors) - len(shown)
+    tail = f"\n  ... and {more} more" if more > 0 else ""
+    return DatasetError(
+        f"{len(errors)} bad row(s) in {source}{why}:\n  " + "\n  ".join(shown) + tail,
+        where=shown[0].split(": ", 1)[0],
+        hint='each line must be {"messages": [{"role": "user", "content": "..."}], '
+             '"rollout_extra": {...}, "tools": [...] (optional)}',
+    )
+
+
+def check_rows(lines: list[str], *, source: str = "<data>") -> tuple[list[DataRow], list[str]]:
+    """(the valid rows, one ``file:line: reason`` per bad row field) of JSONL lines."""
     rows: list[DataRow] = []
     errors: list[str] = []
     for number, text in enumerate(lines, start=1):
@@ -149,24 +173,16 @@ def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
             continue
         row.line = number
         rows.append(fill_ground_truth(row))
-    if errors:
-        shown = errors[:_MAX_LISTED_ERRORS]
-        more = len(errors) - len(shown)
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        raise DatasetError(
-            f"{len(errors)} bad row(s) in {source}:\n  " + "\n  ".join(shown) + tail,
-            where=shown[0].split(": ", 1)[0],
-            hint='each line must be {"messages": [{"role": "user", "content": "..."}], '
-                 '"rollout_extra": {...}, "tools": [...] (optional)}',
-        )
-    if not rows:
-        raise DatasetError(f"{source} has no rows", where=source,
-                           hint="add one JSON object per line")
-    return rows
+    return rows, errors
 
 
 def load_dataset(path: str | Path) -> list[DataRow]:
     """Load and validate a JSONL dataset file."""
+    return parse_rows(read_lines(path), source=str(path))
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 dataset file, or a ``DatasetError`` saying what is wrong."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -176,7 +192,7 @@ def load_dataset(path: str | Path) -> list[DataRow]:
     except UnicodeDecodeError as exc:
         raise DatasetError(f"dataset is not UTF-8 text ({exc.reason} at byte {exc.start})",
                            where=str(p), hint="save the file as UTF-8 JSONL") from None
-    return parse_rows(text.splitlines(), source=str(p))
+    return text.splitlines()
 
 
 class EpochSampler:

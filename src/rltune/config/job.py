@@ -57,6 +57,7 @@ from rltune.config.components import (
     RolloutFunctionComponent,
     _component_tag,
 )
+from rltune.config.data_options import DataOptions
 from rltune.config.datasets import Dataset, DatasetsType, TrainingType
 from rltune.config.errors import config_error
 from rltune.config.hyperparams import HyperParameters
@@ -180,6 +181,13 @@ class JobConfig(StrictModel):
     function_backend: Optional[FunctionBackend] = None
     #: rltune's own: the training doctor's thresholds (``config/advisor.py``, docs/doctor.md).
     advisor: AdvisorConfig = Field(default_factory=AdvisorConfig)
+    #: How rows are prepared: validation split, bad-row tolerance, preset data
+    #: (``config/data_options.py``; Ark's data options).
+    data_options: Optional[DataOptions] = None
+    #: Job metadata (Ark's ``tags`` and ``project``): kept on the job, shown and filtered in
+    #: job lists.
+    tags: dict[str, str] = Field(default_factory=dict)
+    project: Optional[str] = Field(None, min_length=1, max_length=128)
 
     @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -258,7 +266,16 @@ class JobConfig(StrictModel):
                             "opd_reward_weight weighs reward functions in on-policy "
                             "distillation; this job has no teacher or no reward function",
                             "remove it, or set teacher_model and add a reward function")
-        if hp.stop_at_validation_reward is not None and not self.validation_datasets:
+        if self.data_options and self.data_options.validation_percentage is not None \
+                and self.validation_datasets:
+            raise _coupling("data_options.validation_percentage",
+                            self.data_options.validation_percentage,
+                            "validation_percentage splits the validation rows off the training "
+                            "rows, and this job also has a validation dataset",
+                            "remove one of them (Ark: they are exclusive)")
+        split = self.data_options and self.data_options.validation_percentage is not None
+        if hp.stop_at_validation_reward is not None and not self.validation_datasets \
+                and not split:
             raise _coupling(_HP + "stop_at_validation_reward",
                             hp.stop_at_validation_reward,
                             "stop_at_validation_reward stops on the validation reward, and "

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rltune.config import JobConfig
-from rltune.config.data import DataRow, EpochSampler, load_dataset
+from rltune.config.data import EpochSampler
 from rltune.doctor.advisor import Advisor
 from rltune.observability.session import JobObservability
 from rltune.rollout.results import trajectory_record
 from rltune.sdk.errors import ConfigError
+from rltune.trainer.data_prep import load_job_rows
 from rltune.trainer.outcome import FailedSteps, PluginFailures
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.scheduler import StepScheduler
@@ -69,8 +70,8 @@ class Trainer:
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.sink = sink or build_sink(self.job_dir, config)
         self.progress = progress or (lambda state: None)
-        self.train_rows = self._load_rows(config.training_datasets, "training")
-        self.val_rows = self._load_rows(config.validation_datasets, "validation")
+        self.train_rows, self.val_rows = load_job_rows(
+            config, resolve=self._dataset_path, log=self.sink.log)  # data_options applied
         config.check_dataset_rows(len(self.train_rows))
         self.total_steps = self.hp.total_steps(len(self.train_rows))
         self.sampler = EpochSampler(len(self.train_rows), self.hp.batch_size, self.hp.seed)
@@ -81,17 +82,14 @@ class Trainer:
         self.tokens = 0  # sampled tokens (prompt + response) of the training rollouts
         self.advisor = Advisor(config.advisor, self.job_dir)  # the doctor: alerts.jsonl
 
-    def _load_rows(self, datasets: list[Any], what: str) -> list[DataRow]:
-        rows: list[DataRow] = []
-        for ds in datasets:
-            if not ds.file_name:
-                raise ConfigError(
-                    f"{what} dataset has no file_name",
-                    where="datasets",
-                    hint="give file_name: path/to/data.jsonl (file ids need the job server)",
-                )
-            rows.extend(load_dataset(self.config.resolve_path(ds.file_name, base=self.base_dir)))
-        return rows
+    def _dataset_path(self, ds: Any) -> Path:
+        if not ds.file_name:
+            raise ConfigError(
+                f"{ds.type.value} dataset has no file_name",
+                where="datasets",
+                hint="give file_name: path/to/data.jsonl (file ids need the job server)",
+            )
+        return Path(self.config.resolve_path(ds.file_name, base=self.base_dir))
 
     # ------------------------------------------------------------------ the run
 

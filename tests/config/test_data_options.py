@@ -62,7 +62,7 @@ def test_bad_rows_are_skipped_up_to_the_limit_then_named(tmp_path):
     train, _ = _rows(tmp_path, _job(tmp_path, "{max_invalid_records_percentage: 20}",
                                     bad_lines=(3, 7)))
     assert len(train) == 8
-    with pytest.raises(DatasetError, match="train.jsonl:4"):  # no option: any bad row fails
+    with pytest.raises(DatasetError, match=r"train\.jsonl:4"):  # no option: any bad row fails
         _rows(tmp_path, _job(tmp_path, "", bad_lines=(3,)))
 
 

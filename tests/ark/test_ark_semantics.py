@@ -110,6 +110,12 @@ def test_phase_failure_and_trajectories_in_a_job(tmp_path, tiny_model_dir):
               if "phase=" in line and "probe-env" in line]
     assert phases[0] == "test" and "train" in phases, phases  # validation, then step 1
     assert not list((ws / "out").glob("trajectories/*.jsonl"))
+    # Ark's console names next to ours (item 6): the validation before step 1 and step 1
+    steps = {m["step"]: m["metrics"] for m in map(
+        json.loads, (ws / "out" / "metrics.jsonl").read_text().splitlines())}
+    assert steps[0]["test/reward->final_reward.mean"] == \
+        steps[0]["validation/data/reward/mean@1"]
+    assert steps[1]["train/reward->final_reward.mean"] == steps[1]["critic/rewards/mean"]
 
 
 @pytest.mark.slow

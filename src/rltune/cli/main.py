@@ -22,7 +22,7 @@ app = typer.Typer(
 # (module, attribute): each module defines ``register(app)`` that adds its commands. Importing
 # lazily keeps `rltune --help` fast and lets each group pull heavy imports only when it runs.
 _GROUPS = ("models_cmd", "functions_cmd", "serve_cmd", "train_cmd", "init_cmd", "server_cmd",
-           "rl_cmd", "console_cmd", "doctor_cmd", "data_cmd", "lifecycle_cmd")
+           "rl_cmd", "console_cmd", "doctor_cmd", "data_cmd", "lifecycle_cmd", "ark_cmd")
 
 
 def _register_groups() -> None:

@@ -38,6 +38,7 @@ from rltune.observability.session import JobObservability
 from rltune.rollout.results import trajectory_record
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.data_prep import load_job_rows
+from rltune.trainer.metrics import ark_aliases
 from rltune.trainer.outcome import FailedSteps, PluginFailures
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.scheduler import StepScheduler
@@ -141,7 +142,7 @@ class Trainer:
         self.t_train = time.monotonic()
         if self.val_rows and start_step == 0:
             val = await self.steps.validate(self.val_rows)
-            self.sink.metrics(0, val)
+            self.sink.metrics(0, {**val, **ark_aliases(val)})
             self.initial_validation = val.get(VAL_REWARD)
             log(f"validation before training: reward {_fmt(self.initial_validation)}"
                 + "".join(f", {label} {_fmt(val.get(metric.replace('actor/', 'validation/')))}"
@@ -156,6 +157,7 @@ class Trainer:
                 val = await self.steps.validate(self.val_rows)
                 metrics.update(val)
                 self.stopped_at = self._reached_target(step, val)
+            metrics.update(ark_aliases(metrics))  # Ark's console names, next to ours
             self._write_outputs(step, result)
             self._report(step, metrics, val)
             plugin_failures.add(step, result.results)

@@ -44,7 +44,7 @@ for _name, _sub in (("init", _init), ("create", _create), ("list", _list), ("get
     ark_app.add_typer(_sub, name=_name)
 
 #: Ark template names → rltune templates.
-TEMPLATES = {"rl_demo": "rl_demo", "rl_search_mcp_demo": "search-mcp"}
+TEMPLATES = {"rl_demo": "rl_demo", "rl_search_mcp_demo": "rl_search_mcp_demo"}
 #: Ark's job phases → rltune job statuses.
 PHASES = {"queued": "PENDING", "pending": "PENDING", "running": "RUNNING",
           "completed": "SUCCEEDED", "succeeded": "SUCCEEDED", "failed": "FAILED",

@@ -127,3 +127,36 @@ def test_search_mcp_demo_rollout_and_judge(scripted, tmp_path):
                      {"sample": sample, "trajectories": [out["trajectory"]] * 2},
                      JUDGE_BASE_URL=scripted, JUDGE_MODEL="judge")
     assert judged["status"] == "success" and judged["rewards"] == [1.0, 1.0]
+
+
+def test_bailian_agentic_rl_example_workspace(tmp_path):
+    """The Bailian demo's layout: submit_job.py, test_functions.py, cli.sh, resources/*_input.json,
+    the reward, decorator and group rewards (run locally on their example inputs), an OPD job."""
+    ws = create_workspace(tmp_path / "agentic-rl-example", "agentic-rl-example", train_rows=8,
+                          val_rows=2)
+    for name in ("submit_job.py", "test_functions.py", "cli.sh", "job.yaml", "opd-job.yaml",
+                 "resources/rollout_input.json", "resources/reward_input.json",
+                 "resources/group_reward_input.json", "functions/reward/reward_decorator.py",
+                 "functions/reward/group_reward.py", "data/calc_train_min.jsonl"):
+        assert (ws / name).is_file(), name
+    allowed = {"dashscope", "openai"} | set(sys.stdlib_module_names) | {"__future__"}
+    for path in [*ws.glob("*.py"), *ws.glob("functions/**/*.py")]:
+        assert _imports(path) <= allowed, f"{path.name} imports {_imports(path) - allowed}"
+    assert load_job_config(ws / "job.yaml").rewards[0].reward_metric_weight == {
+        "accuracy": 0.7, "format": 0.3}
+    assert load_job_config(ws / "opd-job.yaml").training.type.value == "pg_opd"
+    env = {**os.environ, "RLTUNE_HOME": str(tmp_path / "home")}
+    for classpath, kind, score in (
+            ("functions.reward.reward.DemoRewardProcessor", "reward", 1.0),
+            ("functions.reward.reward_decorator.SafetyProcessor", "reward", 1.0),
+            ("functions.reward.group_reward.DemoGroupRewardProcessor", "group_reward", None)):
+        res = subprocess.run([sys.executable, "-m", "rltune.cli.main", "test-functions", "-c",
+                              classpath, "-i", f"resources/{kind}_input.json", "-o", "json"],
+                             cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stdout + res.stderr
+        out = json.loads(res.stdout)
+        assert out["status"] == "success", out
+        if score is not None:
+            assert out["reward"]["reward_score"] == pytest.approx(score)
+        else:
+            assert out["reward"]["rewards"][0]["reward_score"] > 0

@@ -69,6 +69,15 @@ def create_workspace(
         _weather_rows(directory / "data" / "weather.jsonl")
     if template == "search-mcp":
         _search_rows(directory / "data", train_rows, val_rows)
+    if template == "agentic-rl-example":  # the Bailian demo's file names and row shape
+        from rltune.models.recipes import recipe_for
+        from rltune.models.tasks import make_dataset_rows, write_jsonl
+
+        task = recipe_for("nano").config.task
+        write_jsonl(make_dataset_rows(train_rows, "train", seed=seed, config=task),
+                    directory / "data" / "calc_train_min.jsonl")
+        write_jsonl(make_dataset_rows(val_rows, "heldout", seed=seed, config=task),
+                    directory / "data" / "calc_validation_min.jsonl")
     if template == "rl_search_mcp_demo":
         _ark_search_workspace(directory, train_rows)
     return directory

@@ -4,20 +4,18 @@ server), and Ark's metric names next to ours."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
-import uvicorn
 import yaml
 from fastapi import FastAPI, Request
+
+from openai_edge import serve  # tests/openai_edge.py
 
 ARK = [sys.executable, "-m", "rltune.ark"]
 RLTUNE = [sys.executable, "-m", "rltune.cli.main"]
@@ -42,15 +40,8 @@ def chat_endpoint():
                     "role": "assistant", "content": "### ANSWER: 4 ###"}}],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}}
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    server.capture_signals = contextlib.nullcontext
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1"
-    server.should_exit = True
-    thread.join(timeout=5)
+    with serve(app) as base_url:
+        yield base_url
 
 
 @pytest.fixture(scope="module")

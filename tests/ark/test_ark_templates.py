@@ -6,19 +6,16 @@ OpenAI-compatible edge, and each job.yaml loads."""
 from __future__ import annotations
 
 import ast
-import contextlib
 import json
 import os
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 
+from openai_edge import serve  # tests/openai_edge.py
 from rltune.config import load_job_config
 from rltune.templates import TEMPLATES_DIR, create_workspace
 
@@ -77,15 +74,8 @@ def scripted():
                 "choices": [{"index": 0, "finish_reason": reason, "message": message}],
                 "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    server.capture_signals = contextlib.nullcontext
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/v1"
-    server.should_exit = True
-    thread.join(timeout=5)
+    with serve(app) as base_url:
+        yield base_url
 
 
 def _plugin(ws: Path, fn: str, request: dict, **env: str) -> dict:

@@ -5,15 +5,12 @@ endpoint, rltune's own gateway on the tiny model (loopback)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import threading
-import time
 
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 
+from openai_edge import serve  # tests/openai_edge.py
 from rltune.ark.judge import judge_config, llm_grader, llm_single_grader
 from rltune.ark.types import ChatCompletionSample, PluginStatus, Trajectory
 
@@ -45,16 +42,8 @@ def scripted_judge():
                              "message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}}
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    server.capture_signals = contextlib.nullcontext
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield {"url": f"http://127.0.0.1:{port}/v1", "seen": seen}
-    server.should_exit = True
-    thread.join(timeout=5)
+    with serve(app) as base_url:
+        yield {"url": base_url, "seen": seen}
 
 
 def test_group_and_single_judge_scores(scripted_judge, monkeypatch):

@@ -142,15 +142,9 @@ def list_mcj(page_size: int = typer.Option(10, "--page-size", "-ps"),
 def get_mcj(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
             output: str = OUT) -> None:
     """A job's status, progress, metadata and configuration."""
-    from rltune.cli.rl_cmd import _client
+    from rltune.cli.rl_cmd import get
 
-    try:
-        job = _client(api_key).get(job_id).output.model_dump(exclude_none=True)
-    except RltuneError as exc:
-        _fail(exc)
-    if output == "table":
-        job.pop("config", None)
-    _emit(job, output, job_id)
+    get(job_id=job_id, api_key=api_key, output=output)
 
 
 @_get.command("foundation-model")

@@ -61,7 +61,11 @@ from rltune.config.data_options import DataOptions
 from rltune.config.datasets import Dataset, DatasetsType, TrainingType
 from rltune.config.errors import config_error
 from rltune.config.hyperparams import HyperParameters
-from rltune.config.job_rules import check_data_parallel_kl, check_engine_keys
+from rltune.config.job_rules import (
+    check_data_parallel_kl,
+    check_engine_keys,
+    check_publish_and_split,
+)
 from rltune.config.observability import Observability
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
 from rltune.names import ENGINES, MODEL_NAME_PATTERN, TOOL_PARSERS, literal
@@ -173,19 +177,16 @@ class JobConfig(StrictModel):
     #: Publish the job's best checkpoint (its last when nothing was validated) under this
     #: name when the job SUCCEEDS (job server only); later jobs can say ``model: <name>``.
     tuned_model_name: Optional[str] = Field(None, pattern=MODEL_NAME_PATTERN)
-    #: Which checkpoint ``tuned_model_name`` publishes: ``best`` (above) or ``last`` (what
-    #: Bailian publishes automatically when a job ends).
+    #: What ``tuned_model_name`` publishes: ``best`` or ``last`` (as Bailian does at job end).
     publish_checkpoint: Literal["best", "last"] = "best"
     #: rltune's own: where the function instances run (``local`` processes or ``ray`` actors).
     #: Unset = ``local``.
     function_backend: Optional[FunctionBackend] = None
     #: rltune's own: the training doctor's thresholds (``config/advisor.py``, docs/doctor.md).
     advisor: AdvisorConfig = Field(default_factory=AdvisorConfig)
-    #: How rows are prepared: validation split, bad-row tolerance, preset data
-    #: (``config/data_options.py``; Ark's data options).
+    #: Ark's data options: validation split, bad-row tolerance, preset data (data_options.py).
     data_options: Optional[DataOptions] = None
-    #: Job metadata (Ark's ``tags`` and ``project``): kept on the job, shown and filtered in
-    #: job lists.
+    #: Job metadata (Ark's ``tags`` and ``project``), shown and filtered in job lists.
     tags: dict[str, str] = Field(default_factory=dict)
     project: Optional[str] = Field(None, min_length=1, max_length=128)
 
@@ -242,10 +243,7 @@ class JobConfig(StrictModel):
         if self.training.type is TrainingType.PG_OPD and not self.teacher_model:
             raise _coupling("teacher_model", None, "training.type pg_opd needs a teacher model",
                             "set teacher_model: <model name or path>")
-        if self.publish_checkpoint != "best" and not self.tuned_model_name:
-            raise _coupling("publish_checkpoint", self.publish_checkpoint,
-                            "publish_checkpoint chooses what tuned_model_name publishes",
-                            "set tuned_model_name: <name>, or remove publish_checkpoint")
+        check_publish_and_split(self)
         hp = self.training.hyper_parameters
         if hp.algorithm == "opd" and self.training.type is not TrainingType.PG_OPD:
             # Without a teacher there is no OPD signal; the loop would silently run GRPO.
@@ -266,13 +264,6 @@ class JobConfig(StrictModel):
                             "opd_reward_weight weighs reward functions in on-policy "
                             "distillation; this job has no teacher or no reward function",
                             "remove it, or set teacher_model and add a reward function")
-        if self.data_options and self.data_options.validation_percentage is not None \
-                and self.validation_datasets:
-            raise _coupling("data_options.validation_percentage",
-                            self.data_options.validation_percentage,
-                            "validation_percentage splits the validation rows off the training "
-                            "rows, and this job also has a validation dataset",
-                            "remove one of them (Ark: they are exclusive)")
         split = self.data_options and self.data_options.validation_percentage is not None
         if hp.stop_at_validation_reward is not None and not self.validation_datasets \
                 and not split:

@@ -18,7 +18,17 @@ import yaml
 
 from rltune.templates import create_workspace
 
-from .postgres import start_postgres
+
+def _start_postgres():
+    """tests/server/postgres.py's cluster, imported by path: other folders' conftests load
+    this file by path too, where a relative import has no package."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rltune_test_postgres",
+                                                  Path(__file__).with_name("postgres.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.start_postgres()
 
 
 @dataclass
@@ -95,7 +105,7 @@ def start_server(home: Path, *args: str) -> Server:
 def postgres():
     """A real PostgreSQL on loopback for this session (started on first use, always stopped)."""
     try:
-        cluster = start_postgres()
+        cluster = _start_postgres()
     except FileNotFoundError as exc:
         pytest.skip(f"{exc}: install PostgreSQL (Debian: postgresql) for the store tests")
     try:

@@ -32,6 +32,9 @@ class Format(str, Enum):
 FORMATS = tuple(f.value for f in Format)
 OUT = typer.Option(Format.table.value, "--output", "-o", "--output-format",
                    help="output format")
+#: register_functions and test_functions print JSON unless told otherwise (the Bailian CLI).
+OUT_JSON = typer.Option(Format.json.value, "--output", "-o", "--output-format",
+                        help="output format")
 KEY = typer.Option(None, "--api-key", envvar=["RLTUNE_API_KEY", "DASHSCOPE_API_KEY"],
                    help="default: local admin key")
 
@@ -108,7 +111,7 @@ def register_functions(
                                                       "--group-reward-classpath"),
     workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
     lazy_load: bool = typer.Option(True, "--lazy-load/--no-lazy-load"),
-    api_key: Optional[str] = KEY, output: Format = OUT,
+    api_key: Optional[str] = KEY, output: Format = OUT_JSON,
 ) -> None:
     """Package the workspace and register its functions (load them with --no-lazy-load)."""
     from rltune.config.components import (
@@ -145,7 +148,7 @@ def test_functions(
     func_type: Optional[str] = typer.Option(None, "--type", "-t",
                                             help="ROLLOUT|REWARD|GROUP_REWARD"),
     input_json: str = typer.Option(..., "--input", "-i", help="JSON text or a file path"),
-    api_key: Optional[str] = KEY, output: Format = OUT,
+    api_key: Optional[str] = KEY, output: Format = OUT_JSON,
 ) -> None:
     """Send one input to a loaded instance and print the validated output."""
     from rltune.cli.functions_cmd import _read_input
@@ -361,26 +364,36 @@ def get(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
     _emit(job, output, job_id)
 
 
+_LIST_COLUMNS = ("job_id", "job_name", "status", "model", "latest_reward", "project", "tags")
+
+
 def list_jobs(page: int = typer.Option(1, "--page", "-p"), size: int = typer.Option(10,
               "--size", "-s"), status: Optional[str] = typer.Option(None, "--status"),
+              project: Optional[str] = typer.Option(None, "--project"),
+              tag: list[str] = typer.Option([], "--tag", help="KEY or KEY=VALUE (repeat)"),
               api_key: Optional[str] = KEY, output: Format = OUT) -> None:
-    """Jobs, newest first."""
+    """Jobs, newest first (filtered by status, project and tags)."""
     try:
-        res = _client(api_key).list(page_no=page, page_size=size, status=status).output
+        res = _client(api_key).list(page_no=page, page_size=size, status=status,
+                                    project=project, tags=tag).output
     except RltuneError as exc:
         _fail(exc)
-    items = [{k: v for k, v in j.model_dump().items() if k in (
-        "job_id", "job_name", "status", "model", "latest_reward")} for j in res["items"]]
+    items = [{k: v for k, v in j.model_dump().items() if k in _LIST_COLUMNS}
+             for j in res["items"]]
     if output == "table":
         from rich.console import Console
         from rich.table import Table
 
+        def cell(j: dict, c: str) -> str:
+            if c == "tags":
+                return ",".join(f"{k}={v}" for k, v in (j.get(c) or {}).items()) or "-"
+            return str(j.get(c) if j.get(c) is not None else "-")
+
         table = Table(title=f"jobs (page {page}, {res['total']} total)")
-        for col in ("job_id", "job_name", "status", "model", "latest_reward"):
+        for col in _LIST_COLUMNS:
             table.add_column(col)
         for j in items:
-            table.add_row(*(str(j.get(c) if j.get(c) is not None else "-") for c in (
-                "job_id", "job_name", "status", "model", "latest_reward")))
+            table.add_row(*(cell(j, c) for c in _LIST_COLUMNS))
         Console().print(table)
         return
     _emit({"items": items, "total": res["total"], "page_no": page, "page_size": size}, output)
@@ -448,7 +461,8 @@ def logs(job_id: str = typer.Argument(...), offset: int = typer.Option(1, "--off
 VERBS = {"register_functions": register_functions, "test_functions": test_functions,
          "upload_data": upload_data, "run": run, "submit": submit, "get": get, "status": get,
          "list": list_jobs, "cancel": cancel, "delete": delete, "logs": logs, "resume": resume}
-# Top-level names that exist already in other groups (the local test-functions harness).
+# Top-level names that exist already in other groups: the local test-functions harness, which
+# hands `rltune test_functions INSTANCE_ID` (a positional instance id) to the verb here.
 _TOP_LEVEL_SKIP = {"test_functions"}
 
 

@@ -15,15 +15,19 @@ Ark                              rltune
 ``model_reference``              ``model.name`` = ``foundation_model.name`` (``-version``
                                  appended when ``model_version`` is set) or
                                  ``custom_model_id``
-``data.training_set``            ``datasets`` (``local_files`` only)
-``data.validation_set``          validation ``datasets`` (``local_files`` only)
+``data``, ``tags``, ``project``  datasets, ``data_options`` and job metadata
+                                 (:mod:`rltune.config.ark_data`)
 ``custom_rl_pipeline.rollout``   the rollout function (``python_func`` = ``module:function``)
 ``custom_rl_pipeline.graders``   reward (``@single_grader``) / group reward
                                  (``@group_grader``) functions with their ``weight``
 ``plugin.envs``                  ``runtime.env`` of that function
 ``save_model_limit``             ``save_total_limit``
-``enable_trajectory: true``      (rltune always records trajectories)
+``enable_trajectory``            ``false``: ``ENABLE_TRAJECTORY=false`` in every function's
+                                 ``runtime.env`` (no trajectories or traces stored)
 ===============================  ==========================================================
+
+Ark's failure rule is kept: ``max_rollout_retries: 3`` and ``max_plugin_failures: 0`` (a
+plugin that still returns FAILURE after its retries fails the job) unless the job sets them.
 
 Hyper-parameters (Ark's values are strings; they are validated as numbers):
 ``batch_size``, ``num_generations`` → ``n_rollouts``, ``lr`` → ``learning_rate``,
@@ -49,7 +53,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.config.ark_data import ark_data, ark_tags
 from rltune.config.ark_source import PluginInstance, PluginSource, find_plugin
+from rltune.config.switches import ENABLE_TRAJECTORY
 from rltune.sdk.errors import ConfigError
 
 #: Keys whose presence marks a job config as Ark's (``hyperparameters`` only without rltune's
@@ -67,7 +73,7 @@ _HP_RENAMES = {
 }
 _HP_SPECIAL = ("save_every_n_steps", "max_new_tokens", "test_top_p")
 _TOP_KEYS = ("name", "customization_type", "model_reference", "hyperparameters", "data",
-             "custom_rl_pipeline", "enable_trajectory", "save_model_limit")
+             "custom_rl_pipeline", "enable_trajectory", "save_model_limit", "tags", "project")
 _LORA_DEFAULT_RANK = 16
 #: customization_type → rltune's algorithm (and LoRA when the type says so).
 _CTYPES = {"GRPO": "grpo", "GRPOLoRA": "grpo", "PPO": "ppo", "FinetuneSft": "sft",
@@ -156,36 +162,6 @@ def _model_name(ref: Any, source: Optional[str]) -> str:
     return f"{fm['name']}-{version}" if version else str(fm["name"])
 
 
-def _datasets(data: Any, source: Optional[str]) -> list[dict[str, Any]]:
-    if not isinstance(data, dict):
-        raise _err("data", "must be a mapping", "write data: {training_set: {local_files: "
-                   "[data/train.jsonl]}}", source)
-    out: list[dict[str, Any]] = []
-    for key in data:
-        if key not in ("training_set", "validation_set"):
-            raise _err(f"data.{key}", "has no counterpart in rltune",
-                       "split the validation rows into their own file and list it under "
-                       "data.validation_set.local_files", source)
-    for key, kind in (("training_set", "training"), ("validation_set", "validation")):
-        spec = data.get(key)
-        if spec is None:
-            continue
-        for sub in spec:
-            if sub != "local_files":
-                raise _err(f"data.{key}.{sub}", "has no counterpart in rltune (datasets are "
-                           "local JSONL files)", "copy the data locally and list the files "
-                           f"under data.{key}.local_files", source)
-        files = spec.get("local_files") or []
-        if not files:
-            raise _err(f"data.{key}.local_files", "is empty", "list one or more JSONL files",
-                       source)
-        out += [{"type": kind, "file_name": str(f)} for f in files]
-    if not any(d["type"] == "training" for d in out):
-        raise _err("data.training_set", "is missing", "add data.training_set.local_files",
-                   source)
-    return out
-
-
 def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, Any]:
     from rltune.config.hyperparams import HyperParameters
 
@@ -223,6 +199,9 @@ def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, A
         # SFT has no prompt budget of its own; keep the rule max_prompt_length < max_length
         out.setdefault("max_prompt_length", max(1, int(str(out["max_length"])) // 2))
     out.setdefault("algorithm", _CTYPES[ctype])
+    if _CTYPES[ctype] != "sft":
+        out.setdefault("max_plugin_failures", 0)  # Ark: a plugin's FAILURE fails the job
+        out.setdefault("max_rollout_retries", 3)  # after Ark's 3 retries
     if ctype in ("GRPOLoRA", "FinetuneLoRA"):
         out.setdefault("lora_rank", _LORA_DEFAULT_RANK)
     return out
@@ -324,21 +303,32 @@ def ark_job_to_config(data: dict[str, Any], *, root: Path | str,
         raise _err("customization_type", f"{ctype} has no counterpart in rltune (it trains "
                    "with RL from graders, or supervised)", f"use one of {list(_CTYPES)}", source)
     _check_pipeline_type(data, ctype, source)
-    if data.get("enable_trajectory") is False:
-        raise _err("enable_trajectory", "false has no counterpart: rltune's job config always "
-                   "records trajectories", "remove it (or set true)", source)
+    if data.get("enable_trajectory") not in (None, True, False):
+        raise _err("enable_trajectory", f"{data['enable_trajectory']!r} is not true or false",
+                   "write enable_trajectory: false (or true)", source)
     sft = _CTYPES[ctype] == "sft"
     if "custom_rl_pipeline" not in data and not sft:
         raise _err("custom_rl_pipeline", "is missing", "add graders (and a rollout)", source)
     hp = _hyper_parameters(data.get("hyperparameters"), ctype, source)
+    datasets, data_options = ark_data(data.get("data"), source)
     if data.get("save_model_limit") is not None:
         hp["save_total_limit"] = data["save_model_limit"]
+    functions = [] if sft else _functions(data["custom_rl_pipeline"], Path(root), source)
+    if data.get("enable_trajectory") is False:  # as ENABLE_TRAJECTORY=false does
+        for fn in functions:
+            fn.setdefault("runtime", {}).setdefault("env", {})[ENABLE_TRAJECTORY] = "false"
     out: dict[str, Any] = {
         "model": {"name": _model_name(data.get("model_reference"), source)},
-        "functions": [] if sft else _functions(data["custom_rl_pipeline"], Path(root), source),
-        "datasets": _datasets(data.get("data"), source),
+        "functions": functions,
+        "datasets": datasets,
         "training": {"type": "reinforcement", "hyper_parameters": hp},
     }
+    if data_options:
+        out["data_options"] = data_options
+    if data.get("tags"):
+        out["tags"] = ark_tags(data["tags"], source)
+    if data.get("project"):
+        out["project"] = str(data["project"])
     if data.get("name"):
         out["name"] = str(data["name"])
     return out

@@ -150,6 +150,12 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
         "once more than this share of its steps failed (1 = never)",
     )
     max_rollout_retries: int = Field(2, ge=0, le=20)
+    max_plugin_failures: Optional[int] = Field(
+        None, ge=0,
+        description="Ark plugins: the job fails once more than this many rollouts ended with "
+        "a plugin's FAILURE (or exception) after their retries; an Ark job.yaml sets 0, as on "
+        "Ark; unset = such rollouts are dropped and counted like any failure",
+    )
     # --- the asynchronous pipeline (rltune's own; trainer/scheduler.py) ---
     max_staleness: int = Field(
         0, ge=0, le=1000,

@@ -191,6 +191,7 @@ class RolloutRunner:
     ) -> RolloutResult:
         """Run one rollout with retries; never raises for user or model failures."""
         errors: list[str] = []
+        error_code: Optional[str] = None
         started = time.perf_counter()
         for attempt in range(self.max_retries + 1):
             rid = f"{rollout_id}.a{attempt}"
@@ -218,6 +219,7 @@ class RolloutRunner:
                     error=f"discarded: {out.error}", latency_s=time.perf_counter() - started)
             if out.status is TaskStatus.FAILED or out.agent_output is None:
                 errors.append(out.error or "rollout returned no agent_output")
+                error_code = getattr(out, "error_code", None)
                 continue
             if out.agent_output.rollout_extra is None:  # the reward sees the row's extra
                 out.agent_output.rollout_extra = row.rollout_extra
@@ -248,5 +250,6 @@ class RolloutRunner:
             ok=False,
             attempts=self.max_retries + 1,
             error="; ".join(dict.fromkeys(errors)),
+            error_code=error_code,
             latency_s=time.perf_counter() - started,
         )

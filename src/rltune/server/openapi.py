@@ -38,6 +38,7 @@ SUCCESS: dict[tuple[str, str], Union[type[BaseModel], Media]] = {
     ("GET", "/v1/functions"): M.Page[M.FunctionView],
     ("GET", "/v1/functions/{entity_id}"): M.FunctionView,
     ("DELETE", "/v1/functions/{entity_id}"): M.FunctionDeleted,
+    ("GET", "/v1/functions/{entity_id}/archive"): ("application/zip", _BINARY),
     ("POST", "/v1/functions/{entity_id}/load"): M.InstanceView,
     ("GET", "/v1/instances"): M.Page[M.InstanceView],
     ("GET", "/v1/instances/{instance_id}"): M.InstanceView,

@@ -158,6 +158,10 @@ class JobView(BaseModel):
     error: Optional[str]
     published_model: Optional[str]
     publish_error: Optional[str]
+    copied_from: Optional[str] = Field(None, description="the job this one was copied from")
+    stop_requested_at: Optional[float] = Field(None, description="when a stop was asked for")
+    project: Optional[str] = None
+    tags: dict[str, str] = Field(default_factory=dict)
 
 
 class JobDetail(JobView):

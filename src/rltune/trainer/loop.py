@@ -37,13 +37,15 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rltune.config import JobConfig
-from rltune.config.data import DataRow, EpochSampler, load_dataset
+from rltune.config.data import EpochSampler
 from rltune.doctor.advisor import Advisor
 from rltune.jobdir import JobDir
 from rltune.observability.session import JobObservability
 from rltune.rollout.results import trajectory_record
 from rltune.sdk.errors import ConfigError
-from rltune.trainer.outcome import FailedSteps
+from rltune.trainer.data_prep import load_job_rows
+from rltune.trainer.metrics import ark_aliases
+from rltune.trainer.outcome import FailedSteps, PluginFailures
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.scheduler import StepScheduler
 from rltune.trainer.sft import SftSteps
@@ -76,8 +78,8 @@ class Trainer:
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.sink = sink or build_sink(self.job_dir, config)
         self.progress = progress or (lambda state: None)
-        self.train_rows = self._load_rows(config.training_datasets, "training")
-        self.val_rows = self._load_rows(config.validation_datasets, "validation")
+        self.train_rows, self.val_rows = load_job_rows(
+            config, resolve=self._dataset_path, log=self.sink.log)  # data_options applied
         config.check_dataset_rows(len(self.train_rows))
         self.total_steps = self.hp.total_steps(len(self.train_rows))
         self.sampler = EpochSampler(len(self.train_rows), self.hp.batch_size, self.hp.seed)
@@ -89,17 +91,14 @@ class Trainer:
         self.tokens = 0  # sampled tokens (prompt + response) of the training rollouts
         self.advisor = Advisor(config.advisor, self.job_dir)  # the doctor: alerts.jsonl
 
-    def _load_rows(self, datasets: list[Any], what: str) -> list[DataRow]:
-        rows: list[DataRow] = []
-        for ds in datasets:
-            if not ds.file_name:
-                raise ConfigError(
-                    f"{what} dataset has no file_name",
-                    where="datasets",
-                    hint="give file_name: path/to/data.jsonl (file ids need the job server)",
-                )
-            rows.extend(load_dataset(self.config.resolve_path(ds.file_name, base=self.base_dir)))
-        return rows
+    def _dataset_path(self, ds: Any) -> Path:
+        if not ds.file_name:
+            raise ConfigError(
+                f"{ds.type.value} dataset has no file_name",
+                where="datasets",
+                hint="give file_name: path/to/data.jsonl (file ids need the job server)",
+            )
+        return Path(self.config.resolve_path(ds.file_name, base=self.base_dir))
 
     # ------------------------------------------------------------------ the run
 
@@ -152,11 +151,12 @@ class Trainer:
         start_step = await self._restore(resume_from) if resume_from is not None else 0
         failed = FailedSteps(planned=self.total_steps - start_step,
                              max_share=hp.max_failed_step_share)
+        plugin_failures = PluginFailures(limit=hp.max_plugin_failures)
         val, trained = None, False
         self.t_train = time.monotonic()
         if self.val_rows and start_step == 0:
             val = await self.steps.validate(self.val_rows)
-            self.sink.metrics(0, val)
+            self.sink.metrics(0, {**val, **ark_aliases(val)})
             self.initial_validation = val.get(VAL_REWARD)
             log(f"validation before training: reward {_fmt(self.initial_validation)}"
                 + "".join(f", {label} {_fmt(val.get(metric.replace('actor/', 'validation/')))}"
@@ -171,8 +171,10 @@ class Trainer:
                 val = await self.steps.validate(self.val_rows)
                 metrics.update(val)
                 self.stopped_at = self._reached_target(step, val)
+            metrics.update(ark_aliases(metrics))  # Ark's console names, next to ours
             self._write_outputs(step, result)
             self._report(step, metrics, val)
+            plugin_failures.add(step, result.results)
             trained |= not failed.add(step, result.failures, rollouts=len(result.results))
             self.budget_stop = self._budget_reached(step, result)
             self.stop_request = self._stop_requested(step)

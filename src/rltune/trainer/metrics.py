@@ -100,7 +100,7 @@ def ark_aliases(metrics: dict[str, float]) -> dict[str, float]:
     """Ark's names for the metrics of ``metrics`` that Ark's console shows.
 
     Example:
-        >>> ark_aliases({"critic/rewards/mean": 0.5, "actor/loss": 1.0})
+        >>> ark_aliases({"critic/rewards/mean": 0.5, "actor/pg_loss": 1.0})
         {'train/reward->final_reward.mean': 0.5}
     """
     return {ark: metrics[ours] for ours, ark in ARK_ALIASES.items() if ours in metrics}

@@ -63,7 +63,7 @@ class Server:
         if found is None:
             return  # the cloud SDK's aliases (/v1/fine-tunes…) are not in the document
         try:
-            response.request.content
+            _ = response.request.content
         except httpx.RequestNotRead:
             return  # a streamed (chunked) upload: schemathesis would read the request body
         response.read()

@@ -26,8 +26,11 @@ def _start_postgres():
 
     spec = importlib.util.spec_from_file_location("rltune_test_postgres",
                                                   Path(__file__).with_name("postgres.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = sys.modules.get(spec.name)
+    if mod is None:
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # its dataclass looks its module up there
+        spec.loader.exec_module(mod)
     return mod.start_postgres()
 
 

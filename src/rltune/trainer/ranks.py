@@ -202,6 +202,19 @@ class RankedUpdater:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._everywhere("load_state", state, lambda: self.inner.load_state_dict(state))
 
+    def save_sharded(self, path: Any) -> None:
+        """Every rank writes its DCP shards to ``path`` (``trainer/sharded.py``)."""
+        self._everywhere("save_sharded", str(path), lambda: self.inner.save_sharded(path))
+
+    def load_sharded(self, path: Any) -> None:
+        self._everywhere("load_sharded", str(path), lambda: self.inner.load_sharded(path))
+
+    def schedule_state(self) -> dict[str, Any]:
+        return self.inner.schedule_state()  # every rank steps its schedule alike
+
+    def load_schedule_state(self, state: dict[str, Any]) -> None:
+        self._everywhere("load_schedule", state, lambda: self.inner.load_schedule_state(state))
+
     async def close(self) -> None:
         await _stop(self.group)
 

@@ -55,6 +55,14 @@ def ray_trainer_ranks(hp: Any, function_backend: Any) -> bool:
             hint="run with `rltune train --ray-address <head>:6379` (or function_backend: ray, or "
             "a job server started with --ray-address), or set nnodes_training: 1 and "
             "n_gpus_training: N for N ranks on this machine")
+    if hp.trainer_placement is not None and not on_ray:
+        from rltune.sdk.errors import ConfigError
+
+        raise ConfigError(
+            f"trainer_placement: {hp.trainer_placement} places trainer ranks on a Ray cluster, "
+            "and this job has none (function_backend is not ray)",
+            where=_HP + "trainer_placement",
+            hint="remove trainer_placement, or run on a cluster (--ray-address)")
     return on_ray and hp.nnodes_training is not None and hp.trainer_ranks > 1
 
 

@@ -122,6 +122,32 @@ async def test_two_ray_ranks_on_two_nodes_update_like_one_process_and_resume_sha
     _assert_same(loaded, weights)
 
 
+async def test_a_killed_rank_fails_the_call_naming_it_and_its_placement_is_freed(
+        cluster, tiny_model_dir):
+    hp = _hp()
+    ranked = _ranks(cluster, tiny_model_dir, hp)
+    try:
+        place = ranked.places[1]
+        os.kill(place.pid, signal.SIGKILL)  # rank 1's actor process; rank 0 lives on
+        with pytest.raises(TrainingFailedError) as info:
+            await ranked.aupdate(dp_update.batch(1))
+        assert info.value.where == "trainer rank 1", info.value.message
+        assert f"trainer rank 1 of 2 on {place.describe()} died during update" in \
+            info.value.message
+        pg = ranked.group.pg.id.hex()
+    finally:
+        await ranked.close()
+    ray.init(address=cluster.address)
+    try:
+        deadline = time.monotonic() + 60
+        while (_free_cpu(ray) < 2
+               or ray.util.placement_group_table().get(pg, {}).get("state") != "REMOVED"):
+            assert time.monotonic() < deadline, ray.available_resources()
+            time.sleep(0.5)
+    finally:
+        ray.shutdown()
+
+
 def _free_cpu(ray_mod) -> float:
     return ray_mod.available_resources().get("CPU", 0.0)
 

@@ -21,6 +21,8 @@ Example:
 from __future__ import annotations
 
 import shutil
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,14 @@ import torch
 SHARDED_DIR = "sharded"
 #: The files a sharded checkpoint keeps besides its shards, which an export copies.
 _SIDE_FILES = ("training_state.pt", "rng_state.pt", "trainer_state.json")
+
+
+@contextmanager
+def _one_process_is_meant():
+    """DCP warns when it runs without a process group; one process is a supported case."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield
 
 
 def is_sharded(checkpoint: str | Path) -> bool:
@@ -44,7 +54,8 @@ def save_sharded(model: torch.nn.Module, optimizer: Any, path: str | Path) -> No
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     model_sd, optim_sd = get_state_dict(model, optimizer)
-    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(path))
+    with _one_process_is_meant():
+        dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(path))
 
 
 def load_sharded(model: torch.nn.Module, optimizer: Any, path: str | Path) -> None:
@@ -55,7 +66,8 @@ def load_sharded(model: torch.nn.Module, optimizer: Any, path: str | Path) -> No
 
     model_sd, optim_sd = get_state_dict(model, optimizer)
     state = {"model": model_sd, "optim": optim_sd}
-    dcp.load(state, checkpoint_id=str(path))
+    with _one_process_is_meant():
+        dcp.load(state, checkpoint_id=str(path))
     set_state_dict(model, optimizer, model_state_dict=state["model"],
                    optim_state_dict=state["optim"])
 
@@ -74,7 +86,8 @@ def sharded_weights(checkpoint: str | Path) -> dict[str, torch.Tensor]:
                                                           if n in shell.state_dict()}
     shapes = {n: t.shape for n, t in shell.state_dict().items() if n in names}
     weights = {n: torch.empty(s, dtype=torch.float32) for n, s in shapes.items()}
-    dcp.load({"model": weights}, checkpoint_id=str(checkpoint / SHARDED_DIR), no_dist=True)
+    with _one_process_is_meant():
+        dcp.load({"model": weights}, checkpoint_id=str(checkpoint / SHARDED_DIR), no_dist=True)
     return weights
 
 

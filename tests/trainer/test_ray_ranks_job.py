@@ -128,3 +128,63 @@ def test_two_node_job_updates_like_one_process_and_resumes_sharded_on_two_and_on
     assert not (published / SHARDED_DIR).exists()
     loaded = AutoModelForCausalLM.from_pretrained(published, dtype=torch.float32).state_dict()
     ranks_job._assert_close(loaded, sharded_weights(ckpt1))
+
+
+def test_a_lost_node_fails_the_job_naming_the_rank_and_node_and_frees_the_cluster(
+        tmp_path, tiny_model_dir):
+    """The worker node (its whole ``ray start`` process group: raylet, workers, the rank on
+    it) is killed while the job trains: the job fails with an error naming the rank and the
+    node, and the cluster's remaining CPUs are free again. The head has 3 CPUs (one rank, the
+    two function instances), the worker 1 (the other rank), so only a rank is lost."""
+    import os
+    import signal
+    import time
+
+    ws = _workspace(tmp_path, tiny_model_dir, max_steps=40)
+    out = tmp_path / "job"
+    with LocalRayCluster(head_cpus=3, worker_nodes=1, worker_cpus=1,
+                         resources=[{"node_a": 1}, {"node_b": 1}]) as cluster:
+        with open(tmp_path / "train.out", "wb") as sink:
+            job = subprocess.Popen(
+                [sys.executable, "-m", "rltune.cli.main", "train", "-c", str(ws / "job.yaml"),
+                 "-O", str(out), "-q", "--ray-address", cluster.address], stdout=sink,
+                stderr=subprocess.STDOUT, env=ranks_job._env(tmp_path), start_new_session=True)
+        try:
+            log = out / "train.log"
+            deadline = time.monotonic() + 600
+            while "step 1/" not in (log.read_text() if log.exists() else ""):
+                assert job.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "train.out").read_text()[-3000:]
+                time.sleep(0.5)
+            ray.init(address=cluster.address)
+            try:
+                worker = next(n["NodeID"] for n in ray.nodes() if "node_b" in n["Resources"])
+            finally:
+                ray.shutdown()
+            line = next(ln for ln in log.read_text().splitlines() if "data parallel on Ray" in ln)
+            rank = next(int(part.split(" on node ")[0].split()[-1])
+                        for part in line.split(", rank ") if f"on node {worker[:12]}" in part)
+            os.killpg(cluster.procs[1].pid, signal.SIGKILL)
+            assert job.wait(timeout=300) != 0
+        finally:
+            try:
+                os.killpg(job.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        text = log.read_text()
+        assert f"trainer rank {rank} of 2 on node {worker[:12]}" in text, text[-3000:]
+        assert " died" in text
+        ray.init(address=cluster.address)
+        try:
+            deadline = time.monotonic() + 60
+            while ray.available_resources().get("CPU", 0) < 3:
+                assert time.monotonic() < deadline, ray.available_resources()
+                time.sleep(0.5)
+            states = {v["state"] for v in ray.util.placement_group_table().values()}
+            assert states <= {"REMOVED"}, states
+        finally:
+            ray.shutdown()
+        deadline = time.monotonic() + 120
+        while "0.0/3.0 CPU" not in (status := cluster.status()):
+            assert time.monotonic() < deadline, status
+            time.sleep(2)

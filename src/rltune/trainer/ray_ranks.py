@@ -88,6 +88,9 @@ class TrainerRankActor:
     def call(self, command: str, argument: Any) -> Any:
         return self.server.run(command, argument)
 
+    def sees(self, path: str) -> bool:
+        return Path(path).is_file()
+
     def stop(self) -> None:
         if self.server is not None:
             self.server.close()
@@ -299,6 +302,29 @@ class RayRankedUpdater:
     def load_schedule_state(self, state: dict[str, Any]) -> None:
         self._everywhere("load_schedule", state)
         self.step = int(state["step"])
+
+    def check_shared(self, folder: str | Path) -> None:
+        """Refuse sharded checkpoints in a folder some rank's node does not share: every rank
+        must see a file the job process writes there."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".rltune-shared-probe-{os.getpid()}"
+        probe.write_text("probe")
+        try:
+            seen = self.group.wait([a.sees.remote(str(probe)) for a in self.group.actors],
+                                   "start")
+        finally:
+            probe.unlink(missing_ok=True)
+        blind = [p for p, ok in zip(self.group.places, seen, strict=True) if not ok]
+        if blind:
+            raise ConfigError(
+                f"checkpoint_format: sharded needs the checkpoint folder {folder} on a "
+                "filesystem every trainer rank shares; "
+                + ", ".join(f"rank {p.rank} on {p.describe()}" for p in blind)
+                + " cannot see it",
+                where="training.hyper_parameters.checkpoint_format",
+                hint="put the job folder on a shared filesystem (NFS, a mounted bucket), or "
+                     "use checkpoint_format: full (rank 0 writes the whole checkpoint)")
 
     async def close(self) -> None:
         from rltune._ray import disconnect

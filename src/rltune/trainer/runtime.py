@@ -205,6 +205,8 @@ class TrainingRuntime:
             total_steps=max(1, self.total_steps),
             pad_token_id=self.tokenizer.pad_token_id or 0, placement=placement)
         self._closers.append(self.updater.close)
+        if self.hp.checkpoint_format == "sharded":  # every rank writes into the same folder
+            await asyncio.to_thread(self.updater.check_shared, self.ckpt_root)
         where = ", ".join(f"rank {p.rank} on {p.describe()}" for p in self.updater.places)
         self.log(f"data parallel on Ray: {self.ranks} trainer ranks ({placement} placement, "
                  f"FSDP2, {'NCCL' if self.device.type == 'cuda' else 'gloo'}): {where}")

@@ -55,3 +55,33 @@ def test_a_sharded_checkpoint_resumes_exactly_and_publishes_as_a_hf_folder(tmp_p
     for name, w in saved.items():
         assert torch.equal(loaded[name], w), name
     assert set(sharded_weights(path)) <= set(saved)
+
+
+def test_a_sharded_checkpoint_is_consolidated_by_the_cli_and_refused_as_a_model(tmp_path):
+    from typer.testing import CliRunner
+
+    from rltune.cli.main import app
+    from rltune.paths import check_model
+    from rltune.sdk.errors import ValidationError
+
+    up = _updater()
+    up.update(dp_update.batch(1))
+    path = save_checkpoint(tmp_path / "ckpts", step=1, model=up.model, updater=up,
+                           sharded=True)
+    try:  # a model spec naming it says how to consolidate it, instead of failing to load
+        check_model(str(path))
+        raise AssertionError("a sharded checkpoint was accepted as a model folder")
+    except ValidationError as err:
+        assert "sharded checkpoint" in err.message and "models consolidate" in err.hint
+    res = CliRunner().invoke(app, ["models", "consolidate", str(path), "--out",
+                                   str(tmp_path / "hf")])
+    assert res.exit_code == 0, res.output
+    assert check_model(str(tmp_path / "hf")).kind == "dir"
+    from transformers import AutoModelForCausalLM
+
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path / "hf", dtype=torch.float32)
+    for name, w in up.model.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], w), name
+    res = CliRunner().invoke(app, ["models", "consolidate", str(tmp_path / "ckpts"), "--out",
+                                   str(tmp_path / "x")])
+    assert res.exit_code == 2 and "no sharded/" in res.output

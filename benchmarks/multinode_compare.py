@@ -62,7 +62,7 @@ def run(root: Path, model_dir: str, steps: int, nodes: int, address: str) -> dic
     if proc.returncode:
         raise SystemExit(proc.stdout[-2000:] + proc.stderr[-2000:])
     log = (out / "train.log").read_text()
-    placed = next((ln.split("] ", 1)[-1] for ln in log.splitlines()
+    placed = next((ln[ln.index("data parallel on Ray"):] for ln in log.splitlines()
                    if "data parallel on Ray" in ln), "one process")
     updated = [r["metrics"] for r in read_metrics(out)
                if r["step"] >= 2 and "timing/s/update" in r["metrics"]]

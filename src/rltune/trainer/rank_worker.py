@@ -7,6 +7,9 @@ makes on its own updater. It joins the process group, loads and shards the polic
 rank 0 does, and runs each command until ``stop`` or EOF (the job process is gone). Any error
 ends the process with a traceback in its log (``<job_dir>/ranks/rank-<r>.log``), which rank 0
 reports.
+
+``RankServer`` is the rank itself (join, load, shard, run commands); the Ray actors of
+``trainer/ray_ranks.py`` (``nnodes_training`` on a cluster) run it too, for every rank.
 """
 
 from __future__ import annotations

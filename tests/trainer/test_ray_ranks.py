@@ -189,3 +189,18 @@ async def test_a_killed_node_fails_the_call_naming_rank_and_node_and_frees_the_c
         while "0.0/1.0 CPU" not in (status := cluster.status()):
             assert time.monotonic() < deadline, status
             time.sleep(2)
+
+
+@pytest.mark.parametrize(("placement", "nodes"), [("pack", 1), ("strict_spread", 2)])
+async def test_trainer_placement_decides_the_nodes(tiny_model_dir, placement, nodes):
+    """Two nodes with 2 CPUs each: ``pack`` puts both one-CPU ranks on one node,
+    ``strict_spread`` one on each; either way they train together."""
+    hp = _hp()
+    with LocalRayCluster(head_cpus=2, worker_nodes=1, worker_cpus=2) as cluster:
+        ranked = _ranks(cluster, tiny_model_dir, hp, placement=placement)
+        try:
+            assert len({p.node for p in ranked.places}) == nodes, ranked.places
+            metrics = await ranked.aupdate(dp_update.batch(1))
+            assert metrics["actor/grad_norm"] > 0
+        finally:
+            await ranked.close()

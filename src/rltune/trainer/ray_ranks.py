@@ -191,8 +191,8 @@ class RayRankGroup:
         return TrainingFailedError(
             f"trainer rank {rank} of {self.world_size} on {where} {how} during {what}: "
             f"{reason}", where=f"trainer rank {rank}",
-            hint="the rank's own output is in the Ray logs of its node "
-                 "(/tmp/ray/session_latest/logs/worker-*.err, or `ray logs`)")
+            hint="the rank's own output is in its node's Ray session logs "
+                 "(<ray temp dir>/session_latest/logs/worker-*.err; `ray logs`)")
 
     def close(self, grace: float = 10.0) -> None:
         """Stop every rank (then kill its actor) and remove the placement group."""

@@ -79,8 +79,8 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
     n_gpus_rollout: Optional[int] = Field(None, ge=0, le=100000)
     n_gpus_training: Optional[int] = Field(
         None, ge=0, le=100000,
-        description="trainer ranks on this node (data parallel, FSDP2): one GPU each on CUDA, "
-        "one process each on the CPU; 0 or 1 = one process")
+        description="trainer ranks per node (data parallel, FSDP2): one GPU each on CUDA, "
+        "one process each on the CPU; 0 or 1 = one process (see nnodes_training)")
     nnodes_rollout: Optional[int] = Field(None, ge=1, le=10000)
     nnodes_training: Optional[int] = Field(
         None, ge=1, le=10000,

@@ -3,8 +3,10 @@ started by the test (``ray start --head`` + one worker node, each ``--block`` in
 group, one CPU and its own custom resource each, so one rank lands on each node): two gloo ranks
 update exactly like the one-process updater on the same batch, write sharded checkpoints
 (``torch.distributed.checkpoint``) that resume on two ranks and on one process to the same
-weights, and a killed node fails the next call naming the rank and the node, after which the
-placement group is gone and the remaining node's CPU is free again. Slow tier."""
+weights; the full-format state (rank 0's gathered weights and optimizer state) continues on
+fresh ranks; ``trainer_placement`` decides the nodes; a killed rank and a killed node fail the
+next call naming the rank and the node, after which the placement group is gone and the
+cluster's CPUs are free again. Slow tier (~5 min on 2 cores)."""
 
 from __future__ import annotations
 
@@ -81,6 +83,8 @@ async def test_two_ray_ranks_on_two_nodes_update_like_one_process_and_resume_sha
         two = await ranked.aupdate(dp_update.batch(1))
         weights = await ranked.afull_weights()
         _assert_same(weights, plain.model.state_dict())
+        base = _plain(tiny_model_dir, hp).model.state_dict()
+        assert max(float((weights[k] - base[k]).abs().max()) for k in weights) > 1e-3  # moved
         for key in ("actor/pg_loss", "actor/grad_norm", "actor/entropy"):
             assert two[key] == pytest.approx(one[key], rel=1e-5, abs=1e-7), key
         ckpt = tmp_path / "checkpoint-1"
@@ -120,6 +124,32 @@ async def test_two_ray_ranks_on_two_nodes_update_like_one_process_and_resume_sha
     out = consolidate(ckpt, tmp_path / "hf")
     loaded = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).state_dict()
     _assert_same(loaded, weights)
+
+
+async def test_full_format_state_of_ray_ranks_continues_on_other_ray_ranks(
+        cluster, tiny_model_dir):
+    """``checkpoint_format: full`` on Ray ranks: rank 0 gathers the whole weights and optimizer
+    state in the one-process format; fresh ranks loaded from them continue exactly."""
+    hp = _hp()
+    plain = _plain(tiny_model_dir, hp)
+    plain.update(dp_update.batch(1))
+    ranked = _ranks(cluster, tiny_model_dir, hp)
+    try:
+        await ranked.aupdate(dp_update.batch(1))
+        weights, state = await ranked.afull_weights(), ranked.state_dict()
+    finally:
+        await ranked.close()
+    assert state["step"] == 1
+    assert set(state["optimizer"]["state"]) == set(plain.optimizer.state_dict()["state"])
+    plain.update(dp_update.batch(2))
+    again = _ranks(cluster, tiny_model_dir, hp)
+    try:
+        again.load_weights(weights)
+        again.load_state_dict(state)
+        await again.aupdate(dp_update.batch(2))
+        _assert_same(await again.afull_weights(), plain.model.state_dict())
+    finally:
+        await again.close()
 
 
 async def test_a_killed_rank_fails_the_call_naming_it_and_its_placement_is_freed(

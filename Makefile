@@ -52,9 +52,12 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
-# The same exactness tests at the LOWEST versions pyproject.toml allows for transformers,
-# tokenizers and peft, in a venv of their own; .ci/min_pins.py reads the floors from
-# pyproject.toml, so they cannot drift from what is declared.
+# The floors job: EVERY runtime dependency (the base install and the serve, train, data and demo
+# extras) at the LOWEST version pyproject.toml allows, in a venv of its own; .ci/min_pins.py
+# reads the floors from pyproject.toml, so they cannot drift from what is declared. torch stays
+# the CPU wheel (TORCH_CPU). It runs the engine/trainer exactness tests and the fast tests of
+# the CLI, config, client/SDK, functions, gateway, rollout and doctor (the rest needs the dev
+# extra's trackers, Ray, Playwright or LangChain, which are not runtime dependencies).
 MIN_VENV := .venv-min
 MIN_BIN := $(MIN_VENV)/bin
 MIN_STAMP := $(MIN_VENV)/.installed
@@ -63,18 +66,25 @@ MIN_TESTS := tests/engine tests/trainer/test_update.py tests/trainer/test_update
 	tests/trainer/test_lora.py tests/trainer/test_opd.py::test_teacher_logprobs_equal_a_direct_computation \
 	tests/models/test_warmstart.py::test_shared_prefix_loss_equals_plain_loss \
 	--deselect tests/trainer/test_lora.py::test_a_lora_job_trains_syncs_checkpoints_and_resumes
+MIN_FAST := tests/cli tests/config tests/client tests/gateway tests/doctor tests/rollout \
+	tests/test_layers.py tests/test_env_doc.py tests/test_metrics_doc.py tests/test_names.py \
+	tests/test_paths.py tests/test_jobdir.py tests/test_process.py
+MIN_PYTEST := $(MIN_BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 $(MIN_STAMP): pyproject.toml .ci/min_pins.py
 	test -x $(MIN_BIN)/python || $(PY) -m venv $(MIN_VENV)
 	$(MIN_BIN)/python -m pip install --quiet --upgrade pip
 	$(MIN_BIN)/python -c "import torch" 2>/dev/null || $(MIN_BIN)/pip install --quiet $(TORCH_CPU)
-	pins="$$($(MIN_BIN)/python .ci/min_pins.py transformers tokenizers peft)" && echo "min pins: $$pins" \
-	  && eval "$(MIN_BIN)/pip install --quiet -e '.[train]' $$pins"
+	pins="$$($(MIN_BIN)/python .ci/min_pins.py)" && echo "min pins: $$pins" \
+	  && eval "$(MIN_BIN)/pip install --quiet -e '.[train,data,demo]' $$pins"
 	$(MIN_BIN)/pip check
 	touch $(MIN_STAMP)
 
+# tests/sdk and tests/functions are separate runs (their conftest files share a module name).
 test-min: $(MIN_STAMP)
-	$(MIN_BIN)/python -m pytest -q -p no:cacheprovider $(MIN_TESTS)
+	$(MIN_PYTEST) $(MIN_TESTS) $(MIN_FAST)
+	$(MIN_PYTEST) tests/sdk --deselect tests/sdk/test_tracing.py::test_trace_tool_patches_langchain_tools
+	$(MIN_PYTEST) tests/functions
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

@@ -49,13 +49,40 @@ def _time_calls(obj: Any, name: str) -> list[float]:
     return seconds
 
 
+def step_clock() -> Any:
+    """A ``TrainerCallback`` recording the wall clock at each optimizer-step end, and the
+    metrics TRL logs for that step (``begin``, ``ends``, ``logs``)."""
+    from transformers import TrainerCallback
+
+    class StepClock(TrainerCallback):
+        """Wall clock at each optimizer-step end, and the metrics TRL logs for that step."""
+
+        def __init__(self) -> None:
+            self.begin = 0.0
+            self.ends: list[float] = []
+            self.logs: list[dict[str, float]] = []
+
+        def on_train_begin(self, args, state, control, **kw):
+            self.begin = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            self.ends.append(time.perf_counter())
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and "reward" in logs:
+                self.logs.append({k: float(v) for k, v in logs.items()
+                                  if isinstance(v, (int, float))})
+
+    return StepClock()
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(spec["threads"])
     t_import = time.perf_counter()
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, TrainerCallback
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
     from trl import GRPOConfig, GRPOTrainer
 
@@ -82,26 +109,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     )
     model = AutoModelForCausalLM.from_pretrained(spec["model_dir"], dtype=torch.float32)
 
-    class StepClock(TrainerCallback):
-        """Wall clock at each optimizer-step end, and the metrics TRL logs for that step."""
-
-        def __init__(self) -> None:
-            self.begin = 0.0
-            self.ends: list[float] = []
-            self.logs: list[dict[str, float]] = []
-
-        def on_train_begin(self, args, state, control, **kw):
-            self.begin = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kw):
-            self.ends.append(time.perf_counter())
-
-        def on_log(self, args, state, control, logs=None, **kw):
-            if logs and "reward" in logs:
-                self.logs.append({k: float(v) for k, v in logs.items()
-                                  if isinstance(v, (int, float))})
-
-    clock = StepClock()
+    clock = step_clock()
     with tempfile.TemporaryDirectory(prefix="trl-compare-") as out_dir:
         config = GRPOConfig(
             output_dir=out_dir,

@@ -12,6 +12,7 @@ from rltune.sdk.errors import (
     NotFoundError,
     OverloadedError,
     RltuneError,
+    ServerUnreachableError,
     UserCodeError,
     ValidationError,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "NotFoundError",
     "OverloadedError",
     "RltuneError",
+    "ServerUnreachableError",
     "UserCodeError",
     "ValidationError",
 ]

@@ -45,6 +45,8 @@ PROGRESS = "progress.json"
 TRAJECTORIES = "trajectories"
 RESULT = "result.json"
 TRAINER_STATE = "trainer_state.json"
+#: A PPO checkpoint's critic (weights, optimizer, updates done): resume state, not the model.
+CRITIC_STATE = "critic.pt"
 JOB_YAML = "job.yaml"
 JOB_META = "job.json"
 CONFIG = "config.json"

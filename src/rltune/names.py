@@ -31,9 +31,10 @@ TRACKERS: tuple[str, ...] = ("tensorboard", "wandb", "mlflow", "swanlab", "track
 #: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls``).
 TOOL_PARSERS: tuple[str, ...] = ("hermes", "llama3_json", "mistral", "qwen3_coder")
 #: Advantage estimators: each has a learning-signal class (``rltune.trainer.signals``).
-ADVANTAGE_ESTIMATORS: tuple[str, ...] = ("grpo", "opd")
-#: Algorithm presets (``rltune.config.algorithm.PRESETS``).
-ALGORITHMS: tuple[str, ...] = ("gspo", "grpo", "dapo", "opd")
+ADVANTAGE_ESTIMATORS: tuple[str, ...] = ("grpo", "opd", "gae")
+#: Algorithm presets (``rltune.config.algorithm.PRESETS``). ``ppo`` trains a critic (GAE);
+#: ``sft`` is supervised fine-tuning on ``messages`` rows (``rltune.trainer.sft``), no rollouts.
+ALGORITHMS: tuple[str, ...] = ("gspo", "grpo", "dapo", "opd", "ppo", "sft")
 #: Loss aggregation modes (``rltune.trainer.losses.aggregate_loss``).
 LOSS_AGG_MODES: tuple[str, ...] = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
                                    "seq-mean")
@@ -49,6 +50,9 @@ JOB_STATUSES: tuple[str, ...] = ("PENDING", "RUNNING", "SUCCEEDED", "STOPPED", "
                                  "CANCELED")
 #: The statuses a job stays in until someone acts (resume, delete): what clients wait for.
 JOB_TERMINAL: tuple[str, ...] = ("SUCCEEDED", "STOPPED", "FAILED", "CANCELED")
+#: General datasets rltune generates by code, for ``data_options.preset_dataset`` (Ark's
+#: preset data injection; ``rltune.trainer.presets``).
+PRESET_DATASETS: tuple[str, ...] = ("calculator",)
 
 #: Model names: what ``model:`` of a job, ``tuned_model_name`` and a chat request carry.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"

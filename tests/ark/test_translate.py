@@ -97,14 +97,44 @@ def test_without_a_rollout_the_single_turn_plugin_runs(ws):
     assert _load(ws, text).rollout.fcmodel.classpath == "rltune.ark.builtin:single_turn"
 
 
+@pytest.mark.parametrize("pipeline", [False, True], ids=["GRPO-shaped", "PPOPipeline"])
+def test_ppo_maps_to_algorithm_ppo(ws, pipeline):
+    text = JOB.replace("customization_type: GRPO", "customization_type: PPO")
+    if pipeline:
+        text = text.replace("  graders:\n", "  type: PPOPipeline\n  graders:\n")
+    text = text.replace("max_new_tokens", "gamma: '0.99', critic_warmup_steps: '2',\n  "
+                        "max_new_tokens")
+    job = _load(ws, text)
+    assert job.hyper_parameters.algorithm == "ppo" and job.knobs.advantage_estimator == "gae"
+    assert (job.knobs.gamma, job.knobs.critic_warmup_steps) == (0.99, 2)
+
+
+@pytest.mark.parametrize("ctype, lora", [("FinetuneSft", 0), ("FinetuneLoRA", 16)])
+def test_finetune_types_map_to_an_sft_job(ws, ctype, lora):
+    text = (f"name: sft\ncustomization_type: {ctype}\n"
+            "model_reference: {foundation_model: {name: nano}}\n"
+            "hyperparameters: {learning_rate: '0.0001', epoch: '2', seq_len: '512', "
+            "batch_size: '4'}\n"
+            "data: {training_set: {local_files: [./data/train.jsonl]}}\n")
+    job = _load(ws, text)
+    hp = job.hyper_parameters
+    assert (hp.algorithm, hp.n_epochs, hp.max_length, hp.learning_rate, hp.lora_rank) == \
+        ("sft", 2, 512, 1e-4, lora)
+    assert job.functions == []
+
+
 @pytest.mark.parametrize("change, key", [
     (("lr: '0.000001'", "lr: '0.000001', warmup_step_rate: '0.1'"),
      "hyperparameters.warmup_step_rate"),
-    (("customization_type: GRPO", "customization_type: PPO"), "customization_type"),
-    (("enable_trajectory: true", "enable_trajectory: false"), "enable_trajectory"),
-    (("{local_files: [./data/train.jsonl]}", "{tos_bucket: b, tos_paths: [x]}"),
-     "data.training_set.tos_bucket"),
-    (("name: ark-job", "name: ark-job\nproject: p"), "project"),
+    (("customization_type: GRPO", "customization_type: DPO"), "customization_type"),
+    (("  graders:\n", "  type: PPOPipeline\n  graders:\n"), "custom_rl_pipeline.type"),
+    (("customization_type: GRPO", "customization_type: FinetuneSft"), "custom_rl_pipeline"),
+    (("{local_files: [./data/train.jsonl]}",
+      "{datasets: [{dataset_id: file-1, sample_count: 3}]}"),
+     "data.training_set.datasets[0].sample_count"),
+    (("{local_files: [./data/train.jsonl]}",
+      "{local_files: [a.jsonl], preset_dataset: {dataset_version_id: mmlu, "
+      "inject_multiplier: 1}}"), "data.training_set.preset_dataset.dataset_version_id"),
     (("test_top_p: '1'", "test_top_p: '0.5'"), "hyperparameters.test_top_p"),
     (("'plugins.rollout:agent'", "'plugins.graders:exact'"),
      "custom_rl_pipeline.rollout.plugin.python_func"),

@@ -28,7 +28,7 @@ def test_jsonl_converts_and_loads_as_training_data(tmp_path):
     src = tmp_path / "verl.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in VERL))
     out = tmp_path / "train.jsonl"
-    r = run(src, "-o", out)
+    r = run(src, "--out", out)
     assert r.exit_code == 0, r.output
     rows = load_dataset(out)
     assert [row.ground_truth for row in rows] == ["72", "4"]
@@ -42,13 +42,13 @@ def test_bad_rows_are_named_and_nothing_is_written(tmp_path):
     src = tmp_path / "mixed.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in VERL + BAD) + "{oops\n")
     out = tmp_path / "train.jsonl"
-    r = run(src, "-o", out)
+    r = run(src, "--out", out)
     assert r.exit_code == 1 and not out.exists()
     assert "row 3: prompt: is empty" in r.output
     assert "row 4: prompt: missing" in r.output
     assert "row 5: prompt.0.role" in r.output
     assert "row 6: not JSON" in r.output and "4 of 6 rows are bad" in r.output
-    r = run(src, "-o", out, "--skip-invalid")
+    r = run(src, "--out", out, "--skip-invalid")
     assert r.exit_code == 0 and "skipped 4 bad rows" in r.output
     assert len(load_dataset(out)) == 2
 
@@ -60,7 +60,7 @@ def test_parquet(tmp_path):
     src = tmp_path / "train.parquet"
     pq.write_table(pa.Table.from_pylist(VERL[:1]), src)
     out = tmp_path / "train.jsonl"
-    assert run(src, "-o", out).exit_code == 0
+    assert run(src, "--out", out).exit_code == 0
     assert load_dataset(out)[0].ground_truth == "72"
 
 
@@ -76,7 +76,7 @@ def test_parquet_without_pyarrow_says_how_to_install(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_pyarrow)
     (tmp_path / "x.parquet").write_bytes(b"PAR1")
-    r = run(tmp_path / "x.parquet", "-o", tmp_path / "o.jsonl")
+    r = run(tmp_path / "x.parquet", "--out", tmp_path / "o.jsonl")
     assert r.exit_code == 1 and "rltune[data]" in r.output
 
 
@@ -86,7 +86,7 @@ def test_trl_rows_keep_every_column_and_the_mapping_is_shown(tmp_path):
                    + json.dumps({"prompt": [{"role": "user", "content": "3+3?"}],
                                  "solution": "6", "difficulty": 2}) + "\n")
     out = tmp_path / "train.jsonl"
-    r = run(src, "-o", out)
+    r = run(src, "--out", out)
     assert r.exit_code == 0, r.output
     assert "mapped prompt (a string) → messages (one user message) (1 row)" in r.output
     assert "mapped prompt → messages (1 row)" in r.output

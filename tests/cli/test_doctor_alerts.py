@@ -53,7 +53,7 @@ def test_train_prints_alerts_stops_at_the_token_budget_and_doctor_lists_them(
     listed = json.loads(runner.invoke(app, ["doctor", str(out), "--json"]).output)
     assert listed[0]["code"] == "P9" and listed[0]["step"] == 1
     missing = runner.invoke(app, ["doctor", "ft-000000000000"])
-    assert missing.exit_code == 2 and "no job or run folder" in missing.output, missing.output
+    assert missing.exit_code == 4 and "no job or run folder" in missing.output, missing.output
 
 
 def test_doctor_replays_the_metrics_of_a_run_without_alerts(tmp_path):

@@ -120,9 +120,19 @@ def test_a_job_whose_steps_have_no_successful_rollout_fails(tmp_path, tiny_model
         stop_at_validation_reward=None,  # it needs the validation data removed above
     )
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    rollout = ws / "functions" / "rollout.py"  # the user's own print and logger lines
+    rollout.write_text(rollout.read_text().replace(
+        "        res = input_data.model_resource\n",
+        "        res = input_data.model_resource\n"
+        "        print('user-print-line', flush=True)\n"
+        "        __import__('logging').getLogger('calc.agent').info('user-logger-line')\n", 1))
     out = tmp_path / "out"
     res = runner.invoke(app, ["train", "-c", str(ws / "job.yaml"), "-O", str(out), "--quiet"])
-    assert res.exit_code == 2, res.output
+    assert res.exit_code == 1, res.output  # the job failed (2 is a usage error)
+    # the job log keeps the user's lines and none of httpx's INFO `HTTP Request: POST …`
+    log = (out / "train.log").read_text()
+    assert "user-print-line" in log and "user-logger-line" in log, log
+    assert "HTTP Request" not in log and "httpx" not in log, log
     text = " ".join(res.output.split())
     # 3 steps planned; the second failed one is more than 0.4 x 3: the job stops there
     assert "2 of 3 steps had no successful rollout" in text, text

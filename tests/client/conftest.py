@@ -4,6 +4,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 _name = "rltune_test_server_fixtures"
 if _name not in sys.modules:
     _spec = importlib.util.spec_from_file_location(
@@ -13,3 +15,9 @@ if _name not in sys.modules:
     _spec.loader.exec_module(_mod)
 _mod = sys.modules[_name]
 server, server_home = _mod.server, _mod.server_home
+
+
+@pytest.fixture
+def db_url():
+    """These suites run on the embedded SQLite store (tests/server runs every store)."""
+    return None

@@ -134,7 +134,7 @@ def test_cli_debug_log_masks_the_key_and_a_bad_level_is_refused(monkeypatch, tmp
         r = CliRunner().invoke(app, ["rl", "get", "ft-1"])
     finally:
         logging.getLogger("rltune.client").removeHandler(handler)
-    assert r.exit_code == 1 and "cannot reach the rltune server" in r.output
+    assert r.exit_code == 4 and "cannot reach the rltune server" in r.output  # UNREACHABLE
     assert any("GET http://127.0.0.1:9/v1/jobs/ft-1" in m and "sk-s…(19 chars)" in m
                for m in records), records
     assert not any("sk-secret-value-123" in m for m in records)

@@ -351,8 +351,15 @@ def test_async_pipeline_keys_are_checked():
     assert (hp.max_staleness, hp.partial_rollouts) == (0, False)
     hp = validate_hyper_parameters({"max_staleness": 1, "partial_rollouts": True})
     assert (hp.max_staleness, hp.partial_rollouts) == (1, True)
-    with pytest.raises(ConfigError, match=r"max_staleness = 2: is not supported yet.*0 .*or 1"):
-        validate_hyper_parameters({"max_staleness": 2})
+    for n in (2, 4, 8):  # streaming rollouts: N weight versions ahead
+        hp = validate_hyper_parameters({"max_staleness": n, "partial_rollouts": True})
+        assert (hp.max_staleness, hp.partial_rollouts) == (n, True)
+    with pytest.raises(ConfigError, match=r"max_staleness = 9: is not supported.*0 .*to 8"):
+        validate_hyper_parameters({"max_staleness": 9})
+    assert validate_hyper_parameters({"max_concurrent_requests": 64}).max_concurrent_requests \
+        == 64
+    with pytest.raises(ConfigError, match=r"max_concurrent_requests"):
+        validate_hyper_parameters({"max_concurrent_requests": 0})
     with pytest.raises(ConfigError, match=r"partial_rollouts.*only applies with max_staleness"):
         validate_hyper_parameters({"partial_rollouts": True})
     with pytest.raises(ConfigError, match=r"temperature = 0\.7: must be 1\.0 with max_staleness"):

@@ -46,6 +46,6 @@ def test_rltune_console_prints_the_page_of_the_local_server(server):
 
 def test_rltune_console_without_a_server_says_how_to_start_one(tmp_path):
     res = _cli("--no-browser", "--url", "http://127.0.0.1:9", home=tmp_path)
-    assert res.returncode == 1
+    assert res.returncode == 4  # rltune.cli.exit_codes.UNREACHABLE
     assert "no rltune server answers at http://127.0.0.1:9" in res.stderr
     assert "rltune server start" in res.stderr

@@ -59,6 +59,17 @@ def test_missing_requirements_lists_lines(tmp_path):
     assert missing_requirements(WS) == []
 
 
+def test_cloud_sdk_lines_are_skipped_like_dashscope(tmp_path):
+    """An Ark plugin's requirements.txt names ark_sdk (by name or its tarball URL) and a
+    Bailian one the FC_PYPI_LIB wheel: rltune serves both SDKs, so neither is missing."""
+    (tmp_path / "requirements.txt").write_text(
+        "ark_sdk==0.2.8\nark-sdk\n"
+        "https://ark-public-example-cn-beijing.tos-cn-beijing.volces.com/ark-sdk/"
+        "ark_sdk-0.2.8.tar.gz\n./dashscope-1.25.23-py3-none-any.whl\ndashscope>=1.25.19\n"
+        "https://example.com/other_pkg-1.0.tar.gz\n")
+    assert [m.lineno for m in missing_requirements(tmp_path)] == [6]
+
+
 @pytest.mark.slow
 def test_ensure_venv_builds_once_and_sees_rltune(tmp_path):
     (tmp_path / "requirements.txt").write_text("pydantic>=2\n")

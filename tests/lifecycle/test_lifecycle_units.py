@@ -169,3 +169,24 @@ def test_lora_checkpoint_publishes_and_exports_merged_and_adapter(tmp_path):
     adapter = export_dir(pub, tmp_path / "adapter", "adapter")
     assert {"adapter_config.json", "adapter_model.safetensors"} <= {
         p.name for p in adapter.iterdir()}
+
+
+def test_auto_publish_takes_the_last_when_the_config_asks(tmp_path):
+    """``publish_checkpoint: last`` publishes the last checkpoint as Bailian does when a job
+    ends (not the best validated one); without tuned_model_name the key is refused."""
+    from rltune.config import load_job_config_text
+    from rltune.sdk.errors import ConfigError
+    from rltune.server.published import auto_publish, find_model
+    from rltune.server.store import open_store
+
+    store = open_store(":memory:")
+    jobs = tmp_path / "jobs"
+    _fake_job(store, jobs, "ft-1", [0.2, 0.9, 0.5])
+    job = store.get("jobs", "ft-1")
+    store.update("jobs", "ft-1", config={**job["config"], "publish_checkpoint": "last"})
+    assert auto_publish(store, tmp_path, jobs, "ft-1") == "m1"
+    assert find_model(store, "w", "m1")["checkpoint"] == "checkpoint-3"
+    with pytest.raises(ConfigError, match="publish_checkpoint"):
+        load_job_config_text("model: nano\npublish_checkpoint: last\n")
+    assert load_job_config_text("model: nano\ntuned_model_name: m\npublish_checkpoint: last\n"
+                                ).publish_checkpoint == "last"

@@ -68,9 +68,9 @@ def _wandb_records(run_dir: Path, field: str) -> list:
     """The W&B protobuf ``Record``s of an offline run's log that have ``field`` set."""
     from wandb.proto import wandb_internal_pb2 as pb
 
-    (log,) = run_dir.glob("run-*.wandb")
+    logs = sorted(run_dir.glob("run-*.wandb"))  # none yet while W&B's core starts the run
     out = []
-    for raw in _leveldb_records(log):
+    for raw in _leveldb_records(logs[0]) if logs else []:
         rec = pb.Record()
         rec.ParseFromString(raw)
         if rec.HasField(field):
@@ -120,4 +120,17 @@ def wandb_alerts(run_dir: Path, timeout: float = 20.0) -> list[tuple[str, str, s
                for r in _wandb_records(run_dir, "alert")]
         if out or time.monotonic() > deadline:
             return out
+        time.sleep(0.2)
+
+
+def wandb_run_project(run_dir: Path, timeout: float = 20.0) -> str:
+    """The project in an offline run's ``run`` record; polls, as W&B's core process may still
+    be writing after ``finish()`` returns."""
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = _wandb_records(run_dir, "run")
+        if runs:
+            return runs[0].run.project
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no run record in {run_dir}")
         time.sleep(0.2)

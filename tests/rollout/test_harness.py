@@ -131,3 +131,19 @@ def test_cli_dataset_and_single_modes(fake_openai, dataset, tmp_path):
          "--reward", "functions.sync_reward.ExactMatch@in_thread", "--data", str(dataset)],
         cwd=WS, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "CLASSPATH[=WEIGHT][@METRIC=W,...]" in proc.stderr
+
+
+def test_metric_weight_naming_a_metric_never_returned_is_one_clear_error(fake_openai, dataset,
+                                                                          tmp_path):
+    """A ``reward_metric_weight`` naming a metric the reward never returns stops the harness
+    with one error naming the metric and the field (it used to drop every rollout)."""
+    env = {**os.environ, "RLTUNE_HOME": str(tmp_path / "home")}
+    proc = subprocess.run(
+        [*RLTUNE, "test-functions", "--rollout", "functions.openai_rollout.AskPolicy",
+         "--reward", "functions.sync_reward.ExactMatch@accuracy=1", "--data", str(dataset),
+         "-n", "2", "--base-url", fake_openai["base_url"], "--model", "m", "-o", "json"],
+        cwd=WS, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout
+    assert "reward_metric_weight names ['accuracy']" in proc.stderr
+    assert "in_thread" in proc.stderr  # what the reward does return
+    assert proc.stderr.count("error:") == 1 and "reward_metric_weight" in proc.stderr

@@ -10,6 +10,7 @@ the rewards must match rollout for rollout, including ``reward_metric_weight``, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -68,21 +69,29 @@ def _harness_refs() -> list[RewardRef]:
             RewardRef(classpath=cp + "Flat", func_type="group_reward", name="flat")]
 
 
-async def test_harness_and_training_step_score_alike(tmp_path, tiny_model_dir):
+@contextlib.asynccontextmanager
+async def _step_runner(tmp_path: Path, ws: Path, config_path: Path):
+    """A started training runtime on the job at ``config_path`` and its step runner."""
     from rltune.trainer.runtime import TrainingRuntime
     from rltune.trainer.signals import build_signal
     from rltune.trainer.step import StepRunner
 
-    ws = tmp_path / "ws"
-    shutil.copytree(WS, ws)
-    config = load_job_config(_job(ws, tiny_model_dir))
+    config = load_job_config(config_path)
     prompts = load_dataset(ws / "data" / "train.jsonl")
     async with TrainingRuntime(config, job_dir=tmp_path / "job", base_dir=ws, job_id="same",
                                total_steps=1, log=lambda *a, **k: None) as rt:
         signal = build_signal(rt.hp, rt.knobs, updater=rt.updater, teacher=rt.teacher,
                               has_rewards=True)
-        step = StepRunner(rt, signal, job_id="same", train_rows=prompts,
-                          sampler=EpochSampler(len(prompts), len(prompts)))
+        yield rt, StepRunner(rt, signal, job_id="same", train_rows=prompts,
+                             sampler=EpochSampler(len(prompts), len(prompts)))
+
+
+async def test_harness_and_training_step_score_alike(tmp_path, tiny_model_dir):
+    ws = tmp_path / "ws"
+    shutil.copytree(WS, ws)
+    path = _job(ws, tiny_model_dir)
+    prompts = load_dataset(ws / "data" / "train.jsonl")
+    async with _step_runner(tmp_path, ws, path) as (rt, step):
         collected = await step.gather(1)
         learned = await step.learn(collected, sleep_engine=False)
 
@@ -114,3 +123,22 @@ async def test_harness_and_training_step_score_alike(tmp_path, tiny_model_dir):
     assert any("finite" in why for why in report.first_drop_reasons)
     assert any("discard" in why for why in report.first_drop_reasons)
     assert learned.updated  # the mixed group carries a signal
+
+
+async def test_training_step_stops_on_a_metric_the_reward_never_returns(tmp_path,
+                                                                         tiny_model_dir):
+    """The first scoring of a job whose ``reward_metric_weight`` names a metric the reward
+    never returns raises one ``ConfigError`` naming the field (not a dropped rollout each)."""
+    from rltune.sdk.errors import ConfigError
+
+    ws = tmp_path / "ws"
+    shutil.copytree(WS, ws)
+    path = _job(ws, tiny_model_dir)
+    job = yaml.safe_load(path.read_text())
+    job["functions"][1]["reward_metric_weight"] = {"accuracy": 1.0}
+    path.write_text(yaml.safe_dump(job))
+    async with _step_runner(tmp_path, ws, path) as (_rt, step):
+        with pytest.raises(ConfigError) as err:
+            await step.gather(1)
+    assert "reward_metric_weight names ['accuracy']" in str(err.value)
+    assert err.value.where == "functions[graded].reward_metric_weight"

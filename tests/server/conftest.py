@@ -10,6 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,16 +19,60 @@ import yaml
 from rltune.templates import create_workspace
 
 
+def _start_postgres():
+    """tests/server/postgres.py's cluster, imported by path: other folders' conftests load
+    this file by path too, where a relative import has no package."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rltune_test_postgres",
+                                                  Path(__file__).with_name("postgres.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.start_postgres()
+
+
 @dataclass
 class Server:
     url: str
     key: str
     home: Path
     proc: subprocess.Popen
+    _spec: Any = None
 
     def client(self, key: str | None = None) -> httpx.Client:
+        """A client whose every JSON answer is checked against the server's OpenAPI document
+        (status code and body schema, with schemathesis): the typed success bodies of
+        ``rltune.server.schemas`` and the error body are what the routes really return."""
         return httpx.Client(base_url=self.url, timeout=60,
-                            headers={"Authorization": f"Bearer {key or self.key}"})
+                            headers={"Authorization": f"Bearer {key or self.key}"},
+                            event_hooks={"response": [self.conforms]})
+
+    def conforms(self, response: httpx.Response) -> None:
+        if "json" not in response.headers.get("content-type", ""):
+            return  # streams (event-stream), file downloads, the console's pages
+        path = response.request.url.path
+        if not (path.startswith("/v1/") or path == "/health"):
+            return
+        if self._spec is None:
+            try:
+                import schemathesis
+            except ImportError:
+                return
+            self._spec = schemathesis.openapi.from_url(self.url + "/openapi.json")
+        found = self._spec.find_operation_by_path(response.request.method, path)
+        if found is None:
+            return  # the cloud SDK's aliases (/v1/fine-tunes…) are not in the document
+        try:
+            _ = response.request.content
+        except httpx.RequestNotRead:
+            return  # a streamed (chunked) upload: schemathesis would read the request body
+        response.read()
+        try:
+            found.validate_response(response)
+        except Exception as exc:
+            raise AssertionError(f"{response.request.method} {path} -> {response.status_code} "
+                                 f"does not match the OpenAPI document: {exc}\n"
+                                 f"{response.text[:2000]}") from None
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc.poll() is None:
@@ -60,11 +105,38 @@ def start_server(home: Path, *args: str) -> Server:
     raise AssertionError("server did not start: " + (home / "server.log").read_text())
 
 
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL on loopback for this session (started on first use, always stopped)."""
+    try:
+        cluster = _start_postgres()
+    except FileNotFoundError as exc:
+        pytest.skip(f"{exc}: install PostgreSQL (Debian: postgresql) for the store tests")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def db_url(request) -> str | None:
+    """The server's store: the embedded SQLite default, and (slow tier) a fresh database on a
+    real PostgreSQL, so every server test runs on both."""
+    if request.param == "sqlite":
+        return None
+    pytest.importorskip("psycopg")
+    return request.getfixturevalue("postgres").new_database()
+
+
 @pytest.fixture
-def server_home(tmp_path, monkeypatch) -> Path:
+def server_home(tmp_path, monkeypatch, db_url) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("RLTUNE_HOME", str(home))
+    if db_url:
+        monkeypatch.setenv("RLTUNE_DB_URL", db_url)
+    else:
+        monkeypatch.delenv("RLTUNE_DB_URL", raising=False)
     monkeypatch.delenv("RLTUNE_API_KEY", raising=False)
     monkeypatch.delenv("RLTUNE_BASE_URL", raising=False)
     return home

@@ -25,8 +25,8 @@ def _job(store, jobs_dir, job_id):
     return rec
 
 
-def test_ten_parallel_publishes_of_one_name(tmp_path):
-    store = open_store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+def test_ten_parallel_publishes_of_one_name(tmp_path, db_url):
+    store = open_store(db_url or f"sqlite:///{tmp_path / 'db.sqlite'}")  # db_url: PostgreSQL
     jobs = tmp_path / "jobs"
     job = _job(store, jobs, "ft-1")
     results, start = [], threading.Barrier(10)

@@ -1,4 +1,5 @@
-"""The store behind the server: SQLite directly and through a SQLAlchemy URL."""
+"""The store behind the server: SQLite directly, through a SQLAlchemy URL, and (slow tier) on a
+real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from rltune.sdk.errors import ConflictError
 from rltune.server.store import open_store
 
 
-@pytest.fixture(params=["sqlite", "sqlalchemy"])
+@pytest.fixture(params=["sqlite", "sqlalchemy",
+                        pytest.param("postgresql", marks=pytest.mark.slow)])
 def store(request, tmp_path):
     if request.param == "sqlalchemy":
         pytest.importorskip("sqlalchemy")
         s = open_store(f"sqlite+pysqlite:///{tmp_path / 'a.db'}")
+    elif request.param == "postgresql":
+        pytest.importorskip("psycopg")
+        s = open_store(request.getfixturevalue("postgres").new_database())
     else:
         s = open_store(tmp_path / "s.db")
     yield s

@@ -152,3 +152,27 @@ def test_decoupled_ppo_loss_against_hand_computed_values():
     same, _ = ppo_clip_loss_BT(ratio.detach(), adv, 0.2, 0.2,
                               behaviour_weight_BT=torch.ones_like(adv))
     assert torch.equal(plain, same)
+
+
+def test_decoupled_correction_of_a_rollout_spanning_three_versions():
+    """max_staleness 2 with partial rollouts: one row whose tokens were sampled by versions
+    v-2, v-1 and v (the engine's recorded log-probs) is corrected token by token towards the
+    policy the update starts from (prox), and clipped around prox, not around the behaviour."""
+    prox = torch.tensor([[0.0, -0.5, -1.0, -0.2]])
+    behav = torch.tensor([[0.0, -1.2, -0.9, -0.2]])  # v-2 (less likely then), v-1, v (same)
+    mask = torch.tensor([[0.0, 1.0, 1.0, 1.0]])
+    w, capped = behaviour_weight_BT(prox, behav, mask, "token")
+    # log w = 0.7, -0.1, 0.0 → e^0.7 = 2.01 (capped at 2), e^-0.1, 1
+    assert w.tolist()[0] == pytest.approx([1.0, 2.0, math.exp(-0.1), 1.0])
+    assert capped.tolist() == [[False, True, False, False]]
+    w_seq, _ = behaviour_weight_BT(prox, behav, mask, "sequence")
+    assert w_seq.tolist()[0][1:] == pytest.approx([math.exp(0.2)] * 3)  # exp(mean(.7,-.1,0))
+    logp = torch.tensor([[0.0, -0.4, -1.0, -0.5]])  # the policy during the update
+    ratio = importance_ratio_BT(logp, prox, mask, "token")  # e^0.1, 1, e^-0.3
+    adv = torch.tensor([[0.0, 1.0, 1.0, -1.0]])
+    loss, clipped = ppo_clip_loss_BT(ratio, adv, 0.2, 0.2, behaviour_weight_BT=w)
+    # token 1: r = 1.105 (inside), -A·r·w = -1.105 x 2; token 2: -1 x e^-0.1;
+    # token 3: A = -1, r = 0.741 below 0.8 → max(0.741, 0.8) = 0.8, x 1
+    assert loss.tolist()[0][1:] == pytest.approx(
+        [-math.exp(0.1) * 2.0, -math.exp(-0.1), 0.8])
+    assert clipped.tolist() == [[False, False, False, True]]

@@ -12,6 +12,7 @@ from rltune.gateway.rows import TokenSequence
 from rltune.rollout.results import RolloutResult, has_signal, trajectory_record
 from rltune.sdk.errors import TrainingFailedError
 from rltune.trainer.outcome import FailedSteps
+from rltune.trainer.ppo import CriticSignal
 from rltune.trainer.signals import SIGNALS, GroupSignal, TeacherSignal, build_signal
 from rltune.trainer.testing import tiny_qwen2
 from rltune.trainer.update import PolicyUpdater
@@ -27,7 +28,7 @@ def _result(rid: str, group: int, score, *, sampled: int = 2, ok: bool = True,
 
 
 def test_the_table_is_keyed_by_the_estimator():
-    assert {"grpo": GroupSignal, "opd": TeacherSignal} == SIGNALS
+    assert {"grpo": GroupSignal, "opd": TeacherSignal, "gae": CriticSignal} == SIGNALS
     for algorithm in ("grpo", "gspo", "dapo"):
         hp = HyperParameters(algorithm=algorithm)
         sig = build_signal(hp, resolve_algorithm(hp), updater=None, teacher=None,

@@ -1,5 +1,9 @@
 """``python -m rltune.ark SCRIPT [ARGS…]``: run an Ark script (``job.py``, a plugin's local
-test) with ``import ark_sdk…`` served by rltune and the script's folder on ``sys.path``."""
+test) with ``import ark_sdk…`` served by rltune and the script's folder on ``sys.path``.
+
+``python -m rltune.ark VERB …`` (``init``, ``create``, ``list``, ``get``, ``pull``, ``test``):
+Ark's CLI verbs, the same as ``rltune ark VERB …`` (this entry point hands them to the rltune
+command line)."""
 
 from __future__ import annotations
 
@@ -12,12 +16,23 @@ import pydantic
 from rltune.ark import install_as_ark_sdk
 from rltune.sdk.errors import RltuneError
 
+#: Ark's CLI verbs (``ark VERB NOUN``), served by ``rltune ark``.
+VERBS = ("init", "create", "list", "get", "pull", "test")
+
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
-        print("usage: python -m rltune.ark SCRIPT [ARGS...]", file=sys.stderr)
+        print("usage: python -m rltune.ark SCRIPT [ARGS...] | python -m rltune.ark "
+              f"{{{','.join(VERBS)}}} ...", file=sys.stderr)
         return 2
+    if args[0] in VERBS and not Path(args[0]).is_file():
+        sys.argv = ["rltune", "ark", *args]  # the command line's entry point, as a process
+        try:
+            runpy.run_module("rltune.cli.main", run_name="__main__")
+        except SystemExit as exc:
+            return int(exc.code or 0) if not isinstance(exc.code, str) else 1
+        return 0
     script = Path(args[0]).resolve()
     if not script.is_file():
         print(f"error: {args[0]} is not a file", file=sys.stderr)

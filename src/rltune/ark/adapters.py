@@ -27,6 +27,7 @@ from rltune.ark.types import (
 )
 from rltune.sdk.data import (
     DISCARD_ERROR_CODE,
+    FAILURE_ERROR_CODE,
     AgentOutput,
     FunctionType,
     GroupReward,
@@ -47,14 +48,14 @@ _SAMPLE_FROM_SAMPLING = {"temperature": "temperature", "top_p": "top_p",
 
 
 def context_for(meta: Any, model_name: Optional[str]) -> PluginContext:
-    """Ark's job context for one call (``phase`` is always ``train``: rltune does not tell a
-    function whether a rollout is for validation)."""
+    """Ark's job context for one call (``phase``: ``test`` for a validation rollout and its
+    grading, else ``train``)."""
     return PluginContext(
         modle_customization_job_id=getattr(meta, "job_id", None) or "local",
         foundation_model_name=model_name or "",
         foundation_model_version="",
         customization_type="GRPO",
-        phase="train",
+        phase=getattr(meta, "phase", None) or "train",
         is_mock=False,
     )
 
@@ -99,7 +100,7 @@ class ArkRolloutProcessor(AbstractProcessor):
         try:
             result = await self.spec.call(context_for(meta, sample.model), proxy, sample)
         except Exception as exc:
-            return RolloutOutput(status=TaskStatus.FAILED, error_code="ark_failure",
+            return RolloutOutput(status=TaskStatus.FAILED, error_code=FAILURE_ERROR_CODE,
                                  error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         if result is not None and not isinstance(result, RolloutResult):
             result = RolloutResult.model_validate(
@@ -164,7 +165,8 @@ class ArkSingleGraderProcessor(AbstractProcessor):
             result = _grader_result(await self.spec.call(
                 context_for(input_data.request_metadata, sample.model), sample, trajectory))
         except Exception as exc:
-            return RewardOutput(reward=empty, status=TaskStatus.FAILED, error_code="ark_failure",
+            return RewardOutput(reward=empty, status=TaskStatus.FAILED,
+                                error_code=FAILURE_ERROR_CODE,
                                 error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         if result.status is not PluginStatus.SUCCESS:
             return _status_output(RewardOutput, result.status, result.error, reward=empty)
@@ -192,6 +194,7 @@ class ArkGroupGraderProcessor(AbstractProcessor):
                 [t for _, t in views]))
         except Exception as exc:
             return GroupRewardOutput(reward=empty, status=TaskStatus.FAILED,
+                                     error_code=FAILURE_ERROR_CODE,
                                      error=f"{type(exc).__name__}: {exc}\n"
                                            f"{traceback.format_exc()}")
         if result.status is not PluginStatus.SUCCESS:

@@ -37,6 +37,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Open the web console (jobs, metrics, trajectories, logs, checkpoints)."""
+        from rltune.cli.exit_codes import UNREACHABLE
         from rltune.client import discovery
         from rltune.paths import server_home
 
@@ -49,7 +50,7 @@ def register(app: typer.Typer) -> None:
                     "or point --url / RLTUNE_BASE_URL at a running server",
                     err=True,
                 )
-                raise typer.Exit(1)
+                raise typer.Exit(UNREACHABLE)
             try:
                 base = discovery.start_local_server()
             except Exception as exc:

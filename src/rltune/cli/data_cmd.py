@@ -15,7 +15,7 @@ _SHOWN = 20
 @data_app.command("convert")
 def convert(
     source: Path = typer.Argument(..., help=".parquet, .jsonl/.json, or a saved datasets folder"),
-    output: Path = typer.Option(..., "--output", "-o", help="the JSONL to write"),
+    output: Path = typer.Option(..., "--out", "--output", help="the JSONL to write"),
     prompt_key: str = typer.Option("prompt", "--prompt-key"),
     ground_truth_key: str = typer.Option("reward_model.ground_truth", "--ground-truth-key",
                                          help="dotted path of the reference answer"),

@@ -86,21 +86,22 @@ def job_alerts(target: str, as_json: bool, *, server: Optional[str] = None,
     """Print a job's alerts (``alerts.jsonl``; replayed from its metrics when the job ran
     without the doctor), from a local folder or, for a job id that is not one (or with
     ``--server``), from the job server. Exit code 0 without alerts, 3 with, 2 when the job is
-    not found (or the server cannot be reached)."""
+    not found, 4 when the server cannot be reached (rltune.cli.exit_codes)."""
+    from rltune.cli.exit_codes import ALERTS, OK, USAGE
     from rltune.doctor import Alert, diagnose, read_alerts
     from rltune.trainer.sink import read_metrics
 
     run_dir = None if server else find_run_dir(target)
     if run_dir is None and (server or target.startswith("ft-")):
         fetched = _server_alerts(target, server, api_key)
-        if fetched is None:
-            return 2
+        if isinstance(fetched, int):
+            return fetched
         alerts, where = [Alert.model_validate(a) for a in fetched[0]], fetched[1]
     elif run_dir is None:
         typer.secho(f"error: no job or run folder {target!r} (looked in {target}, "
                     "$RLTUNE_HOME/server/jobs/ and ./runs/); give a run folder path, or a "
                     "job id (ft-…) with --server", fg="red", err=True)
-        return 2
+        return USAGE
     else:
         where = str(run_dir)
         alerts = read_alerts(run_dir)
@@ -113,13 +114,14 @@ def job_alerts(target: str, as_json: bool, *, server: Optional[str] = None,
         typer.echo(f"{where}: no alerts")
     for alert in [] if as_json else alerts:
         typer.echo(alert.line())
-    return 3 if alerts else 0
+    return ALERTS if alerts else OK
 
 
 def _server_alerts(job_id: str, server: Optional[str],
-                   api_key: Optional[str]) -> Optional[tuple[list[dict], str]]:
-    """``GET /v1/jobs/{id}/alerts`` on the server (its alerts and the job's address), or None
-    after printing why not."""
+                   api_key: Optional[str]) -> tuple[list[dict], str] | int:
+    """``GET /v1/jobs/{id}/alerts`` on the server (its alerts and the job's address), or the
+    exit code after printing why not."""
+    from rltune.cli.exit_codes import USAGE, for_error
     from rltune.client import discovery
     from rltune.client.agentic_rl import run_sync
     from rltune.client.http import Transport
@@ -133,7 +135,7 @@ def _server_alerts(job_id: str, server: Optional[str],
     except RltuneError as exc:
         where = "" if server else "no job or run folder here, and "
         typer.secho(f"error: {where}job {job_id!r} on {url}: {exc}", fg="red", err=True)
-        return None
+        return for_error(exc, USAGE)
     return res.get("alerts") or [], f"{url} {job_id}"
 
 

@@ -19,6 +19,7 @@ from typing import Optional
 
 import typer
 
+from rltune.cli.rl_cmd import OUT, Format
 from rltune.sdk.errors import RltuneError
 
 functions_app = typer.Typer(help="Run, package, register and test rollout/reward functions.",
@@ -92,7 +93,8 @@ def serve(
 
 @functions_app.command("package")
 def package(workspace: Path = typer.Argument(Path(".")),
-            output: Path = typer.Option(Path("workspace.zip"), "--output", "-o")) -> None:
+            output: Path = typer.Option(Path("workspace.zip"), "--out", "--output",
+                                        help="the zip to write")) -> None:
     """Zip a workspace (cloud exclusions + .gitignore) and print its content hash."""
     from rltune.functions.archive import zip_workspace
 
@@ -121,7 +123,7 @@ def register_fn(
 
 
 @functions_app.command("list")
-def list_fn(output: str = typer.Option("table", "--output", "-o", help="table|json|yaml")) -> None:
+def list_fn(output: Format = OUT) -> None:
     """List registered functions and instances."""
     from rltune.functions.registry import FunctionRegistry
     from rltune.functions.render import render
@@ -178,6 +180,9 @@ def load_fn(
 
 
 def test_functions(
+    instance_id: Optional[str] = typer.Argument(
+        None, help="a function instance registered on the rltune server (as the cloud CLI's "
+                   "`test_functions INSTANCE_ID`; output defaults to json)"),
     classpath: Optional[str] = typer.Option(None, "--classpath", "-c",
                                             help="single mode: the processor to run"),
     instance: Optional[str] = typer.Option(None, "--instance",
@@ -200,11 +205,25 @@ def test_functions(
     max_tokens: int = typer.Option(512),
     timeout: Optional[float] = typer.Option(None, help="seconds per call"),
     workspace: Path = typer.Option(Path("."), "--workspace", "-w"),
-    output: str = typer.Option("table", "--output", "-o", help="table|json|yaml"),
+    output: Optional[Format] = typer.Option(None, "--output", "-o", "--output-format",
+                                            help="output format (default table; json with "
+                                                 "INSTANCE_ID)"),
 ) -> None:
-    """Run functions locally: one input (-c/--instance + -i) or a dataset (--rollout + --data)."""
+    """Run functions locally: one input (-c/--instance + -i) or a dataset (--rollout + --data);
+    with INSTANCE_ID, send the input to that instance on the rltune server (`rltune rl
+    test_functions`)."""
     from rltune.functions import harness
     from rltune.functions.render import render, render_report
+
+    if instance_id is not None:
+        from rltune.cli.rl_cmd import test_functions as server_test
+
+        if input_json is None:
+            _fail(RltuneError("INSTANCE_ID needs an input", hint="add -i INPUT.json"))
+        key = None if api_key == "EMPTY" else api_key  # the server's key (else env / admin)
+        return server_test(instance_id=instance_id, func_type=func_type,
+                           input_json=input_json, api_key=key, output=output or Format.json)
+    output = output or Format.table
 
     try:
         if rollout or data:
@@ -288,3 +307,4 @@ def register(app: typer.Typer) -> None:
     functions_app.command("test")(test_functions)
     app.add_typer(functions_app, name="functions")
     app.command("test-functions")(test_functions)
+    app.command("test_functions", hidden=True)(test_functions)

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from rltune.cli.rl_cmd import KEY, OUT, _client, _emit, _fail, rl_app
+from rltune.cli.rl_cmd import KEY, OUT, Format, _client, _emit, _fail, rl_app
 from rltune.sdk.errors import RltuneError
 
 
@@ -21,7 +21,7 @@ def copy(job_id: str = typer.Argument(..., help="the job to copy (any state)"),
                                         "YAML (4, 1e-5, true, null, a flow list)"),
          job_name: Optional[str] = typer.Option(None, "--job-name", help="the new job's name "
                                                 "(default: <name>-copy)"),
-         api_key: Optional[str] = KEY, output: str = OUT) -> None:
+         api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Submit a new job with the config of JOB_ID and the --set changes."""
     from rltune.config.overrides import parse_assignment
 
@@ -35,7 +35,7 @@ def copy(job_id: str = typer.Argument(..., help="the job to copy (any state)"),
 
 
 def stop(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
-         output: str = OUT) -> None:
+         output: Format = OUT) -> None:
     """End a RUNNING job at its next step boundary, saving a checkpoint (it becomes STOPPED;
     `rltune cancel` kills it where it is, `rltune resume` continues a STOPPED job)."""
     try:

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from rltune.cli.models_cmd import models_app
-from rltune.cli.rl_cmd import KEY, OUT, _client, _emit, _fail
+from rltune.cli.rl_cmd import KEY, OUT, Format, _client, _emit, _fail
 from rltune.sdk.errors import RltuneError
 
 
@@ -30,7 +30,7 @@ def publish(job_id: str = typer.Argument(..., help="the job (ft-…)"),
             checkpoint: str = typer.Option("best", "--checkpoint", "-c",
                                            help="a step number, best or last"),
             description: str = typer.Option("", "--description"),
-            api_key: Optional[str] = KEY, output: str = OUT) -> None:
+            api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Publish a job's checkpoint as a named model (jobs may then say `model: NAME`)."""
     ckpt: Any = int(checkpoint) if checkpoint.isdigit() else checkpoint
     _emit(_run(lambda: _client(api_key).publish_model(job_id, name, ckpt, description)),
@@ -38,19 +38,19 @@ def publish(job_id: str = typer.Argument(..., help="the job (ft-…)"),
 
 
 @models_app.command("published")
-def published(api_key: Optional[str] = KEY, output: str = OUT) -> None:
+def published(api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """List the published models of the workspace."""
     _emit(_run(lambda: _client(api_key).list_models()), output, "published models")
 
 
 @models_app.command("show")
-def show(name: str, api_key: Optional[str] = KEY, output: str = OUT) -> None:
+def show(name: str, api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """A published model: source job, checkpoint, validation reward, base, files."""
     _emit(_run(lambda: _client(api_key).get_model(name)), output, name)
 
 
 @models_app.command("delete")
-def delete(name: str, api_key: Optional[str] = KEY, output: str = OUT) -> None:
+def delete(name: str, api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Delete a published model (refused while a deployment serves it)."""
     _emit(_run(lambda: _client(api_key).delete_model(name)), output, name)
 
@@ -60,9 +60,17 @@ def export(name: str, out: Path = typer.Option(..., "--out", help="a new folder"
            adapter: bool = typer.Option(False, "--adapter",
                                         help="the LoRA adapter alone (peft format)"),
            api_key: Optional[str] = KEY) -> None:
-    """Download a published model as a Hugging Face folder (merged), or its LoRA adapter."""
-    path = _run(lambda: _client(api_key).export_model(name, out,
-                                                      "adapter" if adapter else "merged"))
+    """Download a published model as a Hugging Face folder (merged), or its LoRA adapter;
+    it streams to disk with a progress bar (on stderr)."""
+    from rich.console import Console
+    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress(*Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"export {name}", total=None)
+        path = _run(lambda: _client(api_key).export_model(
+            name, out, "adapter" if adapter else "merged",
+            progress=lambda done, total: bar.update(task, completed=done, total=total)))
     typer.echo(str(path))
 
 
@@ -70,7 +78,7 @@ def export(name: str, out: Path = typer.Option(..., "--out", help="a new folder"
 def push(name: str, repo: str = typer.Option(..., "--repo", help="owner/name on the hub"),
          adapter: bool = typer.Option(False, "--adapter", help="the LoRA adapter alone"),
          public: bool = typer.Option(False, "--public", help="a public repository"),
-         api_key: Optional[str] = KEY, output: str = OUT) -> None:
+         api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Upload a published model to a Hugging Face hub (the server's HF_TOKEN, HF_ENDPOINT)."""
     _emit(_run(lambda: _client(api_key).push_model(name, repo, "adapter" if adapter
                                                    else "merged", not public)), output, name)
@@ -84,7 +92,7 @@ def deploy(names: list[str] = typer.Argument(..., help="published models to serv
            engine: str = typer.Option("builtin", "--engine", help="builtin, or vllm where "
                                       "the server has vLLM (one model per deployment)"),
            wait: bool = typer.Option(True, "--wait/--no-wait", help="wait until it serves"),
-           api_key: Optional[str] = KEY, output: str = OUT) -> None:
+           api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Serve published models on one OpenAI-compatible endpoint (routed by `model`)."""
     client = _client(api_key)
     dep = _run(lambda: client.deploy(names, name, threads, engine))
@@ -95,13 +103,13 @@ def deploy(names: list[str] = typer.Argument(..., help="published models to serv
 
 
 @models_app.command("deployments")
-def deployments(api_key: Optional[str] = KEY, output: str = OUT) -> None:
+def deployments(api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """List deployments with their status and endpoint."""
     _emit(_run(lambda: _client(api_key).list_deployments()), output, "deployments")
 
 
 @models_app.command("stop")
-def stop(deployment_id: str, api_key: Optional[str] = KEY, output: str = OUT) -> None:
+def stop(deployment_id: str, api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Stop a deployment's serving process."""
     _emit(_run(lambda: _client(api_key).stop_deployment(deployment_id)), output,
           deployment_id)
@@ -118,7 +126,7 @@ def evaluate(job_id: str = typer.Argument(..., help="the job whose rollout, rewa
              k: int = typer.Option(1, "-k", help="k of pass@k"),
              threshold: float = typer.Option(1.0, "--threshold",
                                              help="a sample passes when reward >= this"),
-             api_key: Optional[str] = KEY, output: str = OUT) -> None:
+             api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Evaluate models side by side (mean@1, pass@k, per prompt) without training."""
     client = _client(api_key)
     ev = _run(lambda: client.evaluate(job_id, models, dataset, n, k, threshold))

@@ -23,7 +23,7 @@ app = typer.Typer(
 # lazily keeps `rltune --help` fast and lets each group pull heavy imports only when it runs.
 _GROUPS = ("models_cmd", "functions_cmd", "serve_cmd", "train_cmd", "init_cmd", "server_cmd",
            "rl_cmd", "jobops_cmd", "console_cmd", "doctor_cmd", "data_cmd", "lifecycle_cmd",
-           "config_cmd")
+           "config_cmd", "ark_cmd")
 
 
 def _register_groups() -> None:
@@ -37,9 +37,26 @@ def _register_groups() -> None:
         module.register(app)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from rltune import __version__
+
+        typer.echo(f"rltune {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
-    """Self-hosted reinforcement-learning fine-tuning of LLM agents."""
+def _root(
+    _version: bool = typer.Option(False, "--version", "-V", is_eager=True,
+                                  callback=_print_version, help="print rltune's version and exit"),
+) -> None:
+    """Self-hosted reinforcement-learning fine-tuning of LLM agents. Exit codes: 0 ok, 1 failed,
+    2 usage error, 3 doctor alerts, 4 no server answers (docs/cli.md)."""
+    from rltune.cli.cloud_env import cloud_only_note
+
+    note = cloud_only_note()  # FC_PYPI_LIB and other cloud-only variables: one line
+    if note:
+        typer.secho(note, err=True, fg="yellow")
 
 
 @app.command()

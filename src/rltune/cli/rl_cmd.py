@@ -10,24 +10,39 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from rltune.sdk.errors import RltuneError
+from rltune.cli.exit_codes import FAILED, for_error
+from rltune.sdk.errors import RltuneError, ServerUnreachableError
 
 rl_app = typer.Typer(help="Cloud-compatible job verbs (talk to the rltune server).",
                      no_args_is_help=True)
-OUT = typer.Option("table", "--output", "-o", "--output-format", help="table|json|yaml")
+class Format(str, Enum):
+    """``-o``: the output format (a choice, so --help lists it and a typo is a usage error)."""
+
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+FORMATS = tuple(f.value for f in Format)
+OUT = typer.Option(Format.table.value, "--output", "-o", "--output-format",
+                   help="output format")
+#: register_functions and test_functions print JSON unless told otherwise (the Bailian CLI).
+OUT_JSON = typer.Option(Format.json.value, "--output", "-o", "--output-format",
+                        help="output format")
 KEY = typer.Option(None, "--api-key", envvar=["RLTUNE_API_KEY", "DASHSCOPE_API_KEY"],
                    help="default: local admin key")
-FORMATS = ("table", "json", "yaml")
 
 
 def _emit(data: Any, output: str, title: str = "") -> None:
     from rltune.functions.render import render
 
+    output = getattr(output, "value", output)
     if output not in FORMATS:
         typer.secho(f"error: -o must be one of {', '.join(FORMATS)}", fg="red", err=True)
         raise typer.Exit(2)
@@ -40,24 +55,25 @@ def _emit(data: Any, output: str, title: str = "") -> None:
                           title=title))
 
 
-def _fail(exc: Exception, code: int = 1) -> None:
+def _fail(exc: Exception, code: int = FAILED) -> None:
     typer.secho(f"error: {exc}", fg="red", err=True)
-    raise typer.Exit(code)
+    raise typer.Exit(for_error(exc, code))
 
 
-def _client(api_key: Optional[str], ensure_server: bool = False):
+def _client(api_key: Optional[str], ensure_server: bool = False, verbose: bool = False):
     from rltune.client import AgenticRL, discovery
     from rltune.sdk.log_level import configure_logging
 
-    try:
-        configure_logging("%(levelname)s %(name)s: %(message)s")  # LOG_LEVEL=debug: requests
+    try:  # LOG_LEVEL=debug (or -v): the HTTP requests too
+        configure_logging("%(levelname)s %(name)s: %(message)s", verbose=verbose)
     except RltuneError as exc:
         _fail(exc, 2)
 
     url = discovery.base_url()
     if ensure_server and not discovery.is_up(url):
         if not url.startswith(("http://127.0.0.1", "http://localhost")):
-            _fail(RltuneError(f"no rltune server answers at {url}", where="RLTUNE_BASE_URL"))
+            _fail(ServerUnreachableError(f"no rltune server answers at {url}",
+                                        where="RLTUNE_BASE_URL"))
         port = int(url.rsplit(":", 1)[-1]) if url.count(":") == 2 else 8600
         typer.secho(f"no server answers at {url}: starting a local one …", err=True)
         url = discovery.start_local_server(port=port)
@@ -95,7 +111,7 @@ def register_functions(
                                                       "--group-reward-classpath"),
     workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
     lazy_load: bool = typer.Option(True, "--lazy-load/--no-lazy-load"),
-    api_key: Optional[str] = KEY, output: str = OUT,
+    api_key: Optional[str] = KEY, output: Format = OUT_JSON,
 ) -> None:
     """Package the workspace and register its functions (load them with --no-lazy-load)."""
     from rltune.config.components import (
@@ -132,7 +148,7 @@ def test_functions(
     func_type: Optional[str] = typer.Option(None, "--type", "-t",
                                             help="ROLLOUT|REWARD|GROUP_REWARD"),
     input_json: str = typer.Option(..., "--input", "-i", help="JSON text or a file path"),
-    api_key: Optional[str] = KEY, output: str = OUT,
+    api_key: Optional[str] = KEY, output: Format = OUT_JSON,
 ) -> None:
     """Send one input to a loaded instance and print the validated output."""
     from rltune.cli.functions_cmd import _read_input
@@ -153,7 +169,7 @@ def test_functions(
 def upload_data(
     training_files: list[str] = typer.Option(..., "--training-files", "--training-file"),
     validation_files: list[str] = typer.Option([], "--validation-files", "--validation-file"),
-    api_key: Optional[str] = KEY, output: str = OUT,
+    api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Upload JSONL datasets (validated row by row on the server)."""
     try:
@@ -198,7 +214,7 @@ def run(
     follow: Optional[bool] = typer.Option(None, "--follow/--no-follow",
                                           help="default: follow with -o table"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
-    api_key: Optional[str] = KEY, output: str = OUT,
+    api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Register, upload and submit a job (from -c job.yaml or direct parameters), then follow.
 
@@ -244,7 +260,7 @@ def run(
                           _split(group_reward_names, "--group-reward-names"),
                           _split(group_reward_weights, "--group-reward-weights"),
                           group_reward_runtimes or "", ""))
-        client = _client(api_key, ensure_server=True)
+        client = _client(api_key, ensure_server=True, verbose=verbose)
         if config is not None:
             client.init(config)
         else:
@@ -313,7 +329,7 @@ def submit(
     group_reward_ids: list[str] = typer.Option([], "--group-reward-ids"),
     hyper_parameters: Optional[str] = typer.Option(None, "--hyper-parameters"),
     job_name: Optional[str] = typer.Option(None, "--job-name"),
-    api_key: Optional[str] = KEY, output: str = OUT,
+    api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Submit a job from ids (uploaded file ids, registered function entity ids)."""
     rollout_ids = _split([rollout_id], "--rollout-id") if rollout_id else []
@@ -336,7 +352,7 @@ def submit(
 
 
 def get(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
-        output: str = OUT) -> None:
+        output: Format = OUT) -> None:
     """A job's status, progress and error."""
     try:
         job = _client(api_key).get(job_id).output.model_dump(exclude_none=True)
@@ -348,33 +364,43 @@ def get(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
     _emit(job, output, job_id)
 
 
+_LIST_COLUMNS = ("job_id", "job_name", "status", "model", "latest_reward", "project", "tags")
+
+
 def list_jobs(page: int = typer.Option(1, "--page", "-p"), size: int = typer.Option(10,
               "--size", "-s"), status: Optional[str] = typer.Option(None, "--status"),
-              api_key: Optional[str] = KEY, output: str = OUT) -> None:
-    """Jobs, newest first."""
+              project: Optional[str] = typer.Option(None, "--project"),
+              tag: list[str] = typer.Option([], "--tag", help="KEY or KEY=VALUE (repeat)"),
+              api_key: Optional[str] = KEY, output: Format = OUT) -> None:
+    """Jobs, newest first (filtered by status, project and tags)."""
     try:
-        res = _client(api_key).list(page_no=page, page_size=size, status=status).output
+        res = _client(api_key).list(page_no=page, page_size=size, status=status,
+                                    project=project, tags=tag).output
     except RltuneError as exc:
         _fail(exc)
-    items = [{k: v for k, v in j.model_dump().items() if k in (
-        "job_id", "job_name", "status", "model", "latest_reward")} for j in res["items"]]
+    items = [{k: v for k, v in j.model_dump().items() if k in _LIST_COLUMNS}
+             for j in res["items"]]
     if output == "table":
         from rich.console import Console
         from rich.table import Table
 
+        def cell(j: dict, c: str) -> str:
+            if c == "tags":
+                return ",".join(f"{k}={v}" for k, v in (j.get(c) or {}).items()) or "-"
+            return str(j.get(c) if j.get(c) is not None else "-")
+
         table = Table(title=f"jobs (page {page}, {res['total']} total)")
-        for col in ("job_id", "job_name", "status", "model", "latest_reward"):
+        for col in _LIST_COLUMNS:
             table.add_column(col)
         for j in items:
-            table.add_row(*(str(j.get(c) if j.get(c) is not None else "-") for c in (
-                "job_id", "job_name", "status", "model", "latest_reward")))
+            table.add_row(*(cell(j, c) for c in _LIST_COLUMNS))
         Console().print(table)
         return
     _emit({"items": items, "total": res["total"], "page_no": page, "page_size": size}, output)
 
 
 def cancel(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
-           output: str = OUT) -> None:
+           output: Format = OUT) -> None:
     """Cancel a job (its processes are stopped; saved checkpoints stay)."""
     try:
         job = _client(api_key).cancel(job_id).output
@@ -384,7 +410,7 @@ def cancel(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
 
 
 def delete(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
-           output: str = OUT) -> None:
+           output: Format = OUT) -> None:
     """Delete a job that is not running, with its outputs."""
     try:
         res = _client(api_key).delete(job_id).output
@@ -395,7 +421,7 @@ def delete(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
 
 def resume(job_id: str = typer.Argument(...),
            checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
-           api_key: Optional[str] = KEY, output: str = OUT) -> None:
+           api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Continue a FAILED, CANCELED or STOPPED job from its last checkpoint."""
     try:
         job = _client(api_key, ensure_server=True).resume(job_id, checkpoint).output
@@ -407,7 +433,7 @@ def resume(job_id: str = typer.Argument(...),
 def logs(job_id: str = typer.Argument(...), offset: int = typer.Option(1, "--offset"),
          lines: int = typer.Option(1000, "--lines", "--line"),
          follow: bool = typer.Option(False, "--follow", "-f"),
-         api_key: Optional[str] = KEY, output: str = OUT) -> None:
+         api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """A job's log lines (--follow streams them until the job ends)."""
     client = _client(api_key)
     try:
@@ -435,7 +461,8 @@ def logs(job_id: str = typer.Argument(...), offset: int = typer.Option(1, "--off
 VERBS = {"register_functions": register_functions, "test_functions": test_functions,
          "upload_data": upload_data, "run": run, "submit": submit, "get": get, "status": get,
          "list": list_jobs, "cancel": cancel, "delete": delete, "logs": logs, "resume": resume}
-# Top-level names that exist already in other groups (the local test-functions harness).
+# Top-level names that exist already in other groups: the local test-functions harness, which
+# hands `rltune test_functions INSTANCE_ID` (a positional instance id) to the verb here.
 _TOP_LEVEL_SKIP = {"test_functions"}
 
 

@@ -56,9 +56,10 @@ def register(app: typer.Typer) -> None:
             help="required bearer key; without one the endpoint is open (local use only)"),
         threads: int = typer.Option(2, help="torch threads"),
         max_batch_size: int = typer.Option(64, help="most sequences decoded together"),
-        device: str = typer.Option("cpu", help="cpu or cuda"),
-        dtype: str = typer.Option("float32", help="float32, bfloat16 (bf16) or float16 "
-                                  "(fp16)"),
+        device: str = typer.Option("auto", help="auto (cuda when torch sees a GPU, else "
+                                   "cpu), cpu, cuda or cuda:N"),
+        dtype: str = typer.Option("auto", help="auto (bfloat16 on a GPU, float32 on the CPU), "
+                                  "float32, bfloat16 (bf16) or float16 (fp16)"),
         served_name: Optional[str] = typer.Option(None, help="name shown in /v1/models"),
         tool_parser: Optional[str] = typer.Option(
             None, help="tool-call parser: hermes, llama3_json, mistral or qwen3_coder "
@@ -71,6 +72,7 @@ def register(app: typer.Typer) -> None:
         """Serve a saved model through rltune's gateway (OpenAI chat completions, tools)."""
         import asyncio
 
+        from rltune.engine.placement import auto_placement
         from rltune.engine.select import check_engine_options
         from rltune.gateway.toolcalls import parser_name_for_model_dir
         from rltune.models.registry import resolve_model
@@ -81,6 +83,7 @@ def register(app: typer.Typer) -> None:
             # an unknown parser or model family fails here, before the weights load
             parser = parser_name_for_model_dir(path, tool_parser)
             template_kwargs = _json_object(chat_template_kwargs)
+            device, dtype = auto_placement(device, dtype)
             check_engine_options(engine, device=device)  # vllm missing: refused here
             dtype = check_device_dtype(device, dtype)
         except RltuneError as exc:

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from rltune.cli.rl_cmd import OUT, Format
 from rltune.paths import server_home
 
 server_app = typer.Typer(help="Run the job server (REST API, scheduler, store).",
@@ -87,10 +88,11 @@ def stop(timeout: float = typer.Option(20.0, help="seconds to wait")) -> None:
 
 
 @server_app.command("status")
-def status(output: str = typer.Option("table", "--output", "-o", help="table|json|yaml")) -> None:
+def status(output: Format = OUT) -> None:
     """Is a server answering? Where, and how many jobs run / wait."""
     import httpx
 
+    from rltune.cli.exit_codes import UNREACHABLE
     from rltune.client import discovery
     from rltune.functions.render import render
 
@@ -100,7 +102,7 @@ def status(output: str = typer.Option("table", "--output", "-o", help="table|jso
     except httpx.HTTPError:
         typer.echo(render({"url": url, "status": "down"}, output) if output != "json"
                    else json.dumps({"url": url, "status": "down"}))
-        raise typer.Exit(1) from None
+        raise typer.Exit(UNREACHABLE) from None
     typer.echo(render({"url": url, **health}, output))
 
 

@@ -14,6 +14,8 @@ from typing import Optional
 
 import typer
 
+from rltune.cli.exit_codes import FAILED, INTERRUPTED, USAGE
+
 
 def register(app: typer.Typer) -> None:
     app.command("train")(train)
@@ -90,13 +92,13 @@ def train(
                               "publish later with `rltune models publish`")
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
-        raise typer.Exit(2) from err
+        raise typer.Exit(USAGE) from err
     base_dir = config.resolve().parent
     try:  # before anything starts: no banner, no run directory for a model that is not there
         _prepare_models(job)
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
-        raise typer.Exit(2) from err
+        raise typer.Exit(USAGE) from err
     job_id = f"ft-{secrets.token_hex(6)}"
     job_dir = (output_dir or base_dir / "runs" / job_id).resolve()
     existed = job_dir.exists()
@@ -106,19 +108,19 @@ def train(
 
         job = download_to_files(job, job_dir / "data")  # download_url datasets
         summary = asyncio.run(_run(job, job_dir, job_id, base_dir, resume, quiet))
-    except RltuneError as err:
+    except RltuneError as err:  # the job started and failed
         typer.secho(f"error: {err}", fg="red", err=True)
         _after_failure(job_dir, existed)
-        raise typer.Exit(2) from err
+        raise typer.Exit(FAILED) from err
     except KeyboardInterrupt:
         if not _after_failure(job_dir, existed):
             typer.secho(f"\ninterrupted; what was saved is in {job_dir}", fg="yellow", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(INTERRUPTED) from None
     except Exception as err:
         typer.secho(f"error: {type(err).__name__}: {err}", fg="red", err=True)
         if _after_failure(job_dir, existed):
             typer.echo(traceback.format_exc(), err=True)
-        raise typer.Exit(1) from err
+        raise typer.Exit(FAILED) from err
     typer.echo(json.dumps(summary, indent=2, default=str))
     typer.echo(f"outputs: {job_dir}")
     typer.secho(summary_line(summary, time.monotonic() - started), bold=True)

@@ -118,7 +118,13 @@ class AgenticRL(LifecycleMixin):
 
     @property
     def http(self) -> Transport:
-        return Transport(self.base_url, discovery.api_key(self._api_key))
+        """One transport (one pooled HTTP client) for this client's server and key."""
+        key = discovery.api_key(self._api_key)
+        cached = self.__dict__.get("_transport")
+        if cached is None or (cached.base_url, cached.api_key) != (self.base_url.rstrip("/"),
+                                                                   key):
+            cached = self.__dict__["_transport"] = Transport(self.base_url, key)
+        return cached
 
     # ------------------------------------------------------------------ config
     def init(self, config_path: str | Path | None = None, **kwargs: Any) -> AgenticRL:
@@ -367,10 +373,14 @@ class AgenticRL(LifecycleMixin):
 
     @_either
     def list(self, page_no: int = 1, page_size: int = 10,
-             status: Optional[str] = None) -> FineTune:
-        """A page of jobs, newest first: ``output = {"items", "total", ...}``."""
+             status: Optional[str] = None, project: Optional[str] = None,
+             tags: Optional[list[str]] = None, algorithm: Optional[str] = None) -> FineTune:
+        """A page of jobs, newest first: ``output = {"items", "total", ...}``; ``project``,
+        ``tags`` (``KEY`` or ``KEY=VALUE`` each) and ``algorithm`` filter it."""
+        params = {"page_no": page_no, "page_size": page_size, "status": status,
+                  "project": project, "algorithm": algorithm, "tag": list(tags or [])}
         data = run_sync(self.http.request("GET", "/v1/jobs", params={
-            "page_no": page_no, "page_size": page_size, "status": status}))
+            k: v for k, v in params.items() if v not in (None, [])}))
         data["items"] = [FineTuneOutput.model_validate(j) for j in data["items"]]
         return FineTune(output=data)
 

@@ -11,12 +11,15 @@ Example::
 
 from __future__ import annotations
 
-import io
+import shutil
 import tarfile
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from rltune.client.http import CHUNK_BYTES
 from rltune.sdk.errors import ConflictError, RltuneError
 
 
@@ -46,22 +49,31 @@ class LifecycleMixin:
     def delete_model(self, name: str) -> dict:
         return self._call("DELETE", f"/v1/models/{name}")
 
-    def export_model(self, name: str, out_dir: str | Path, part: str = "merged") -> Path:
-        """Download ``part`` (merged | adapter) into the new folder ``out_dir``."""
+    def export_model(self, name: str, out_dir: str | Path, part: str = "merged",
+                     progress: Optional[Callable[[int, Optional[int]], None]] = None) -> Path:
+        """Download ``part`` (merged | adapter) into the new folder ``out_dir``: the archive
+        streams to a file next to it chunk by chunk and is unpacked from there, so memory does
+        not grow with the model. ``progress(bytes_so_far, total)`` follows the download."""
         out = Path(out_dir)
         if out.exists() and any(out.iterdir()):
             raise ConflictError(f"{out} exists and is not empty", where=str(out),
                                 hint="choose a new folder")
-        resp = self._call("GET", f"/v1/models/{name}/export", params={"part": part}, raw=True)
-        out.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(resp.content), mode="r:gz") as tar:
-            for member in tar.getmembers():
-                _head, _, rest = member.name.partition("/")
-                if not member.isfile() or not rest or ".." in Path(rest).parts:
-                    continue
-                dest = out / rest
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out.parent) as archive:  # unnamed: gone on any exit
+            self.http.download(f"/v1/models/{name}/export", archive, params={"part": part},
+                               progress=progress)
+            archive.seek(0)
+            out.mkdir(exist_ok=True)
+            with tarfile.open(fileobj=archive, mode="r|gz") as tar:
+                for member in tar:
+                    _head, _, rest = member.name.partition("/")
+                    if not member.isfile() or not rest or ".." in Path(rest).parts:
+                        continue
+                    dest = out / rest
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    src = tar.extractfile(member)
+                    with open(dest, "wb") as fh:
+                        shutil.copyfileobj(src, fh, CHUNK_BYTES)  # type: ignore[arg-type]
         return out
 
     def push_model(self, name: str, repo_id: str, part: str = "merged",

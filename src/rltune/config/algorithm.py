@@ -56,6 +56,8 @@ class Knob:
     nullable: bool = False
     #: False: set by the preset only (no hyper-parameter of that name).
     overridable: bool = True
+    #: The algorithms the knob applies to (empty: all); set for another, it is refused.
+    only: tuple[str, ...] = ()
     ge: Optional[float] = None
     gt: Optional[float] = None
     le: Optional[float] = None
@@ -76,6 +78,7 @@ class Knob:
 
 
 _DAPO = "DAPO, arXiv:2503.14476"
+_GAE = "GAE, arXiv:1506.02438"
 #: Every algorithm knob. Adding one: an entry here and its value in the presets that change
 #: it (``PRESETS``); the loss or the step reads it from ``AlgorithmKnobs``.
 KNOBS: dict[str, Knob] = {
@@ -123,6 +126,23 @@ KNOBS: dict[str, Knob] = {
     "ppo_epochs": Knob(
         int, 1, "passes over each step's batch (TRL's mu)", "PPO, arXiv:1707.06347",
         ge=1, le=100),
+    # --- PPO's critic (``trainer/critic.py``, ``trainer/gae.py``): algorithm ppo only ---
+    "gamma": Knob(
+        float, 1.0, "GAE discount per policy token (tool and observation tokens do not count)",
+        _GAE, ge=0, le=1, only=("ppo",)),
+    "lam": Knob(
+        float, 1.0, "GAE lambda: 1 = Monte-Carlo returns minus the value, 0 = one-step TD",
+        _GAE, ge=0, le=1, only=("ppo",)),
+    "critic_lr": Knob(
+        float, None, "learning rate of the critic (None: the job's learning_rate)",
+        "PPO, arXiv:1707.06347", nullable=True, gt=0, le=1, only=("ppo",)),
+    "vf_clip": Knob(
+        float, 0.5, "the new value prediction is clipped to old value +- vf_clip in the value "
+        "loss (None: no clipping)", "PPO, arXiv:1707.06347", nullable=True, gt=0, le=1e6,
+        only=("ppo",)),
+    "critic_warmup_steps": Knob(
+        int, 0, "first steps in which only the critic trains (the policy is frozen)",
+        "verl critic_warmup", ge=0, le=1_000_000, only=("ppo",)),
 }
 
 #: The knob names a user may set alone (hyper-parameters of the same name).
@@ -159,6 +179,18 @@ _PRESET_CHANGES: dict[str, dict[str, object]] = {
         "overlong_buffer_len": -1,
         "overlong_penalty_factor": 1.0,
     },
+    "ppo": {  # PPO with a critic and GAE (verl's defaults): token-level clipping, no KL term
+        "loss_agg_mode": "token-mean",
+        "use_kl_loss": False,
+        "advantage_estimator": "gae",
+    },
+    # Supervised fine-tuning (``trainer/sft.py``): no rollouts, so no clipping or KL term.
+    "sft": {
+        "clip_ratio_low": None,
+        "clip_ratio_high": None,
+        "loss_agg_mode": "token-mean",
+        "use_kl_loss": False,
+    },
     "opd": {
         "clip_ratio_low": None,
         "clip_ratio_high": None,
@@ -176,6 +208,15 @@ PRESETS: dict[str, dict[str, object]] = {
     name: {knob: changes.get(knob, spec.default) for knob, spec in KNOBS.items()}
     for name, changes in _PRESET_CHANGES.items()
 }
+
+
+def misplaced_knob(hp: HyperParameters) -> Optional[tuple[str, tuple[str, ...]]]:
+    """The first knob set in ``hp`` that does not apply to ``hp.algorithm``, with the
+    algorithms it applies to (a knob that would be ignored is refused, not accepted)."""
+    for name, knob in KNOBS.items():
+        if knob.only and hp.algorithm not in knob.only and getattr(hp, name, None) is not None:
+            return name, knob.only
+    return None
 
 
 def resolve_algorithm(hp: HyperParameters, training_type: str = "reinforcement") -> AlgorithmKnobs:

@@ -8,19 +8,26 @@ Ark                              rltune
 ===============================  ==========================================================
 ``name``                         ``name``
 ``customization_type``           GRPO → ``algorithm: grpo``; GRPOLoRA → also ``lora_rank``
-                                 (16 unless given); other types are refused
+                                 (16 unless given); PPO → ``algorithm: ppo`` (a critic, GAE);
+                                 FinetuneSft → ``algorithm: sft`` (no ``custom_rl_pipeline``);
+                                 FinetuneLoRA → also ``lora_rank``; DPO types are refused
+``custom_rl_pipeline.type``      GRPOPipeline (GRPO types), PPOPipeline (→ ``algorithm: ppo``)
 ``model_reference``              ``model.name`` = ``foundation_model.name`` (``-version``
                                  appended when ``model_version`` is set) or
                                  ``custom_model_id``
-``data.training_set``            ``datasets`` (``local_files`` only)
-``data.validation_set``          validation ``datasets`` (``local_files`` only)
+``data``, ``tags``, ``project``  datasets, ``data_options`` and job metadata
+                                 (:mod:`rltune.config.ark_data`)
 ``custom_rl_pipeline.rollout``   the rollout function (``python_func`` = ``module:function``)
 ``custom_rl_pipeline.graders``   reward (``@single_grader``) / group reward
                                  (``@group_grader``) functions with their ``weight``
 ``plugin.envs``                  ``runtime.env`` of that function
 ``save_model_limit``             ``save_total_limit``
-``enable_trajectory: true``      (rltune always records trajectories)
+``enable_trajectory``            ``false``: ``ENABLE_TRAJECTORY=false`` in every function's
+                                 ``runtime.env`` (no trajectories or traces stored)
 ===============================  ==========================================================
+
+Ark's failure rule is kept: ``max_rollout_retries: 3`` and ``max_plugin_failures: 0`` (a
+plugin that still returns FAILURE after its retries fails the job) unless the job sets them.
 
 Hyper-parameters (Ark's values are strings; they are validated as numbers):
 ``batch_size``, ``num_generations`` → ``n_rollouts``, ``lr`` → ``learning_rate``,
@@ -29,7 +36,8 @@ Hyper-parameters (Ark's values are strings; they are validated as numbers):
 ``num_iterations_per_batch`` → ``ppo_epochs`` (passes over each batch, TRL's μ),
 ``save_every_n_steps`` → ``save_steps`` with ``save_strategy: steps``,
 ``test_every_n_steps`` → ``eval_steps``, ``test_num_generations`` → ``val_n_rollouts``,
-``num_steps`` → ``max_steps``, ``max_new_tokens`` → ``max_length`` = ``max_prompt_length`` +
+``num_steps`` → ``max_steps``; SFT's ``epoch`` → ``n_epochs``, ``seq_len`` → ``max_length``;
+``max_new_tokens`` → ``max_length`` = ``max_prompt_length`` +
 ``max_new_tokens``, ``test_top_p`` (accepted only when equal to ``top_p``: validation samples
 like training), ``lora_rank``, ``lora_alpha``; rltune's own hyper-parameter names are accepted
 as they are.
@@ -45,7 +53,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.config.ark_data import ark_data, ark_tags
 from rltune.config.ark_source import PluginInstance, PluginSource, find_plugin
+from rltune.config.switches import ENABLE_TRAJECTORY
 from rltune.sdk.errors import ConfigError
 
 #: Keys whose presence marks a job config as Ark's (``hyperparameters`` only without rltune's
@@ -63,8 +73,14 @@ _HP_RENAMES = {
 }
 _HP_SPECIAL = ("save_every_n_steps", "max_new_tokens", "test_top_p")
 _TOP_KEYS = ("name", "customization_type", "model_reference", "hyperparameters", "data",
-             "custom_rl_pipeline", "enable_trajectory", "save_model_limit")
+             "custom_rl_pipeline", "enable_trajectory", "save_model_limit", "tags", "project")
 _LORA_DEFAULT_RANK = 16
+#: customization_type → rltune's algorithm (and LoRA when the type says so).
+_CTYPES = {"GRPO": "grpo", "GRPOLoRA": "grpo", "PPO": "ppo", "FinetuneSft": "sft",
+           "FinetuneLoRA": "sft"}
+_PIPELINES = {"GRPOPipeline": "grpo", "PPOPipeline": "ppo"}
+#: SFT's own hyper-parameter names (Ark's supervised fine-tuning).
+_SFT_RENAMES = {"epoch": "n_epochs", "seq_len": "max_length"}
 
 
 def is_ark_job(data: Any) -> bool:
@@ -146,45 +162,16 @@ def _model_name(ref: Any, source: Optional[str]) -> str:
     return f"{fm['name']}-{version}" if version else str(fm["name"])
 
 
-def _datasets(data: Any, source: Optional[str]) -> list[dict[str, Any]]:
-    if not isinstance(data, dict):
-        raise _err("data", "must be a mapping", "write data: {training_set: {local_files: "
-                   "[data/train.jsonl]}}", source)
-    out: list[dict[str, Any]] = []
-    for key in data:
-        if key not in ("training_set", "validation_set"):
-            raise _err(f"data.{key}", "has no counterpart in rltune",
-                       "split the validation rows into their own file and list it under "
-                       "data.validation_set.local_files", source)
-    for key, kind in (("training_set", "training"), ("validation_set", "validation")):
-        spec = data.get(key)
-        if spec is None:
-            continue
-        for sub in spec:
-            if sub != "local_files":
-                raise _err(f"data.{key}.{sub}", "has no counterpart in rltune (datasets are "
-                           "local JSONL files)", "copy the data locally and list the files "
-                           f"under data.{key}.local_files", source)
-        files = spec.get("local_files") or []
-        if not files:
-            raise _err(f"data.{key}.local_files", "is empty", "list one or more JSONL files",
-                       source)
-        out += [{"type": kind, "file_name": str(f)} for f in files]
-    if not any(d["type"] == "training" for d in out):
-        raise _err("data.training_set", "is missing", "add data.training_set.local_files",
-                   source)
-    return out
-
-
 def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, Any]:
     from rltune.config.hyperparams import HyperParameters
 
     own = set(HyperParameters.model_fields)
     hp = dict(hp or {})
     out: dict[str, Any] = {}
+    renames = {**_HP_RENAMES, **(_SFT_RENAMES if _CTYPES[ctype] == "sft" else {})}
     for key, value in hp.items():
-        if key in _HP_RENAMES:
-            out[_HP_RENAMES[key]] = value
+        if key in renames:
+            out[renames[key]] = value
         elif key in _HP_SPECIAL:
             continue
         elif key in own:
@@ -208,8 +195,14 @@ def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, A
         raise _err("hyperparameters.test_top_p", f"is {hp['test_top_p']} but top_p is "
                    f"{out.get('top_p', 1.0)}; rltune validates with the training sampling",
                    "set test_top_p equal to top_p (or remove it)", source)
-    out.setdefault("algorithm", "grpo")
-    if ctype == "GRPOLoRA":
+    if "seq_len" in hp and "max_prompt_length" not in out:
+        # SFT has no prompt budget of its own; keep the rule max_prompt_length < max_length
+        out.setdefault("max_prompt_length", max(1, int(str(out["max_length"])) // 2))
+    out.setdefault("algorithm", _CTYPES[ctype])
+    if _CTYPES[ctype] != "sft":
+        out.setdefault("max_plugin_failures", 0)  # Ark: a plugin's FAILURE fails the job
+        out.setdefault("max_rollout_retries", 3)  # after Ark's 3 retries
+    if ctype in ("GRPOLoRA", "FinetuneLoRA"):
         out.setdefault("lora_rank", _LORA_DEFAULT_RANK)
     return out
 
@@ -272,9 +265,9 @@ def _functions(pipeline: Any, root: Path, source: Optional[str]) -> list[dict[st
         raise _err("custom_rl_pipeline", "must be a mapping with graders (and rollout)",
                    "see docs/ark.md", source)
     kind = pipeline.get("type", "GRPOPipeline")
-    if kind != "GRPOPipeline":
-        raise _err("custom_rl_pipeline.type", f"{kind} has no counterpart in rltune (no "
-                   "critic model)", "use GRPOPipeline", source)
+    if kind not in _PIPELINES:
+        raise _err("custom_rl_pipeline.type", f"{kind} has no counterpart in rltune",
+                   f"use one of {sorted(_PIPELINES)}", source)
     for sub in pipeline:
         if sub not in ("graders", "rollout", "type"):
             raise _err(f"custom_rl_pipeline.{sub}", "has no counterpart in rltune",
@@ -306,23 +299,52 @@ def ark_job_to_config(data: dict[str, Any], *, root: Path | str,
         if key not in _TOP_KEYS:
             raise _err(key, "has no counterpart in rltune", f"keep {list(_TOP_KEYS)}", source)
     ctype = str(data.get("customization_type") or "GRPO")
-    if ctype not in ("GRPO", "GRPOLoRA"):
+    if ctype not in _CTYPES:
         raise _err("customization_type", f"{ctype} has no counterpart in rltune (it trains "
-                   "with RL from graders)", "use GRPO or GRPOLoRA", source)
-    if data.get("enable_trajectory") is False:
-        raise _err("enable_trajectory", "false has no counterpart: rltune's job config always "
-                   "records trajectories", "remove it (or set true)", source)
-    if "custom_rl_pipeline" not in data:
+                   "with RL from graders, or supervised)", f"use one of {list(_CTYPES)}", source)
+    _check_pipeline_type(data, ctype, source)
+    if data.get("enable_trajectory") not in (None, True, False):
+        raise _err("enable_trajectory", f"{data['enable_trajectory']!r} is not true or false",
+                   "write enable_trajectory: false (or true)", source)
+    sft = _CTYPES[ctype] == "sft"
+    if "custom_rl_pipeline" not in data and not sft:
         raise _err("custom_rl_pipeline", "is missing", "add graders (and a rollout)", source)
     hp = _hyper_parameters(data.get("hyperparameters"), ctype, source)
+    datasets, data_options = ark_data(data.get("data"), source)
     if data.get("save_model_limit") is not None:
         hp["save_total_limit"] = data["save_model_limit"]
+    functions = [] if sft else _functions(data["custom_rl_pipeline"], Path(root), source)
+    if data.get("enable_trajectory") is False:  # as ENABLE_TRAJECTORY=false does
+        for fn in functions:
+            fn.setdefault("runtime", {}).setdefault("env", {})[ENABLE_TRAJECTORY] = "false"
     out: dict[str, Any] = {
         "model": {"name": _model_name(data.get("model_reference"), source)},
-        "functions": _functions(data["custom_rl_pipeline"], Path(root), source),
-        "datasets": _datasets(data.get("data"), source),
+        "functions": functions,
+        "datasets": datasets,
         "training": {"type": "reinforcement", "hyper_parameters": hp},
     }
+    if data_options:
+        out["data_options"] = data_options
+    if data.get("tags"):
+        out["tags"] = ark_tags(data["tags"], source)
+    if data.get("project"):
+        out["project"] = str(data["project"])
     if data.get("name"):
         out["name"] = str(data["name"])
     return out
+
+
+def _check_pipeline_type(data: dict[str, Any], ctype: str, source: Optional[str]) -> None:
+    """An SFT job has no RL pipeline; an RL job's pipeline type matches its customization."""
+    pipeline = data.get("custom_rl_pipeline")
+    if _CTYPES[ctype] == "sft":
+        if pipeline is not None:
+            raise _err("custom_rl_pipeline", f"{ctype} is supervised fine-tuning on the "
+                       "messages rows: it runs no rollouts or graders",
+                       "remove custom_rl_pipeline, or use GRPO or PPO", source)
+        return
+    kind = pipeline.get("type") if isinstance(pipeline, dict) else None
+    if kind in _PIPELINES and _PIPELINES[kind] != _CTYPES[ctype]:
+        raise _err("custom_rl_pipeline.type", f"{kind} does not match customization_type "
+                   f"{ctype}", f"use {'PPOPipeline' if ctype == 'PPO' else 'GRPOPipeline'}",
+                   source)

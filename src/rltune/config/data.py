@@ -130,17 +130,30 @@ def _json_object(text: str) -> tuple[Any, str | None]:
     return obj, None
 
 
+#: One row as read from a file: (its line or row number, the object, or why it is not one).
+RawRow = tuple[int, Any, "str | None"]
+
+
 def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
     """Validate JSONL lines; raise one ``DatasetError`` naming every bad line and field."""
-    objects = ((n, *_json_object(text)) for n, text in enumerate(lines, start=1)
-               if text.strip())  # blank lines (e.g. a trailing newline) are not rows
-    return validate_rows(objects, source=source)
+    return validate_rows(_line_objects(lines), source=source)
 
 
-def validate_rows(objects: Iterable[tuple[int, Any, str | None]], *,
-                  source: str = "<data>") -> list[DataRow]:
+def validate_rows(objects: Iterable[RawRow], *, source: str = "<data>") -> list[DataRow]:
     """Rows from ``(number, object, problem)`` triples, each object in rltune's, TRL's or
     verl's shape (``rltune.config.rowshapes``); one ``DatasetError`` names every bad row."""
+    rows, errors = check_rows(objects, source=source)
+    if errors:
+        raise bad_rows_error(errors, source)
+    if not rows:
+        raise DatasetError(f"{source} has no rows", where=source,
+                           hint="add one JSON object per line")
+    return rows
+
+
+def check_rows(objects: Iterable[RawRow], *,
+               source: str = "<data>") -> tuple[list[DataRow], list[str]]:
+    """(the valid rows, one ``file:line: reason`` per bad row field) of ``objects``."""
     rows: list[DataRow] = []
     errors: list[str] = []
     for number, obj, problem in objects:
@@ -162,22 +175,22 @@ def validate_rows(objects: Iterable[tuple[int, Any, str | None]], *,
             continue
         row.line = number
         rows.append(fill_ground_truth(row))
-    if errors:
-        shown = errors[:_MAX_LISTED_ERRORS]
-        more = len(errors) - len(shown)
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        raise DatasetError(
-            f"{len(errors)} bad row(s) in {source}:\n  " + "\n  ".join(shown) + tail,
-            where=shown[0].split(": ", 1)[0],
-            hint='each row needs {"messages": [{"role": "user", "content": "..."}]} '
-                 '(rltune) or {"prompt": "..." or [messages]} (TRL, verl); other columns '
-                 "reach the rewards. For another prompt column: rltune data convert "
-                 "--prompt-key KEY",
-        )
-    if not rows:
-        raise DatasetError(f"{source} has no rows", where=source,
-                           hint="add one JSON object per line")
-    return rows
+    return rows, errors
+
+
+def bad_rows_error(errors: list[str], source: str, why: str = "") -> DatasetError:
+    """One ``DatasetError`` listing the bad rows ``errors`` (``file:line: reason`` each)."""
+    shown = errors[:_MAX_LISTED_ERRORS]
+    more = len(errors) - len(shown)
+    tail = f"\n  ... and {more} more" if more > 0 else ""
+    return DatasetError(
+        f"{len(errors)} bad row(s) in {source}{why}:\n  " + "\n  ".join(shown) + tail,
+        where=shown[0].split(": ", 1)[0],
+        hint='each row needs {"messages": [{"role": "user", "content": "..."}]} '
+             '(rltune) or {"prompt": "..." or [messages]} (TRL, verl); other columns '
+             "reach the rewards. For another prompt column: rltune data convert "
+             "--prompt-key KEY",
+    )
 
 
 #: Dataset files read through ``rltune.config.convert.read_source`` (not line-based JSONL).
@@ -187,25 +200,32 @@ TABLE_SUFFIXES = (".parquet", ".json")
 def load_dataset(path: str | Path) -> list[DataRow]:
     """Load and validate a dataset: JSONL, a JSON list, a parquet file or a folder saved by
     ``datasets.Dataset.save_to_disk`` (rows in rltune's, TRL's or verl's shape)."""
+    return validate_rows(read_objects(path), source=str(path))
+
+
+def read_objects(path: str | Path) -> list[RawRow]:
+    """Every row of a dataset file or folder as ``(number, object, problem)``, or a
+    ``DatasetError`` when it cannot be read at all."""
     p = Path(path)
+    if not p.exists():
+        raise DatasetError(f"dataset file not found: {p}", where=str(p),
+                           hint="check file_name in the job's datasets")
     if p.is_dir() or p.suffix in TABLE_SUFFIXES:
         from rltune.config.convert import read_source
 
-        if not p.exists():
-            raise DatasetError(f"dataset file not found: {p}", where=str(p),
-                               hint="check file_name in the job's datasets")
-        return validate_rows(((n, *_table_row(obj)) for n, obj in
-                              enumerate(read_source(p, split="train"), start=1)),
-                             source=str(p))
+        return [(n, *_table_row(obj))
+                for n, obj in enumerate(read_source(p, split="train"), start=1)]
     try:
         text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DatasetError(f"dataset file not found: {p}", where=str(p),
-                           hint="check file_name in the job's datasets") from None
     except UnicodeDecodeError as exc:
         raise DatasetError(f"dataset is not UTF-8 text ({exc.reason} at byte {exc.start})",
                            where=str(p), hint="save the file as UTF-8 JSONL") from None
-    return parse_rows(text.splitlines(), source=str(p))
+    return list(_line_objects(text.splitlines()))
+
+
+def _line_objects(lines: list[str]) -> Iterable[RawRow]:
+    return ((n, *_json_object(text)) for n, text in enumerate(lines, start=1)
+            if text.strip())  # blank lines (e.g. a trailing newline) are not rows
 
 
 def _table_row(obj: Any) -> tuple[Any, str | None]:

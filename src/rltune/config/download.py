@@ -1,4 +1,11 @@
-"""``download_url`` datasets: fetch the JSONL over http(s), with errors that say what failed.
+"""``download_url`` datasets: fetch the JSONL over http(s), or from an S3-compatible store
+(``s3://bucket/key``: Ark's ``tos_bucket`` / ``tos_paths``), with errors that say what failed.
+
+``s3://`` is read with ``fsspec``/``s3fs`` (``pip install 'rltune[s3]'``); the store is the one
+the environment names: ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` (Volcano TOS:
+``https://tos-s3-cn-beijing.volces.com``, MinIO, …) with the usual ``AWS_ACCESS_KEY_ID`` /
+``AWS_SECRET_ACCESS_KEY``. The operator sets these, so the address policy of the job server
+does not apply to them.
 
 The job server fetches at submit time and stores the file like an upload (rows validated, a
 ``file-…`` id recorded in the job); ``rltune train`` fetches into ``<job dir>/data/``.
@@ -40,6 +47,8 @@ def fetch(url: str, *, where: str, max_bytes: int = MAX_BYTES, timeout: float = 
     address (TLS still checks the certificate against the host name); no proxy is used."""
     import httpx
 
+    if urlsplit(url).scheme == "s3":
+        return fetch_s3(url, where=where, max_bytes=max_bytes)
     _check_scheme(url, url, where)
     try:
         with httpx.Client(timeout=timeout, follow_redirects=policy is None,
@@ -62,11 +71,41 @@ def fetch(url: str, *, where: str, max_bytes: int = MAX_BYTES, timeout: float = 
                            where=where, hint="check the URL and the network") from None
 
 
+def fetch_s3(url: str, *, where: str, max_bytes: int = MAX_BYTES) -> bytes:
+    """The object at ``s3://bucket/key`` of the S3-compatible store the environment names."""
+    import os
+
+    try:
+        import fsspec
+        import s3fs  # noqa: F401  (fsspec's s3 implementation)
+    except ImportError:
+        raise DatasetError(f"{url}: reading s3:// (Ark's tos_bucket / tos_paths) needs s3fs",
+                           where=where, hint="pip install 'rltune[s3]', or copy the data "
+                           "locally and list it under local_files") from None
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    fs = fsspec.filesystem("s3", client_kwargs={"endpoint_url": endpoint} if endpoint else {},
+                           skip_instance_cache=True)
+    try:
+        with fs.open(url, "rb") as fh:
+            body = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise DatasetError(f"{url} does not exist in the store"
+                           + (f" at {endpoint}" if endpoint else ""), where=where,
+                           hint="check the bucket and path (tos_bucket / tos_paths)") from None
+    except Exception as exc:  # credentials, network, permissions: say which
+        raise DatasetError(f"reading {url} failed: {type(exc).__name__}: {exc}", where=where,
+                           hint="check AWS_ENDPOINT_URL and the access keys") from None
+    if len(body) > max_bytes:
+        raise DatasetError(f"{url} is larger than {max_bytes} bytes", where=where,
+                           hint="split the dataset into smaller files")
+    return body
+
+
 def _check_scheme(url: str, original: str, where: str) -> None:
     if urlsplit(url).scheme not in ("http", "https"):
         what = "download_url" if url == original else f"download_url {original!r} redirects to"
         raise DatasetError(f"{what} {url!r} is not an http(s) URL", where=where,
-                           hint="use an http:// or https:// address, or upload the file")
+                           hint="use an http://, https:// or s3:// address, or upload the file")
 
 
 def _request(client: Any, url: str, policy: Optional[AddressPolicy], where: str) -> Any:

@@ -22,12 +22,18 @@ from pydantic import Field, create_model, field_validator, model_validator
 
 from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
-from rltune.config.algorithm import KNOBS, AlgorithmName
+from rltune.config.algorithm import KNOBS, AlgorithmName, misplaced_knob
 from rltune.config.synonyms import translate
 from rltune.names import REPLICA_BACKENDS, literal
 
-#: The scheduler looks one step ahead, so no rollout is ever more than one version old.
-MAX_STALENESS_SUPPORTED = 1
+#: Streaming rollouts (trainer/stream.py) start groups at most this many versions ahead.
+MAX_STALENESS_SUPPORTED = 8
+
+#: Hyper-parameters of rollouts and RL losses: an ``algorithm: sft`` job refuses them (and
+#: every algorithm knob), which would otherwise be ignored.
+SFT_REFUSED = ("n_rollouts", "ppo_mini_batch_size", "kl_loss_coef", "temperature", "top_p",
+               "max_staleness", "partial_rollouts", "val_n_rollouts", "opd_reward_weight",
+               "stop_at_validation_reward", "max_rollout_retries", "max_tokens")
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -157,18 +163,32 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
         "once more than this share of its steps failed (1 = never)",
     )
     max_rollout_retries: int = Field(2, ge=0, le=20)
+    max_plugin_failures: Optional[int] = Field(
+        None, ge=0,
+        description="Ark plugins: the job fails once more than this many rollouts ended with "
+        "a plugin's FAILURE (or exception) after their retries; an Ark job.yaml sets 0, as on "
+        "Ark; unset = such rollouts are dropped and counted like any failure",
+    )
     # --- the asynchronous pipeline (rltune's own; trainer/scheduler.py) ---
     max_staleness: int = Field(
         0, ge=0, le=1000,
-        description="0 = synchronous (rollouts, then the update, every step). 1 = the next "
-        "step's rollouts are sampled while this step updates, from weights one version old; "
-        "the loss corrects for it (decoupled PPO) and rollouts older than this are dropped",
+        description="0 = synchronous (rollouts, then the update, every step). N >= 1 = "
+        "streaming rollouts: groups sample continuously, a step trains on the first "
+        "batch_size groups to finish (the rest carry over) and new groups start at most N "
+        "weight versions behind the policy that trains on them; the loss corrects for it "
+        "(decoupled PPO) and rollouts more than N versions old are dropped and counted",
     )
     partial_rollouts: bool = Field(
         False,
-        description="with max_staleness 1: a rollout in flight when the weights change "
+        description="with max_staleness >= 1: a rollout in flight when the weights change "
         "continues on the new weights (every token keeps the version it was sampled with); "
         "false = the weights change only once the in-flight rollouts have finished",
+    )
+    max_concurrent_requests: Optional[int] = Field(
+        None, ge=1, le=100000,
+        description="backpressure: the most chat calls the policy gateway serves at once; "
+        "beyond it a call gets 429 with Retry-After and the rollout's client retries after "
+        "that wait (the OpenAI clients and the built-in rollout do). Unset = no limit",
     )
     stop_at_validation_reward: Optional[float] = Field(
         None, ge=-1e9, le=1e9,
@@ -332,6 +352,26 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
                 "fp32_master_weights", True, "only applies with bf16 (weights are fp32 already)",
                 "set bf16: true, or remove fp32_master_weights",
             )
+        if (misplaced := misplaced_knob(self)) is not None:
+            raise _coupling(misplaced[0], getattr(self, misplaced[0]),
+                            f"only applies to algorithm {' or '.join(misplaced[1])}, and "
+                            f"algorithm is {self.algorithm}",
+                            f"set algorithm: {misplaced[1][0]}, or remove {misplaced[0]}")
+        if self.algorithm == "sft":
+            # a value other than the default: a serialised config repeats the defaults
+            rl_only = [k for k in (*SFT_REFUSED, *(n for n in KNOBS if KNOBS[n].overridable))
+                       if getattr(self, k) != type(self).model_fields[k].default]
+            if rl_only:
+                raise _coupling(rl_only[0], getattr(self, rl_only[0]),
+                                "only applies to RL algorithms, and algorithm is sft "
+                                "(supervised on the rows' messages, no rollouts)",
+                                f"remove {rl_only[0]}, or use an RL algorithm")
+        if self.algorithm in ("ppo", "sft") and self.trainer_ranks > 1:
+            key = self.trainer_ranks_key
+            what = ("algorithm ppo trains its critic in one process" if self.algorithm == "ppo"
+                    else "algorithm sft trains in one process")
+            raise _coupling(key, getattr(self, key), what,
+                            f"set {key}: 1, or use gspo, grpo or dapo")
         _check_async(self)
         _refuse_distributed(self)
         _check_data_parallel(self)
@@ -343,8 +383,8 @@ def _check_async(hp: HyperParameters) -> None:
     if hp.max_staleness > MAX_STALENESS_SUPPORTED:
         raise _coupling(
             "max_staleness", hp.max_staleness,
-            f"is not supported yet: the scheduler samples at most one step ahead, so "
-            f"max_staleness may be 0 (synchronous) or {MAX_STALENESS_SUPPORTED}",
+            f"is not supported: max_staleness may be 0 (synchronous) to "
+            f"{MAX_STALENESS_SUPPORTED} (groups sampled that many weight versions ahead)",
             f"set max_staleness: {MAX_STALENESS_SUPPORTED}",
         )
     if hp.partial_rollouts and hp.max_staleness == 0:

@@ -31,7 +31,7 @@ Example:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import pydantic
 from pydantic import Field, field_validator, model_validator
@@ -57,10 +57,15 @@ from rltune.config.components import (
     RolloutFunctionComponent,
     _component_tag,
 )
+from rltune.config.data_options import DataOptions
 from rltune.config.datasets import Dataset, DatasetsType, TrainingType
 from rltune.config.errors import config_error
 from rltune.config.hyperparams import HyperParameters
-from rltune.config.job_rules import check_data_parallel_kl, check_engine_keys
+from rltune.config.job_rules import (
+    check_data_parallel_kl,
+    check_engine_keys,
+    check_publish_and_split,
+)
 from rltune.config.observability import Observability
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
 from rltune.names import ENGINES, MODEL_NAME_PATTERN, TOOL_PARSERS, literal
@@ -173,11 +178,18 @@ class JobConfig(StrictModel):
     #: name when the job SUCCEEDS or is STOPPED (job server only); later jobs can say
     #: ``model: <name>``.
     tuned_model_name: Optional[str] = Field(None, pattern=MODEL_NAME_PATTERN)
+    #: What ``tuned_model_name`` publishes: ``best`` or ``last`` (as Bailian does at job end).
+    publish_checkpoint: Literal["best", "last"] = "best"
     #: rltune's own: where the function instances run (``local`` processes or ``ray`` actors).
     #: Unset = ``local``.
     function_backend: Optional[FunctionBackend] = None
     #: rltune's own: the training doctor's thresholds (``config/advisor.py``, docs/doctor.md).
     advisor: AdvisorConfig = Field(default_factory=AdvisorConfig)
+    #: Ark's data options: validation split, bad-row tolerance, preset data (data_options.py).
+    data_options: Optional[DataOptions] = None
+    #: Job metadata (Ark's ``tags`` and ``project``), shown and filtered in job lists.
+    tags: dict[str, str] = Field(default_factory=dict)
+    project: Optional[str] = Field(None, min_length=1, max_length=128)
 
     @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -232,13 +244,21 @@ class JobConfig(StrictModel):
         if self.training.type is TrainingType.PG_OPD and not self.teacher_model:
             raise _coupling("teacher_model", None, "training.type pg_opd needs a teacher model",
                             "set teacher_model: <model name or path>")
+        check_publish_and_split(self)
         hp = self.training.hyper_parameters
         if hp.algorithm == "opd" and self.training.type is not TrainingType.PG_OPD:
             # Without a teacher there is no OPD signal; the loop would silently run GRPO.
             raise _coupling(_HP + "algorithm", hp.algorithm,
                             "algorithm opd distils from a teacher model",
                             "set teacher_model: <model name or path>, or use grpo, gspo or dapo")
-        if self.knobs.advantage_estimator == "grpo" and hp.n_rollouts < 2:
+        if hp.algorithm == "sft" and (self.functions or self.training.type is
+                                      TrainingType.PG_OPD):
+            raise _coupling(_HP + "algorithm", hp.algorithm,
+                            "algorithm sft trains on the rows' messages: it runs no rollout, "
+                            "reward function or teacher", "remove functions and teacher_model "
+                            "(run them in an RL job from the published SFT model)")
+        if self.knobs.advantage_estimator == "grpo" and hp.n_rollouts < 2 and \
+                hp.algorithm != "sft":
             raise _coupling(
                 _HP + "n_rollouts", hp.n_rollouts,
                 f"{hp.algorithm} normalises rewards within each prompt's group, so a group "
@@ -252,7 +272,9 @@ class JobConfig(StrictModel):
                             "opd_reward_weight weighs reward functions in on-policy "
                             "distillation; this job has no teacher or no reward function",
                             "remove it, or set teacher_model and add a reward function")
-        if hp.stop_at_validation_reward is not None and not self.validation_datasets:
+        split = self.data_options and self.data_options.validation_percentage is not None
+        if hp.stop_at_validation_reward is not None and not self.validation_datasets \
+                and not split:
             raise _coupling(_HP + "stop_at_validation_reward",
                             hp.stop_at_validation_reward,
                             "stop_at_validation_reward stops on the validation reward, and "

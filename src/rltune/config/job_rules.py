@@ -25,6 +25,21 @@ _HP = "training.hyper_parameters."
 Problem = tuple[str, Any, str, str]
 
 
+def check_publish_and_split(job: Any) -> None:
+    """``publish_checkpoint`` needs ``tuned_model_name``; ``data_options.validation_percentage``
+    and a validation dataset exclude each other (as on Ark)."""
+    if job.publish_checkpoint != "best" and not job.tuned_model_name:
+        raise coupling("publish_checkpoint", job.publish_checkpoint,
+                       "publish_checkpoint chooses what tuned_model_name publishes",
+                       "set tuned_model_name: <name>, or remove publish_checkpoint")
+    options = job.data_options
+    if options and options.validation_percentage is not None and job.validation_datasets:
+        raise coupling("data_options.validation_percentage", options.validation_percentage,
+                       "validation_percentage splits the validation rows off the training rows, "
+                       "and this job also has a validation dataset",
+                       "remove one of them (Ark: they are exclusive)")
+
+
 def check_data_parallel_kl(hp: Any, knobs: Any) -> None:
     """Data-parallel ranks (``n_gpus_training`` > 1) hold no reference model: the KL term of
     the job's resolved knobs (OPD's preset has none) must be off."""

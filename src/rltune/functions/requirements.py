@@ -9,7 +9,8 @@ workspace's own, and returns its interpreter. Jobs build one when a line is not 
 Example:
     >>> import pathlib, tempfile
     >>> ws = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (ws / "requirements.txt").write_text("pydantic>=2\\nno-such-pkg-xyz==1.0\\n# note\\n")
+    >>> _ = (ws / "requirements.txt").write_text("pydantic>=2\\nno-such-pkg-xyz==1.0\\n# note\\n"
+    ...     "ark_sdk==0.2.8\\nhttps://example.com/ark-sdk/ark_sdk-0.2.8.tar.gz\\n")
     >>> [m.line for m in missing_requirements(ws)]
     ['no-such-pkg-xyz==1.0']
 """
@@ -27,7 +28,16 @@ from typing import Optional
 
 REQUIREMENTS_FILE = "requirements.txt"
 # Present in every worker environment; the cloud docs also tell users not to list them.
-_PREINSTALLED = {"dashscope", "rltune", "fastapi", "uvicorn", "pyyaml"}
+# ``ark-sdk`` is Volcano Ark's SDK, which rltune serves itself (``rltune.ark``).
+_PREINSTALLED = {"dashscope", "rltune", "fastapi", "uvicorn", "pyyaml", "ark-sdk"}
+
+
+def _cloud_sdk_file(line: str) -> bool:
+    """A line naming a cloud SDK archive by URL or path (Ark's
+    ``https://…/ark_sdk-0.2.8.tar.gz``, Bailian's ``dashscope-1.25.23-py3-none-any.whl``)."""
+    name = line.split("#", 1)[0].strip().rsplit("/", 1)[-1].lower()
+    return name.endswith((".whl", ".tar.gz", ".zip")) and \
+        name.replace("_", "-").startswith(("ark-sdk-", "dashscope-"))
 
 
 @dataclass(frozen=True)
@@ -56,14 +66,15 @@ def missing_requirements(workspace: str | Path) -> list[MissingRequirement]:
         return []
     missing = []
     for lineno, line in _requirement_lines(path):
-        if line.startswith("-"):  # pip options (-r, --index-url, -e): can't check, skip
+        if line.startswith("-") or _cloud_sdk_file(line):  # pip options, a cloud SDK: skip
             continue
         try:
             req = Requirement(line)
         except InvalidRequirement as exc:
             missing.append(MissingRequirement(line, lineno, f"not a requirement: {exc}"))
             continue
-        if req.name.lower() in _PREINSTALLED or (req.marker and not req.marker.evaluate()):
+        name = req.name.lower().replace("_", "-")
+        if name in _PREINSTALLED or (req.marker and not req.marker.evaluate()):
             continue
         try:
             version = importlib.metadata.version(req.name)

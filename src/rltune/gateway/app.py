@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("rltune.gateway")
 _TOO_DEEP = object()
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-          413: "invalid_request_error", 503: "server_error"}
+          413: "invalid_request_error", 429: "rate_limit_error", 503: "server_error"}
 
 
 def _error(status: int, message: str, *, param: Optional[str] = None,
@@ -124,8 +124,25 @@ def create_app(gw: Gateway) -> FastAPI:
             gw.chat.stats["disconnected"] = gw.chat.stats.get("disconnected", 0) + 1
         return result
 
+    def too_busy() -> JSONResponse:
+        """429: the gateway's ``max_concurrent_requests`` calls are in the engine already."""
+        resp = _error(429, f"the policy gateway is serving its limit of "
+                      f"{gw.admission.limit} concurrent requests; retry after "
+                      f"{gw.admission.retry_after_s()} s", code="rate_limited")
+        resp.headers.update(gw.admission.headers())
+        return resp
+
     @app.post("/v1/responses")
     async def responses(request: Request) -> Any:
+        if not gw.admission.enter():
+            return too_busy()
+        t0 = time.perf_counter()
+        try:
+            return await _responses(request)
+        finally:
+            gw.admission.leave(time.perf_counter() - t0)
+
+    async def _responses(request: Request) -> Any:
         """The Responses API over the chat service; captured like chat completions."""
         call = await begin(request, ResponsesRequest)
         if isinstance(call, JSONResponse):
@@ -139,12 +156,24 @@ def create_app(gw: Gateway) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
-        call = await begin(request, ChatCompletionRequest)
-        if isinstance(call, JSONResponse):
-            return call
-        if call.request.stream:
-            return StreamingResponse(_sse(gw.chat.stream_chunks(call.prepared, call.capture)),
-                                     media_type="text/event-stream")
+        if not gw.admission.enter():
+            return too_busy()
+        t0, streaming = time.perf_counter(), False
+        try:
+            call = await begin(request, ChatCompletionRequest)
+            if isinstance(call, JSONResponse):
+                return call
+            if call.request.stream:  # the stream frees its slot when it ends
+                streaming = True
+                chunks = _sse(gw.chat.stream_chunks(call.prepared, call.capture))
+                return StreamingResponse(_released(chunks, gw.admission, t0),
+                                         media_type="text/event-stream")
+            return await _chat(request, call)
+        finally:
+            if not streaming:
+                gw.admission.leave(time.perf_counter() - t0)
+
+    async def _chat(request: Request, call: _Call) -> Any:
         result = await generate(request, call)
         if result is None:  # the client is gone; its rows were freed
             return Response(status_code=499)
@@ -226,6 +255,15 @@ def _span_usage(span: Any, result: Any, call_index: int) -> None:
                        sum(len(c.completion_ids) for c in result.completions))
     span.set_attribute("gen_ai.response.finish_reasons",
                        ",".join(str(c.finish_reason) for c in result.completions))
+
+
+async def _released(chunks: Any, admission: Any, t0: float) -> Any:
+    """``chunks``, then the stream's admission slot is freed (however the stream ends)."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        admission.leave(time.perf_counter() - t0)
 
 
 async def _sse(chunks: Any) -> Any:

@@ -26,6 +26,7 @@ import time
 from typing import Any, Optional
 
 from rltune.engine.base import Engine
+from rltune.gateway.admission import Admission
 from rltune.gateway.capture import CapturedCall, CaptureStore
 from rltune.gateway.chat import ChatService
 from rltune.gateway.toolcalls import ToolParser, parser_for_model_type
@@ -39,8 +40,12 @@ class Gateway:
                  open_access: bool = False, parser: Optional[ToolParser] = None,
                  tool_parser: Optional[str] = None, model_name: Optional[str] = None,
                  chat_template_kwargs: Optional[dict[str, Any]] = None,
-                 max_body_bytes: int = 4 * 1024 * 1024, strict_model: bool = False):
+                 max_body_bytes: int = 4 * 1024 * 1024, strict_model: bool = False,
+                 max_concurrent_requests: Optional[int] = None):
         self.engine = engine
+        #: Backpressure (``admission.py``): past this many chat calls in flight, 429 with
+        #: Retry-After; None = no limit.
+        self.admission = Admission(max_concurrent_requests)
         #: Serving (``rltune serve``): a request naming another ``model`` answers 404, as a
         #: deployment does. Training gateways take any name (agents send their own).
         self.strict_model = strict_model
@@ -117,7 +122,9 @@ class Gateway:
                         hint="use the api_key handed to this rollout; keys expire with it")
 
     def stats(self) -> dict[str, Any]:
-        out = {**self.chat.stats, "live_keys": len(self._keys)}
+        out = {**self.chat.stats, "live_keys": len(self._keys),
+               "admission": {**self.admission.stats, "in_flight": self.admission.in_flight,
+                             "limit": self.admission.limit}}
         replicas = getattr(self.engine, "replica_stats", None)  # an EngineGroup's replicas
         if replicas is not None:
             out["engine_replicas"] = replicas()

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
+from rltune.jobdir import CRITIC_STATE
 from rltune.names import MODEL_NAME_PATTERN
 from rltune.sdk.errors import ConflictError, NotFoundError, ValidationError
 
@@ -28,7 +29,7 @@ from rltune.sdk.errors import ConflictError, NotFoundError, ValidationError
 NAME_PATTERN = MODEL_NAME_PATTERN
 _NAME = re.compile(NAME_PATTERN)
 #: Files of a checkpoint that are resume state, not model (never published).
-_NOT_MODEL = {"training_state.pt", "rng_state.pt"}
+_NOT_MODEL = {"training_state.pt", "rng_state.pt", CRITIC_STATE}
 ADAPTER_DIR = "adapter"  # same folder name as rltune.trainer.lora.ADAPTER_DIR (no torch here)
 
 

@@ -11,8 +11,8 @@ gateway of the request's ``model`` (the only one when ``model`` is left out), as
 
 Engines are built by ``rltune.engine.select.build_engine``, as for jobs and ``rltune serve``:
 ``builtin`` (``threads`` torch threads) or ``vllm`` (its CPU backend takes ``OMP_NUM_THREADS``).
-The built-in engine runs on the CPU; vLLM on CUDA where torch sees a GPU, else on the CPU (the
-installed vLLM build decides which it can run on).
+Both run on CUDA in bf16 where torch sees a GPU, else on the CPU in fp32
+(``rltune.engine.placement``; the installed vLLM build decides which it can run on).
 """
 
 from __future__ import annotations
@@ -29,15 +29,12 @@ from typing import Any, Optional
 
 def load_engine(kind: str, path: str, name: str, threads: int) -> Any:
     """The engine of one served model, built by the one engine selector."""
+    from rltune.engine.placement import auto_placement
     from rltune.engine.select import build_engine
 
-    device = "cpu"
-    if kind == "vllm":
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return build_engine(kind, path, model_name=name, device=device, threads=threads,
-                        colocated=False)
+    device, dtype = auto_placement("auto", "auto")  # a GPU in bf16 where torch sees one
+    return build_engine(kind, path, model_name=name, device=device, dtype=dtype,
+                        threads=threads, colocated=False)
 
 
 class KeyRing:

@@ -118,3 +118,28 @@ def render_chat(
         add_generation_prompt=add_generation_prompt,
     )
     return rendered[0]
+
+
+def assistant_token_mask(ids: list[int], header: list[int], end_id: int) -> list[int]:
+    """1 on the tokens of every assistant turn of a rendered ChatML conversation, else 0.
+
+    An assistant turn starts after its ``header`` (the tokens of ``<|im_start|>assistant\\n``)
+    and ends with its ``<|im_end|>`` (``end_id``, included, so a model learns to stop); tool
+    calls are inside the turn, tool results are not (they are a user/tool turn). The warm
+    start's labels and SFT jobs' loss masks both come from here.
+
+    Example:
+        >>> assistant_token_mask([5, 1, 2, 7, 8, 9, 3, 5, 4, 3], header=[1, 2], end_id=3)
+        [0, 0, 0, 1, 1, 1, 1, 0, 0, 0]
+    """
+    mask = [0] * len(ids)
+    i, width = 0, len(header)
+    while i < len(ids):
+        if width and ids[i : i + width] == header:
+            start = i + width
+            end = ids.index(end_id, start) if end_id in ids[start:] else len(ids) - 1
+            mask[start : end + 1] = [1] * (end + 1 - start)
+            i = end + 1
+        else:
+            i += 1
+    return mask

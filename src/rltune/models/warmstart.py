@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rltune.models.agent import run_episodes, summarize
-from rltune.models.chat_template import IM_END, IM_START
+from rltune.models.chat_template import IM_END, IM_START, assistant_token_mask
 from rltune.models.tasks import CALCULATOR_TOOL, TaskConfig, sample_tasks, task_to_row
 from rltune.models.transcripts import make_transcripts
 
@@ -138,15 +138,8 @@ def encode_transcripts(
     for row, ids in enumerate(ids_list):
         input_ids[row, : len(ids)] = torch.tensor(ids)
         attention[row, : len(ids)] = 1
-        i = 0
-        while i < len(ids):
-            if ids[i : i + len(header)] == header:
-                start = i + len(header)
-                end = ids.index(im_end, start)
-                labels[row, start : end + 1] = input_ids[row, start : end + 1]
-                i = end + 1
-            else:
-                i += 1
+        mask = torch.tensor(assistant_token_mask(ids, header, im_end), dtype=torch.bool)
+        labels[row, : len(ids)] = torch.where(mask, input_ids[row, : len(ids)], -100)
     return input_ids, attention, labels
 
 

@@ -66,6 +66,10 @@ class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             module.__doc__ = (
                 "Alias namespace installed by rltune.reinforcement.install_as_dashscope()."
             )
+        if module.__name__ == "dashscope":  # `from dashscope import Generation`
+            from rltune.sdk.generation import Generation
+
+            module.Generation = Generation  # type: ignore[attr-defined]
 
 
 _ALIAS = ImportAlias("dashscope", _AliasFinder())

@@ -42,6 +42,9 @@ class RolloutResult:
     template_rewrites: int = 0
     attempts: int = 1
     error: Optional[str] = None
+    #: ``error_code`` of the failed call (rollout's last attempt, or a reward's), e.g.
+    #: ``FAILURE_ERROR_CODE`` for an Ark plugin's FAILURE.
+    error_code: Optional[str] = None
     latency_s: float = 0.0
     traceparent: Optional[str] = None  # the rollout span, parent of its reward spans
     # filled by the reward stage

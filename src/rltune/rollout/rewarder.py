@@ -2,7 +2,10 @@
 
 Reward calls of a group run concurrently. A component that returns FAILED is retried (bounded)
 and then the rollout is dropped from training and counted (``reward_error``); a wrong answer
-is a SUCCESS with a low score, so it trains normally. A rollout or reward output that discards
+is a SUCCESS with a low score, so it trains normally. A ``reward_metric_weight`` that names a
+metric the reward did not return is a config mistake: it raises one ``ConfigError`` (the job
+fails at its first scoring, ``rltune test-functions`` stops with it) instead of dropping
+every rollout. A rollout or reward output that discards
 (``error_code="discard"``, Volcano Ark's DISCARD) drops the whole group at once, unretried.
 Scores combine per DESIGN.md §5.
 """
@@ -15,7 +18,13 @@ from typing import Any, Optional
 
 from rltune.observability.spans import record_reward, reward_span
 from rltune.rollout.results import RolloutResult
-from rltune.rollout.scoring import InvalidReward, combine_scores, component_score, own_score
+from rltune.rollout.scoring import (
+    InvalidReward,
+    MissingRewardMetric,
+    combine_scores,
+    component_score,
+    own_score,
+)
 from rltune.sdk.data import (
     GroupRewardInput,
     GroupRewardOutput,
@@ -25,6 +34,7 @@ from rltune.sdk.data import (
     TaskStatus,
     is_discard,
 )
+from rltune.sdk.errors import ConfigError
 
 
 @dataclass
@@ -131,6 +141,7 @@ class Rewarder:
                 )
                 for r in valid:
                     r.reward_error = r.reward_error or f"group reward {comp.name}: {why}"
+                    r.error_code = r.error_code or getattr(out, "error_code", None)
                 return
             for r, reward in zip(valid, rewards, strict=True):
                 self._record(r, comp, reward)
@@ -153,6 +164,7 @@ class Rewarder:
                 return
             if out.status is TaskStatus.FAILED:
                 r.reward_error = r.reward_error or f"reward {comp.name}: {out.error}"
+                r.error_code = r.error_code or getattr(out, "error_code", None)
                 return
             self._record(r, comp, out.reward)
 
@@ -162,6 +174,11 @@ class Rewarder:
     def _record(r: RolloutResult, comp: RewardComponent, reward: Any) -> None:
         try:
             r.component_scores[comp.name] = component_score(reward, comp.metric_weights)
+        except MissingRewardMetric as exc:  # the same for every rollout: stop here, once
+            raise ConfigError(
+                f"reward {comp.name}: {exc}", where=f"functions[{comp.name}].reward_metric_weight",
+                hint="name only metrics the reward returns in reward_metrics (check it with "
+                     "rltune test-functions), or remove reward_metric_weight") from None
         except InvalidReward as exc:
             r.reward_error = r.reward_error or f"reward {comp.name}: {exc}"
             return

@@ -94,14 +94,10 @@ class BuiltinRollout:
         params.pop("timeout", None)
         body.update(params)
         try:
-            resp = await self._http.post(
-                res.base_url.rstrip("/") + "/chat/completions",
-                json=body,
-                headers={
-                    **(headers or {}),
-                    "Authorization": f"Bearer {res.api_key.get_secret_value()}",
-                },
-            )
+            resp = await post_with_backoff(
+                self._http, res.base_url.rstrip("/") + "/chat/completions", json=body,
+                headers={**(headers or {}),
+                         "Authorization": f"Bearer {res.api_key.get_secret_value()}"})
             resp.raise_for_status()
             message = resp.json()["choices"][0]["message"]
         except Exception as exc:
@@ -115,6 +111,34 @@ class BuiltinRollout:
 
     async def close(self) -> None:
         await self._http.aclose()
+
+
+#: 429 answers a rollout's call waits out (``Retry-After``) before the attempt fails.
+MAX_BUSY_RETRIES = 20
+
+
+async def post_with_backoff(http: httpx.AsyncClient, url: str, *, json: Any,
+                            headers: dict[str, str]) -> httpx.Response:
+    """POST, waiting out the gateway's 429 (backpressure) as its ``Retry-After`` advises; a
+    refused call was never captured, so its retry is not counted twice."""
+    for _ in range(MAX_BUSY_RETRIES):
+        resp = await http.post(url, json=json, headers=headers)
+        if resp.status_code != 429:
+            return resp
+        await asyncio.sleep(retry_after_s(resp.headers))
+    return resp
+
+
+def retry_after_s(headers: Any, default: float = 0.5) -> float:
+    """The wait a 429 advises: ``retry-after-ms``, else ``Retry-After`` seconds, bounded."""
+    try:
+        if headers.get("retry-after-ms"):
+            return min(30.0, max(0.0, float(headers["retry-after-ms"]) / 1000))
+        if headers.get("retry-after"):
+            return min(30.0, max(0.0, float(headers["retry-after"])))
+    except ValueError:
+        pass
+    return default
 
 
 class RolloutRunner:
@@ -167,6 +191,7 @@ class RolloutRunner:
     ) -> RolloutResult:
         """Run one rollout with retries; never raises for user or model failures."""
         errors: list[str] = []
+        error_code: Optional[str] = None
         started = time.perf_counter()
         for attempt in range(self.max_retries + 1):
             rid = f"{rollout_id}.a{attempt}"
@@ -194,6 +219,7 @@ class RolloutRunner:
                     error=f"discarded: {out.error}", latency_s=time.perf_counter() - started)
             if out.status is TaskStatus.FAILED or out.agent_output is None:
                 errors.append(out.error or "rollout returned no agent_output")
+                error_code = getattr(out, "error_code", None)
                 continue
             if out.agent_output.rollout_extra is None:  # the reward sees the row's extra
                 out.agent_output.rollout_extra = row.rollout_extra
@@ -224,5 +250,6 @@ class RolloutRunner:
             ok=False,
             attempts=self.max_retries + 1,
             error="; ".join(dict.fromkeys(errors)),
+            error_code=error_code,
             latency_s=time.perf_counter() - started,
         )

@@ -27,6 +27,12 @@ class InvalidReward(ValueError):
     """A reward function produced a value that cannot be trained on (NaN, inf, missing metric)."""
 
 
+class MissingRewardMetric(InvalidReward):
+    """``reward_metric_weight`` names a metric the reward did not return: a mistake in the job
+    config (or the reward), the same for every rollout, so the job stops with this one error
+    instead of dropping every rollout (``Rewarder`` raises it as a ``ConfigError``)."""
+
+
 def _finite(value: float, what: str) -> float:
     if value is None or not math.isfinite(float(value)):
         raise InvalidReward(f"{what} is {value!r}; rewards must be finite numbers")
@@ -40,7 +46,7 @@ def component_score(reward: Reward, metric_weights: Optional[Mapping[str, float]
     metrics = reward.reward_metrics or {}
     missing = sorted(set(metric_weights) - set(metrics))
     if missing:
-        raise InvalidReward(
+        raise MissingRewardMetric(
             f"reward_metric_weight names {missing} but the reward returned metrics "
             f"{sorted(metrics)}; return those metrics or fix reward_metric_weight"
         )

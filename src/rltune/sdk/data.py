@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import Any, Optional
 
@@ -41,6 +42,11 @@ class TaskStatus(str, Enum):
 #: ``error_code`` of a FAILED output meaning "drop this prompt's whole group, do not retry"
 #: (Volcano Ark's ``PluginStatus.DISCARD``). The trainer counts such groups.
 DISCARD_ERROR_CODE = "discard"
+
+
+#: ``error_code`` of a call whose Ark plugin returned FAILURE or raised: after its retries, the
+#: job fails once more than ``max_plugin_failures`` rollouts ended so (Ark fails it at once).
+FAILURE_ERROR_CODE = "ark_failure"
 
 
 def is_discard(output: Any) -> bool:
@@ -84,11 +90,26 @@ class ModelResource(WireModel):
         return value.get_secret_value() if ctx.get("reveal_secrets") else str(value)
 
 
+#: Validation prompts get sample ids ``<job>-val-p<i>`` (``validation_sample_id``), so every
+#: function call can tell a validation rollout from a training one (``RequestMetadata.phase``).
+_VALIDATION_SAMPLE = re.compile(r"-val-p\d+$")
+
+
+def validation_sample_id(job_id: str, index: int) -> str:
+    """The sample id of validation prompt ``index`` of ``job_id``."""
+    return f"{job_id}-val-p{index}"
+
+
 class RequestMetadata(WireModel):
     job_id: str
     sample_id: str
     rollout_id: str
     attempt_id: str
+
+    @property
+    def phase(self) -> str:
+        """``test`` for a validation rollout (Ark's ``PluginContext.phase``), else ``train``."""
+        return "test" if _VALIDATION_SAMPLE.search(self.sample_id) else "train"
 
 
 class BaseDataModel(WireModel):

@@ -87,6 +87,10 @@ class DependencyError(RltuneError, status=500, code="unsupported_dependency"):
     """An installed package (e.g. transformers) does not behave as rltune needs."""
 
 
+class ServerUnreachableError(RltuneError, status=503, code="server_unreachable"):
+    """No rltune server answers at the address a client uses (``rltune`` exits 4)."""
+
+
 class TrainingFailedError(RltuneError, status=500, code="training_failed"):
     """A job ran but could not train: too many of its steps had no successful rollout."""
 

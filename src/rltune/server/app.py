@@ -28,6 +28,7 @@ from rltune.server.errors import error_response, install_error_handlers
 from rltune.server.executor import JobExecutor
 from rltune.server.instances import InstanceManager
 from rltune.server.lifecycle_wiring import attach_lifecycle
+from rltune.server.openapi import typed_openapi
 from rltune.server.settings import ServerSettings
 from rltune.server.store import open_store
 
@@ -126,6 +127,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     from rltune.console import mount as mount_console
 
     mount_console(app)  # the web console: GET / and its assets under /console (no key needed)
+    app.openapi = typed_openapi(app)  # type: ignore[method-assign] - every answer typed
     return app
 
 

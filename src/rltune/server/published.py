@@ -103,14 +103,17 @@ def delete_model(store: Any, workspace: str, name: str) -> None:
 
 def auto_publish(store: Any, home: Path, jobs_dir: Path, job_id: str) -> Optional[str]:
     """End-of-job hook: publish a SUCCEEDED (or STOPPED) job's best checkpoint (its last when
-    nothing was validated) as its ``tuned_model_name``. The job record gets ``published_model`` or
-    ``publish_error``; a failure here never changes the job's status."""
+    nothing was validated; its last always with ``publish_checkpoint: last``) as its
+    ``tuned_model_name``. The job record gets ``published_model`` or ``publish_error``; a
+    failure here never changes the job's status."""
     job = store.get("jobs", job_id)
-    name = job_config(Path(jobs_dir) / job_id, job).get("tuned_model_name") if job else None
+    config = job_config(Path(jobs_dir) / job_id, job) if job else {}
+    name = config.get("tuned_model_name")
     if not job or not name:
         return None
+    which = config.get("publish_checkpoint") or "best"
     try:
-        publish(store, home, jobs_dir, job["workspace"], job, "best", name, auto=True)
+        publish(store, home, jobs_dir, job["workspace"], job, which, name, auto=True)
     except Exception as exc:  # reported on the job, never raised into the executor
         store.update("jobs", job_id, publish_error=f"tuned_model_name {name!r}: {exc}")
         return None

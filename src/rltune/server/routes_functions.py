@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from rltune.functions.archive import extract_archive
 from rltune.sdk.data import FunctionType
-from rltune.sdk.errors import ValidationError
+from rltune.sdk.errors import NotFoundError, ValidationError
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging, read_body_limited
 from rltune.server.idempotency import fingerprint, idempotent
@@ -86,6 +86,21 @@ def get_function(entity_id: str, request: Request,
                  caller: Caller = Depends(authenticate)) -> dict:
     return function_view(ctx_of(request).owned("functions", entity_id, caller.workspace,
                                                "function", FN_HINT))
+
+
+@router.get("/functions/{entity_id}/archive")
+def get_function_archive(entity_id: str, request: Request,
+                         caller: Caller = Depends(authenticate)):
+    """The workspace zip the function was registered from (``rltune ark pull mcj``)."""
+    from fastapi.responses import FileResponse
+
+    ctx = ctx_of(request)
+    rec = ctx.owned("functions", entity_id, caller.workspace, "function", FN_HINT)
+    path = ctx.registry.root / "archives" / f"{rec['archive_sha256']}.zip"
+    if not path.is_file():
+        raise NotFoundError(f"the archive of {entity_id} is gone", where=entity_id,
+                            hint="register the function again")
+    return FileResponse(path, media_type="application/zip", filename=f"{entity_id}.zip")
 
 
 @router.delete("/functions/{entity_id}")

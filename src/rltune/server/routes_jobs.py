@@ -49,7 +49,8 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
            "published_model": rec.get("published_model"),
            "publish_error": rec.get("publish_error"),
            "copied_from": rec.get("copied_from"),
-           "stop_requested_at": rec.get("stop_requested_at")}
+           "stop_requested_at": rec.get("stop_requested_at"),
+           "project": rec.get("project"), "tags": rec.get("tags") or {}}
     if detail:
         from rltune.config.yaml_io import dump_yaml
 
@@ -85,7 +86,8 @@ async def _create(body: JobCreate, request: Request, caller: Caller,
         rec = {"id": job_id, "workspace": caller.workspace, "status": S.PENDING,
                "created_at": time.time(), "job_name": job.name, "model": job.model.name,
                "algorithm": job.hyper_parameters.algorithm,
-               "training_type": job.training.type.value, **facts, **(extra or {})}
+               "training_type": job.training.type.value, "project": job.project,
+               "tags": dict(job.tags), **facts, **(extra or {})}
         ctx.store.put("jobs", rec)
         ctx.executor.wake()
         return 201, job_view(ctx, rec)
@@ -139,13 +141,26 @@ def _statuses(status: Optional[str]) -> Optional[list[str]]:
 @router.get("/jobs")
 def list_jobs(request: Request, page_no: int = Query(1, ge=1, le=10**6),
               page_size: int = Query(10, ge=1, le=500), status: Optional[str] = Query(None),
+              project: Optional[str] = Query(None, max_length=128),
+              tag: list[str] = Query([], description="KEY or KEY=VALUE; repeat for all of them"),
+              algorithm: Optional[str] = Query(None, max_length=32),
               caller: Caller = Depends(authenticate)) -> dict:
-    """Jobs of the workspace, newest first, optionally filtered by status."""
+    """Jobs of the workspace, newest first, optionally filtered by status, ``project``,
+    ``tag`` (Ark's job metadata) and ``algorithm``."""
     ctx = ctx_of(request)
     off, lim = paging(page_no, page_size)
-    rows, total = ctx.store.list("jobs", workspace=caller.workspace, statuses=_statuses(status),
-                                 offset=off, limit=lim, newest_first=True)
-    return page([job_view(ctx, r) for r in rows], total, page_no, page_size)
+    if project is None and not tag and algorithm is None:
+        rows, total = ctx.store.list("jobs", workspace=caller.workspace,
+                                     statuses=_statuses(status), offset=off, limit=lim,
+                                     newest_first=True)
+        return page([job_view(ctx, r) for r in rows], total, page_no, page_size)
+    from rltune.server.job_filters import matches, parse_tags
+
+    wanted = parse_tags(tag)
+    rows, _ = ctx.store.list("jobs", workspace=caller.workspace, statuses=_statuses(status),
+                             newest_first=True)
+    kept = [r for r in rows if matches(r, project=project, tags=wanted, algorithm=algorithm)]
+    return page([job_view(ctx, r) for r in kept[off:off + lim]], len(kept), page_no, page_size)
 
 
 @router.get("/jobs/{job_id}")

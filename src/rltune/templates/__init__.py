@@ -65,9 +65,59 @@ def create_workspace(
             map(shape, make_dataset_rows(val_rows, "heldout", seed=seed, config=task)),
             directory / "data" / "val.jsonl",
         )
+    if template == "rl_demo":
+        _weather_rows(directory / "data" / "weather.jsonl")
     if template == "search-mcp":
         _search_rows(directory / "data", train_rows, val_rows)
+    if template == "agentic-rl-example":  # the Bailian demo's file names and row shape
+        from rltune.models.recipes import recipe_for
+        from rltune.models.tasks import make_dataset_rows, write_jsonl
+
+        task = recipe_for("nano").config.task
+        write_jsonl(make_dataset_rows(train_rows, "train", seed=seed, config=task),
+                    directory / "data" / "calc_train_min.jsonl")
+        write_jsonl(make_dataset_rows(val_rows, "heldout", seed=seed, config=task),
+                    directory / "data" / "calc_validation_min.jsonl")
+    if template == "rl_search_mcp_demo":
+        _ark_search_workspace(directory, train_rows)
     return directory
+
+
+def _ark_search_workspace(directory: Path, rows: int) -> None:
+    """Ark's search demo: the MCP server and corpus of ``search-mcp`` (one copy in the
+    package) and the questions as Ark samples (``data/search_dataset_dev_100.jsonl``)."""
+    import json
+
+    from rltune.models.tasks import write_jsonl
+
+    src = TEMPLATES_DIR / "search-mcp"
+    (directory / "data").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src / "mcp_server.py", directory / "mcp_server.py")
+    shutil.copy2(src / "data" / "corpus.jsonl", directory / "data" / "corpus.jsonl")
+    qs = [json.loads(x) for x in (src / "data" / "questions.jsonl").read_text().splitlines()
+          if x]
+    write_jsonl(({"messages": [{"role": "system", "content": SEARCH_PROMPT},
+                               {"role": "user", "content": qs[i % len(qs)]["question"]}],
+                  "extra": {"answer": qs[i % len(qs)]["answer"]}}
+                 for i in range(min(rows, 100))), directory / "data" /
+                "search_dataset_dev_100.jsonl")
+
+
+#: (city, condition, °C) of the weather variant's rows: the table of
+#: rl_demo/plugins/weather_rollout.py.
+_WEATHER = (("Beijing", "sunny", 26), ("Shanghai", "rainy", 22), ("Hangzhou", "cloudy", 24),
+            ("Shenzhen", "stormy", 29), ("Chengdu", "foggy", 18), ("Harbin", "snowy", -8))
+
+
+def _weather_rows(path: Path) -> None:
+    """The weather variant's prompts in Ark's sample shape (answer and condition in extra)."""
+    from rltune.models.tasks import write_jsonl
+
+    asks = ("What's the weather in {} today?", "Should I bring an umbrella in {}? Give the "
+            "temperature too.", "How warm is it in {} right now?")
+    write_jsonl(({"messages": [{"role": "user", "content": ask.format(city)}],
+                  "extra": {"answer": str(temp), "condition": cond}}
+                 for ask in asks for city, cond, temp in _WEATHER), path)
 
 
 SEARCH_PROMPT = ("You answer questions by searching. Call the search tool, read the passages, "

@@ -9,6 +9,7 @@ Layout of ``<root>/checkpoint-<step>/``::
     sharded/            ``checkpoint_format: sharded`` only: each rank's DCP shards of the
                         weights and optimizer state (``trainer/sharded.py``); the folder then
                         has no weights file and training_state.pt holds scheduler + step only
+    critic.pt           PPO jobs only: the critic's weights, optimizer and update count
     rng_state.pt        python / torch (and numpy if present) RNG states
     trainer_state.json  step, epoch, data-order state, metrics worth keeping
 
@@ -34,7 +35,7 @@ from typing import Any, Optional
 
 import torch
 
-from rltune.jobdir import complete_checkpoints, read_trainer_state, trainer_state_file
+from rltune.jobdir import CRITIC_STATE, complete_checkpoints, read_trainer_state, trainer_state_file
 from rltune.sdk.errors import ValidationError
 from rltune.trainer.lora import is_lora, load_adapter, save_lora
 from rltune.trainer.sharded import SHARDED_DIR, is_sharded, sharded_weights
@@ -43,6 +44,8 @@ from rltune.trainer.sharded import SHARDED_DIR, is_sharded, sharded_weights
 list_checkpoints = complete_checkpoints
 __all__ = ["latest_checkpoint", "list_checkpoints", "read_trainer_state",
            "restore_training_state", "save_checkpoint"]
+#: The critic's state in a PPO job's checkpoint (``trainer/critic.py``).
+CRITIC_FILE = CRITIC_STATE
 
 
 def latest_checkpoint(root: str | Path) -> Optional[Path]:
@@ -85,6 +88,7 @@ def save_checkpoint(
     save_total_limit: Optional[int] = None,
     weights: Optional[dict[str, torch.Tensor]] = None,
     sharded: bool = False,
+    critic: Any = None,
 ) -> Path:
     """Write ``<root>/checkpoint-<step>`` and drop the oldest beyond ``save_total_limit``.
 
@@ -93,6 +97,7 @@ def save_checkpoint(
     ``weights``: the full weights to write instead of ``model``'s own (a sharded policy).
     ``sharded``: every rank of ``updater`` writes its shards of the weights and optimizer
     state instead (``trainer/sharded.py``); ``model`` then only gives its config.
+    ``critic``: anything with ``state_dict()`` (PPO's critic), saved as ``critic.pt``.
     """
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -115,6 +120,8 @@ def save_checkpoint(
         torch.save({**updater.schedule_state(), "sharded": True}, tmp / "training_state.pt")
     elif updater is not None:
         torch.save(updater.state_dict(), tmp / "training_state.pt")
+    if critic is not None:
+        torch.save(critic.state_dict(), tmp / CRITIC_FILE)
     torch.save(_rng_state(), tmp / "rng_state.pt")
     state = {**(trainer_state or {}), "step": step}
     trainer_state_file(tmp).write_text(json.dumps(state, indent=2, default=str))
@@ -126,8 +133,10 @@ def save_checkpoint(
     return final
 
 
-def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool = True) -> dict:
+def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool = True,
+                           critic: Any = None) -> dict:
     """Load optimizer/scheduler into ``updater`` and the RNG states; return trainer_state.
+    ``critic`` (PPO's) loads its ``critic.pt``.
 
     The model weights are loaded separately with ``from_pretrained(path)`` (they are a normal
     Hugging Face folder), before building the updater; a LoRA job loads ``adapter/`` into its
@@ -147,6 +156,12 @@ def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool =
             updater.load_schedule_state(saved)
         else:
             updater.load_state_dict(saved)
+    if critic is not None:
+        cs = path / CRITIC_FILE
+        if not cs.exists():
+            raise ValidationError(f"{path} has no critic state", where=str(cs),
+                                  hint="resume a PPO job from a checkpoint of a PPO job")
+        critic.load_state_dict(torch.load(cs, weights_only=False, map_location="cpu"))
     if rng and (path / "rng_state.pt").exists():
         _set_rng_state(torch.load(path / "rng_state.pt", weights_only=False, map_location="cpu"))
     return state

@@ -11,8 +11,11 @@ folder's stop request, ``JobDir.request_stop``; the step's checkpoint is saved) 
 job-end hook.
 
 What the step learns from is the job's signal (``trainer/signals.py``), chosen by the
-advantage estimator: group advantages of rewards (GRPO, GSPO, DAPO) or the teacher's
-per-token advantages (on-policy distillation, ``training.type: pg_opd``).
+advantage estimator: group advantages of rewards (GRPO, GSPO, DAPO), a critic's GAE
+advantages (PPO, ``trainer/ppo.py``) or the teacher's per-token advantages (on-policy
+distillation, ``training.type: pg_opd``). An ``algorithm: sft`` job runs supervised steps on
+its rows' messages instead (``trainer/sft.py``), with the same validation, checkpoints and
+outputs.
 
 A job whose steps have no successful rollouts ends FAILED (``trainer/outcome.py``). A step's
 outputs (metrics, trajectories) are written once per step: a resumed job that replays a step
@@ -34,15 +37,18 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rltune.config import JobConfig
-from rltune.config.data import DataRow, EpochSampler, load_dataset
+from rltune.config.data import EpochSampler
 from rltune.doctor.advisor import Advisor
 from rltune.jobdir import JobDir
 from rltune.observability.session import JobObservability
 from rltune.rollout.results import trajectory_record
 from rltune.sdk.errors import ConfigError
-from rltune.trainer.outcome import FailedSteps
+from rltune.trainer.data_prep import load_job_rows
+from rltune.trainer.metrics import ark_aliases
+from rltune.trainer.outcome import FailedSteps, PluginFailures
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.scheduler import StepScheduler
+from rltune.trainer.sft import SftSteps
 from rltune.trainer.signals import build_signal
 from rltune.trainer.sink import Sink, build_sink
 from rltune.trainer.step import StepResult, StepRunner
@@ -72,8 +78,8 @@ class Trainer:
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self.sink = sink or build_sink(self.job_dir, config)
         self.progress = progress or (lambda state: None)
-        self.train_rows = self._load_rows(config.training_datasets, "training")
-        self.val_rows = self._load_rows(config.validation_datasets, "validation")
+        self.train_rows, self.val_rows = load_job_rows(
+            config, resolve=self._dataset_path, log=self.sink.log)  # data_options applied
         config.check_dataset_rows(len(self.train_rows))
         self.total_steps = self.hp.total_steps(len(self.train_rows))
         self.sampler = EpochSampler(len(self.train_rows), self.hp.batch_size, self.hp.seed)
@@ -85,17 +91,14 @@ class Trainer:
         self.tokens = 0  # sampled tokens (prompt + response) of the training rollouts
         self.advisor = Advisor(config.advisor, self.job_dir)  # the doctor: alerts.jsonl
 
-    def _load_rows(self, datasets: list[Any], what: str) -> list[DataRow]:
-        rows: list[DataRow] = []
-        for ds in datasets:
-            if not ds.file_name:
-                raise ConfigError(
-                    f"{what} dataset has no file_name",
-                    where="datasets",
-                    hint="give file_name: path/to/data.jsonl (file ids need the job server)",
-                )
-            rows.extend(load_dataset(self.config.resolve_path(ds.file_name, base=self.base_dir)))
-        return rows
+    def _dataset_path(self, ds: Any) -> Path:
+        if not ds.file_name:
+            raise ConfigError(
+                f"{ds.type.value} dataset has no file_name",
+                where="datasets",
+                hint="give file_name: path/to/data.jsonl (file ids need the job server)",
+            )
+        return Path(self.config.resolve_path(ds.file_name, base=self.base_dir))
 
     # ------------------------------------------------------------------ the run
 
@@ -117,13 +120,19 @@ class Trainer:
                                    job_id=self.job_id, total_steps=self.total_steps,
                                    log=log) as rt:
             self.rt = rt
-            self.signal = build_signal(hp, rt.knobs, updater=rt.updater, teacher=rt.teacher,
-                                       has_rewards=bool(rt.rewarder.components))
-            self.steps = StepRunner(rt, self.signal, job_id=self.job_id,
-                                    train_rows=self.train_rows, sampler=self.sampler)
-            self.scheduler = StepScheduler(self.steps, total_steps=self.total_steps,
-                                           max_staleness=hp.max_staleness,
-                                           partial_rollouts=hp.partial_rollouts)
+            if hp.algorithm == "sft":  # supervised on the rows' messages: no rollouts
+                self.steps = self.scheduler = SftSteps(rt, train_rows=self.train_rows,
+                                                       sampler=self.sampler)
+                self.signal = self.steps.signal
+            else:
+                self.signal = build_signal(hp, rt.knobs, updater=rt.updater,
+                                           teacher=rt.teacher,
+                                           has_rewards=bool(rt.rewarder.components))
+                self.steps = StepRunner(rt, self.signal, job_id=self.job_id,
+                                        train_rows=self.train_rows, sampler=self.sampler)
+                self.scheduler = StepScheduler(self.steps, total_steps=self.total_steps,
+                                               max_staleness=hp.max_staleness,
+                                               partial_rollouts=hp.partial_rollouts)
             try:
                 summary = await self._train(resume_from)
             finally:
@@ -142,11 +151,12 @@ class Trainer:
         start_step = await self._restore(resume_from) if resume_from is not None else 0
         failed = FailedSteps(planned=self.total_steps - start_step,
                              max_share=hp.max_failed_step_share)
+        plugin_failures = PluginFailures(limit=hp.max_plugin_failures)
         val, trained = None, False
         self.t_train = time.monotonic()
         if self.val_rows and start_step == 0:
             val = await self.steps.validate(self.val_rows)
-            self.sink.metrics(0, val)
+            self.sink.metrics(0, {**val, **ark_aliases(val)})
             self.initial_validation = val.get(VAL_REWARD)
             log(f"validation before training: reward {_fmt(self.initial_validation)}"
                 + "".join(f", {label} {_fmt(val.get(metric.replace('actor/', 'validation/')))}"
@@ -161,8 +171,10 @@ class Trainer:
                 val = await self.steps.validate(self.val_rows)
                 metrics.update(val)
                 self.stopped_at = self._reached_target(step, val)
+            metrics.update(ark_aliases(metrics))  # Ark's console names, next to ours
             self._write_outputs(step, result)
             self._report(step, metrics, val)
+            plugin_failures.add(step, result.results)
             trained |= not failed.add(step, result.failures, rollouts=len(result.results))
             self.budget_stop = self._budget_reached(step, result)
             self.stop_request = self._stop_requested(step)
@@ -248,6 +260,7 @@ class Trainer:
         return save_checkpoint(self.rt.ckpt_root, step=step, model=self.rt.model,
                                tokenizer=self.rt.tokenizer, updater=self.rt.updater,
                                trainer_state=state, save_total_limit=self.hp.save_total_limit,
+                               critic=getattr(self.signal, "critic", None),
                                **self.rt.checkpoint_kwargs())
 
     async def _restore(self, path: str | Path) -> int:
@@ -255,7 +268,8 @@ class Trainer:
         from rltune.trainer.checkpoint import restore_training_state
 
         self.rt.restore_policy(Path(path))
-        state = restore_training_state(path, self.rt.updater)
+        state = restore_training_state(path, self.rt.updater,
+                                       critic=getattr(self.signal, "critic", None))
         self.sampler.load_state_dict(state["data_order"])
         await self.rt.sync_weights()
         self.sink.log(f"resumed from {path} at step {state['step']}")

@@ -122,6 +122,26 @@ def behaviour_weight_BT(
     return w_BT, capped_BT
 
 
+def value_loss_BT(
+    values_BT: torch.Tensor,
+    old_values_BT: torch.Tensor,
+    returns_BT: torch.Tensor,
+    clip: Optional[float],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO's clipped value loss (to minimise) per token, and where the clipped term was larger.
+
+    ``loss = ½ max((V - R)², (V_clip - R)²)`` with ``V_clip = V_old + clamp(V - V_old, -c, c)``:
+    the critic cannot profit from moving its prediction further than ``c`` from the value the
+    rollout was scored with. ``clip = None`` gives the plain ``½ (V - R)²``.
+    """
+    unclipped_BT = (values_BT - returns_BT).square()
+    if clip is None:
+        return 0.5 * unclipped_BT, torch.zeros_like(values_BT, dtype=torch.bool)
+    clipped_values_BT = old_values_BT + torch.clamp(values_BT - old_values_BT, -clip, clip)
+    clipped_BT = (clipped_values_BT - returns_BT).square()
+    return 0.5 * torch.maximum(unclipped_BT, clipped_BT), clipped_BT > unclipped_BT
+
+
 def kl_penalty_BT(
     logp_BT: torch.Tensor, ref_logp_BT: torch.Tensor, estimator: Literal["k1", "k2", "k3"] = "k3"
 ) -> torch.Tensor:

@@ -89,3 +89,18 @@ def frac_zero_std(scored: Sequence[RolloutResult]) -> float:
     """Fraction of prompts whose scored rollouts carry no RL signal (``has_signal``)."""
     groups = by_prompt(scored)
     return sum(not has_signal(g) for g in groups) / len(groups) if groups else 0.0
+
+
+#: Volcano Ark's console names of our metrics, logged next to ours (``ark_aliases``).
+ARK_ALIASES = {"critic/rewards/mean": "train/reward->final_reward.mean",
+               "validation/data/reward/mean@1": "test/reward->final_reward.mean"}
+
+
+def ark_aliases(metrics: dict[str, float]) -> dict[str, float]:
+    """Ark's names for the metrics of ``metrics`` that Ark's console shows.
+
+    Example:
+        >>> ark_aliases({"critic/rewards/mean": 0.5, "actor/pg_loss": 1.0})
+        {'train/reward->final_reward.mean': 0.5}
+    """
+    return {ark: metrics[ours] for ours, ark in ARK_ALIASES.items() if ours in metrics}

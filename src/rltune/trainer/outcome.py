@@ -18,7 +18,9 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any, Optional
 
+from rltune.sdk.data import FAILURE_ERROR_CODE
 from rltune.sdk.errors import TrainingFailedError
 
 
@@ -55,3 +57,38 @@ class FailedSteps:
             hint="fix that failure (train.log and the steps' trajectories show each one), or "
             "raise training.hyper_parameters.max_failed_step_share",
         )
+
+
+class PluginFailures:
+    """Ark's FAILURE semantics: a rollout whose Ark plugin (rollout or grader) still returned
+    FAILURE, or raised, after its retries fails the job once there are more than ``limit`` of
+    them (``max_plugin_failures``; None = never, such rollouts are only dropped).
+
+    Example:
+        >>> from rltune.rollout.results import RolloutResult
+        >>> bad = RolloutResult("r1", "s", 0, 0, ok=False, error="failure: tool down",
+        ...                     error_code="ark_failure")
+        >>> PluginFailures(limit=None).add(1, [bad])
+        >>> PluginFailures(limit=0).add(3, [bad])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        rltune.sdk.errors.TrainingFailedError: training: step 3: 1 rollout ended with ...
+    """
+
+    def __init__(self, *, limit: Optional[int]):
+        self.limit, self.count = limit, 0
+
+    def add(self, step: int, results: list[Any]) -> None:
+        failed = [r for r in results if r.error_code == FAILURE_ERROR_CODE]
+        self.count += len(failed)
+        if self.limit is None or self.count <= self.limit:
+            return
+        first = failed[0]
+        why = (first.error or first.reward_error or "").splitlines()[0][:300]
+        raise TrainingFailedError(
+            f"step {step}: {len(failed)} rollout{'s' * (len(failed) != 1)} ended with a plugin "
+            f"FAILURE after {first.attempts} attempt(s) ({self.count} in this job, more than "
+            f"max_plugin_failures {self.limit}); first: {first.rollout_id}: {why}",
+            where="training",
+            hint="fix the plugin (its error is in train.log), return RETRY or DISCARD for "
+            "failures to skip, or raise training.hyper_parameters.max_plugin_failures")

@@ -154,7 +154,8 @@ class TrainingRuntime:
             TrainingType.PG_OPD else None
         self.gateway = await Gateway.start(
             self.engine, host=self._gateway_host(), tool_parser=parser,
-            chat_template_kwargs=self.config.model.chat_template_kwargs)
+            chat_template_kwargs=self.config.model.chat_template_kwargs,
+            max_concurrent_requests=hp.max_concurrent_requests)
         self._closers.append(self.gateway.stop)
         self.log(f"policy gateway at {self.gateway.base_url}, model {self.model_path}, "
                  f"tool-call parser {parser}")

@@ -5,27 +5,29 @@ does); ``data_order()`` is the sampler state a checkpoint saved after that step 
 ``close()`` cancels rollouts sampled ahead. ``loop.py`` sees nothing else.
 
 * ``max_staleness: 0`` (default): ``StepRunner.train``: collect → update → sync, as ever.
-* ``max_staleness: 1``: as soon as step k's rollouts are in, step k+1's start sampling from
-  the engine's current weights while step k computes its rows and updates. The new weights
-  reach the engine when the update ends (``partial_rollouts: true``: rollouts in flight carry
-  on with the new weights from their next call) or once step k+1's rollouts have all finished
-  (``false``: no rollout mixes two versions). Either way step k+1 trains on tokens at most one
-  version old; the loss corrects for it (decoupled PPO: ``losses.ppo_clip_loss_BT`` with a
-  behaviour weight) and anything staler is dropped (``staleness.drop_stale``).
+* ``max_staleness: N >= 1``: streaming rollouts (``trainer/stream.py``). Groups sample
+  continuously; a step takes the first ``batch_size`` groups that finish while the others
+  carry over, and new groups start as long as they would be at most N versions behind the
+  policy that trains on them. The step's update runs while the stream keeps sampling. The new
+  weights reach the engine when the update ends (``partial_rollouts: true``: rollouts in flight
+  carry on with the new weights from their next call) or once the running groups have finished
+  (``false``: no rollout mixes two versions; new groups wait for the sync). The loss corrects
+  for the staleness (decoupled PPO: ``losses.ppo_clip_loss_BT`` with a behaviour weight) and
+  anything staler than N is dropped, counted and replaced.
 
-Every step reports ``fully_async/*``: staleness, token share per version, dropped rollouts
-and how long the engine (no rollout running) and the trainer (no rows, update or sync
-running) sat idle during the step.
+Every step reports ``fully_async/*``: staleness, token share per version, dropped rollouts,
+the stream's carried-over / running / replaced groups, and how long the engine (no rollout
+running) and the trainer (no rows, update or sync running) sat idle during the step.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any, Optional
 
-from rltune.trainer.staleness import drop_stale, staleness_metrics
+from rltune.trainer.staleness import staleness_metrics
 from rltune.trainer.step import Collected, StepResult, StepRunner
+from rltune.trainer.stream import GroupStream
 
 
 class BusyClock:
@@ -74,8 +76,16 @@ class StepScheduler:
         self.total_steps = total_steps
         self.max_staleness, self.partial = max_staleness, partial_rollouts
         self.engine_clock, self.trainer_clock = BusyClock(), BusyClock()
-        self._pending: Optional[asyncio.Task] = None
-        self._order: Optional[dict[str, Any]] = None  # sampler state before the pending step
+        self.stream: Optional[GroupStream] = None
+        if max_staleness:
+            hp, knobs = self.rt.hp, self.rt.knobs
+            self.stream = GroupStream(
+                steps, batch_size=hp.batch_size, n_rollouts=hp.n_rollouts,
+                max_staleness=max_staleness, total_steps=total_steps,
+                version=lambda: self.rt.engine.weight_version,
+                dynamic_sampling=knobs.dynamic_sampling,
+                max_sampling_rounds=knobs.max_sampling_rounds,
+                on_start=self.engine_clock.start, on_stop=self.engine_clock.stop)
 
     async def run_step(self, step: int) -> StepResult:
         if self.max_staleness == 0:
@@ -83,18 +93,15 @@ class StepScheduler:
         return await self._async_step(step)
 
     def data_order(self) -> dict[str, Any]:
-        """The sampler state right after the last step run (before any rollout sampled ahead):
-        a resumed job re-collects the pending step from there."""
-        return self._order if self._pending is not None and self._order else \
-            self.sampler.state_dict()
+        """The sampler state a resumed job continues from: with streaming, the state before
+        the oldest prompt batch that has a group not yet trained (``GroupStream.data_order``)."""
+        order = self.stream.data_order() if self.stream is not None else None
+        return order or self.sampler.state_dict()
 
     async def close(self) -> None:
         """Cancel rollouts sampled ahead (a job that ends early or fails)."""
-        task, self._pending = self._pending, None
-        if task is not None and not task.done():
-            task.cancel()
-        if task is not None:
-            await asyncio.gather(task, return_exceptions=True)
+        if self.stream is not None:
+            await self.stream.close()
 
     # ------------------------------------------------------------------ internals
 
@@ -106,45 +113,30 @@ class StepScheduler:
         m.update(staleness_metrics(result.results, policy_version=version, dropped=0))
         return result
 
-    def _start(self, step: int) -> asyncio.Task:
-        async def gather() -> Collected:
-            self.engine_clock.start()
-            try:
-                return await self.steps.gather(step)
-            finally:
-                self.engine_clock.stop()
-
-        return asyncio.create_task(gather(), name=f"rltune-rollouts-step-{step}")
-
     async def _async_step(self, step: int) -> StepResult:
+        assert self.stream is not None
         t0 = time.perf_counter()
         engine0, trainer0 = self.engine_clock.busy(t0), self.trainer_clock.busy(t0)
         self.steps.memory.start()
-        if self._pending is None:
-            self._pending = self._start(step)
-        collected: Collected = await self._pending
-        self._pending = None
-        self._order = self.sampler.state_dict()
-        if step < self.total_steps:  # the next step samples while this one learns
-            self._pending = self._start(step + 1)
+        taken = await self.stream.take(step)  # the first batch_size groups to finish
         version = self.rt.engine.weight_version  # the policy's weights == the engine's now
-        stale = staleness_metrics(collected.results, policy_version=version, dropped=0)
-        stale["fully_async/dropped_stale_rollouts"] = float(drop_stale(
-            collected.results, policy_version=version, max_staleness=self.max_staleness))
+        stale = staleness_metrics(taken.results, policy_version=version, dropped=0)
+        stale.update(taken.metrics)
         self.trainer_clock.start()
         try:
+            collected = Collected(step, taken.results, taken.rounds, taken.seconds)
             result = await self.steps.learn(collected, sleep_engine=False)
         finally:
             self.trainer_clock.stop()
         if result.updated:
-            if not self.partial and self._pending is not None:
-                # whole rollouts on one version: the weights change once they are in
-                await asyncio.wait([self._pending])
+            if not self.partial:  # whole rollouts on one version: drain before the sync
+                await self.stream.drain()
             self.trainer_clock.start()
             try:
                 result.metrics["timing/s/sync"] = await self.steps.sync()
             finally:
                 self.trainer_clock.stop()
+        self.stream.advance()  # new groups start on the new weights
         self.steps.finish(result, t0)
         t1 = time.perf_counter()
         result.metrics.update(stale)

@@ -7,6 +7,7 @@ distillation lives here, behind one small interface:
 * ``grpo`` (GRPO, GSPO, DAPO): rollouts are scored by the reward functions; a rollout trains
   when it is ``usable``; the score is shaped (DAPO's overlong penalty) into ``reward`` and the
   advantage ``(r - mean_g) / std_g`` within the prompt's group is spread over its tokens.
+* ``gae`` (PPO): per-token GAE advantages from a learned critic (``trainer/ppo.py``).
 * ``opd`` (``training.type: pg_opd``): every rollout that ran trains; each sampled token gets
   ``-(log pi - log pi_teacher)``. Reward functions are optional; with them each token also
   gets ``opd_reward_weight`` x its rollout's group advantage (``trainer/opd_reward.py``).
@@ -32,6 +33,7 @@ from rltune.names import ADVANTAGE_ESTIMATORS, check_registry
 from rltune.rollout.results import RolloutResult, by_prompt, has_signal
 from rltune.trainer import opd_reward
 from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT, overlong_penalty_B
+from rltune.trainer.ppo import CriticSignal
 from rltune.trainer.protocols import Signal, Updater
 from rltune.trainer.update import TrainingRow
 
@@ -59,7 +61,23 @@ def training_rows(results: list[RolloutResult], max_length: int) -> list[Trainin
     return rows
 
 
-def _set_advantages(row: TrainingRow, values: list[float]) -> None:
+def shape_rewards(scored: list[RolloutResult], hp: Any, knobs: Any) -> torch.Tensor:
+    """Each scored rollout's reward: its score plus DAPO's overlong penalty when that is on;
+    also written to ``r.reward``."""
+    rewards_B = torch.tensor([float(r.score) for r in scored])  # type: ignore[arg-type]
+    if knobs.overlong_buffer_len > 0 and knobs.overlong_penalty_factor > 0:
+        rewards_B = rewards_B + overlong_penalty_B(
+            torch.tensor([float(r.response_tokens) for r in scored]),
+            max_response_len=hp.max_length - hp.max_prompt_length,
+            buffer_len=knobs.overlong_buffer_len,
+            factor=knobs.overlong_penalty_factor,
+        )
+    for r, value in zip(scored, rewards_B.tolist(), strict=True):
+        r.reward = value
+    return rewards_B
+
+
+def set_advantages(row: TrainingRow, values: list[float]) -> None:
     """Give ``row`` its per-token advantages and copy them onto its rollout's record."""
     row.advantage = values
     r: RolloutResult = row.meta["result"]
@@ -89,16 +107,7 @@ class GroupSignal:
         scored = [r for r in results if r.usable]
         if not scored:
             return [], {}
-        rewards_B = torch.tensor([float(r.score) for r in scored])  # type: ignore[arg-type]
-        if knobs.overlong_buffer_len > 0 and knobs.overlong_penalty_factor > 0:
-            rewards_B = rewards_B + overlong_penalty_B(
-                torch.tensor([float(r.response_tokens) for r in scored]),
-                max_response_len=hp.max_length - hp.max_prompt_length,
-                buffer_len=knobs.overlong_buffer_len,
-                factor=knobs.overlong_penalty_factor,
-            )
-        for r, value in zip(scored, rewards_B.tolist(), strict=True):
-            r.reward = value
+        rewards_B = shape_rewards(scored, hp, knobs)
         adv_B = group_advantages_B(rewards_B, torch.tensor([r.sample_index for r in scored]),
                                    norm_by_std=knobs.norm_adv_by_std)
         if not any(has_signal(g) for g in by_prompt(scored)):
@@ -109,7 +118,7 @@ class GroupSignal:
         # normaliser. Dropping them made the gradient scale with the share of flat groups, so
         # a step with little signal weighed as much as a rich one.
         for row in rows:
-            _set_advantages(row, [adv_of[row.rollout_id]] * len(row.input_ids))
+            set_advantages(row, [adv_of[row.rollout_id]] * len(row.input_ids))
         return rows, {}
 
     async def validation(self, results: list[RolloutResult]) -> dict[str, float]:
@@ -178,12 +187,12 @@ class TeacherSignal:
             tokens += float(mask.sum())
             adv = adv + reward_adv.get(row.rollout_id, 0.0) * mask
             row.old_logprobs = old
-            _set_advantages(row, adv.tolist())
+            set_advantages(row, adv.tolist())
         return rows, kl_sum / tokens
 
 
 #: advantage estimator -> the signal class that implements it
-SIGNALS: dict[str, type] = {"grpo": GroupSignal, "opd": TeacherSignal}
+SIGNALS: dict[str, type] = {"grpo": GroupSignal, "opd": TeacherSignal, "gae": CriticSignal}
 check_registry("advantage estimator", ADVANTAGE_ESTIMATORS, SIGNALS)
 
 

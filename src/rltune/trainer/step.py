@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from rltune.config.data import DataRow, EpochSampler
 from rltune.rollout.groups import run_group
 from rltune.rollout.results import RolloutResult, has_signal
+from rltune.sdk.data import validation_sample_id
 from rltune.trainer.device import MemoryMeter
 from rltune.trainer.metrics import rollout_metrics
 from rltune.trainer.protocols import Signal, StepRuntime
@@ -99,6 +100,8 @@ class StepRunner:
                 await self.rt.engine.sleep()  # vLLM on a shared GPU frees its memory; else no-op
                 self._asleep = True
             metrics.update(await self.rt.updater.aupdate(rows))
+        elif reason := getattr(self.signal, "no_rows_reason", None):  # e.g. PPO critic warm-up
+            self.rt.log(f"step {step}: {reason}; no policy update")
         else:
             self.rt.log(f"step {step}: no rollout carried a learning signal; no update",
                         level="WARNING")
@@ -180,8 +183,11 @@ class StepRunner:
         """
         t0 = time.perf_counter()
         n = self.hp.val_n_rollouts
-        groups = await asyncio.gather(*(self.run_group(row, i, 0, i, n)
-                                        for i, row in enumerate(rows)))
+        groups = await asyncio.gather(*(
+            run_group(self.rt.runner, self.rt.rewarder if self.signal.scores_rollouts else None,
+                      row, sample_id=validation_sample_id(self.job_id, i), sample_index=i,
+                      row_index=i, n=n)  # the functions see phase "test"
+            for i, row in enumerate(rows)))
         results = [r for g in groups for r in g]
         out: dict[str, float] = {"validation/data/samples": float(len(results))}
         if self.signal.scores_rollouts:

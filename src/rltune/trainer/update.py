@@ -286,7 +286,7 @@ class PolicyUpdater:
         run_mask = full.mask[run] if run else full.mask
         tokens = float(run_mask.sum().clamp(min=1))
         sums = {"pg": 0.0, "kl": 0.0, "ent": 0.0, "clip": 0.0, "ppo_kl": 0.0,
-                "bw": 0.0, "bw_capped": 0.0}
+                "bw": 0.0, "bw_capped": 0.0, "behav_kl": 0.0}
         self.optimizer.zero_grad(set_to_none=True)
         params = [p for p in self.model.parameters() if p.requires_grad]
         if not run:  # the same zero gradient a pass over these rows would leave (Adam moves)
@@ -308,6 +308,9 @@ class PolicyUpdater:
                                                  mask, k.importance_sampling_level)
                 sums["bw"] += float((bw * mask).sum()) / tokens
                 sums["bw_capped"] += float((capped.float() * mask).sum()) / tokens
+                # KL(behaviour || prox), k1 from the behaviour policy's own samples
+                sums["behav_kl"] += float(((b.behav.to(logp.device) - b.old.to(logp.device))
+                                           * mask).sum()) / tokens
             pg_BT, clipped_BT = ppo_clip_loss_BT(ratio, adv, k.clip_ratio_low, k.clip_ratio_high,
                                                  k.clip_ratio_c, behaviour_weight_BT=bw)
             weight = b.weight.to(logp.device)
@@ -349,6 +352,7 @@ class PolicyUpdater:
         if self.off_policy and run:
             out["fully_async/behaviour_weight/mean"] = sums["bw"]
             out["fully_async/behaviour_weight/capped_frac"] = sums["bw_capped"]
+            out["fully_async/behaviour_kl"] = sums["behav_kl"]
         return out
 
     def _mismatch(self, rows: Sequence[TrainingRow]) -> Optional[float]:

@@ -1,5 +1,6 @@
 """MLflow: a run in a tracking server (``uri``) or a local SQLite store (``<job dir>/mlflow.db``,
 artifacts in ``<job dir>/mlartifacts``; MLflow's file store is deprecated).
+``MLFLOW_TRACKING_URI`` and ``MLFLOW_EXPERIMENT_NAME`` apply where the YAML sets nothing.
 
 Metric names keep their slashes; MLflow refuses ``@`` in names, so ``…/mean@1`` is logged as
 ``…/mean_at_1`` (the only rename, see :func:`mlflow_key`). The job config is the run's params
@@ -19,6 +20,7 @@ from mlflow.entities import Metric, Param, RunStatus
 
 from rltune.config.observability import TrackerConfig
 from rltune.observability.trackers.base import TABLE_COLUMNS, local_dir
+from rltune.observability.trackers.env import option
 
 _MAX_PARAM_CHARS = 6000
 PROBE_TIMEOUT_S = 5.0
@@ -61,10 +63,11 @@ class MlflowTracker:
     name = "mlflow"
 
     def __init__(self, cfg: TrackerConfig, *, job_dir: Path, job_name: str):
-        self.uri = cfg.uri or f"sqlite:///{Path(job_dir).resolve() / 'mlflow.db'}"
+        uri = option(cfg, "uri")
+        self.uri = uri or f"sqlite:///{Path(job_dir).resolve() / 'mlflow.db'}"
         # Artifacts of a new experiment stay in the job dir (MLflow's default is the cwd).
-        self.artifacts = None if cfg.uri else local_dir(None, job_dir, "mlartifacts").as_uri()
-        self.experiment = cfg.project or job_name
+        self.artifacts = None if uri else local_dir(None, job_dir, "mlartifacts").as_uri()
+        self.experiment = option(cfg, "project") or job_name
         self.client: Any = None
         self.run_id = ""
         self.alert_lines: list[str] = []

@@ -1,5 +1,7 @@
 """SwanLab: offline by default (a run folder under ``<job dir>/swanlog`` that ``swanlab sync``
-uploads later), ``local`` or ``online``. SwanLab keeps one run per process, as its API does.
+uploads later), ``local`` or ``online``; ``SWANLAB_MODE``, ``SWANLAB_PROJ_NAME`` (or
+``SWANLAB_PROJECT``), ``SWANLAB_WORKSPACE`` and ``SWANLAB_LOG_DIR`` apply where the YAML sets
+nothing. SwanLab keeps one run per process, as its API does.
 The job config is the run's config; SwanLab has no table type, so no sample table; the training
 doctor's alerts are ``swanlab.Text`` at their step (``doctor/alerts``)."""
 
@@ -12,21 +14,23 @@ import swanlab
 
 from rltune.config.observability import TrackerConfig
 from rltune.observability.trackers.base import local_dir
+from rltune.observability.trackers.env import option
 
 
 class SwanLabTracker:
     name = "swanlab"
 
     def __init__(self, cfg: TrackerConfig, *, job_dir: Path, job_name: str):
-        self.cfg, self.job_dir, self.project = cfg, job_dir, cfg.project or job_name
+        self.job_dir, self.project = job_dir, option(cfg, "project") or job_name
+        self.mode, self.dir = option(cfg, "mode") or "offline", option(cfg, "dir")
         self.run: Any = None
 
     def start(self, *, run_name: str, params: dict[str, Any], resume_id: Optional[str]) -> str:
         self.run = swanlab.init(
             project=self.project,
             name=run_name,
-            mode=self.cfg.mode or "offline",
-            log_dir=str(local_dir(self.cfg.dir, self.job_dir, "swanlog")),
+            mode=self.mode,
+            log_dir=str(local_dir(self.dir, self.job_dir, "swanlog")),
             config=params,
             id=resume_id,
             resume="allow" if resume_id else None,

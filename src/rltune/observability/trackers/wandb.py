@@ -1,7 +1,8 @@
 """Weights & Biases: offline by default (a run folder under ``<job dir>/wandb`` that
-``wandb sync`` uploads later), or ``mode: online``. The job config is the run's config,
-sample trajectories a ``wandb.Table`` per step, the training doctor's alerts W&B alerts
-(and text in the history); resuming passes the saved run id."""
+``wandb sync`` uploads later), or ``mode: online``; ``WANDB_MODE``, ``WANDB_PROJECT``,
+``WANDB_ENTITY`` and ``WANDB_DIR`` apply where the YAML sets nothing. The job config is the
+run's config, sample trajectories a ``wandb.Table`` per step, the training doctor's alerts W&B
+alerts (and text in the history); resuming passes the saved run id."""
 
 from __future__ import annotations
 
@@ -12,24 +13,27 @@ import wandb
 
 from rltune.config.observability import TrackerConfig
 from rltune.observability.trackers.base import TABLE_COLUMNS, local_dir
+from rltune.observability.trackers.env import option
 
 
 class WandbTracker:
     name = "wandb"
 
     def __init__(self, cfg: TrackerConfig, *, job_dir: Path, job_name: str):
-        self.cfg, self.job_dir, self.project = cfg, job_dir, cfg.project or job_name
+        self.job_dir, self.project = job_dir, option(cfg, "project") or job_name
+        self.mode = option(cfg, "mode") or "offline"
+        self.entity, self.dir = option(cfg, "entity"), option(cfg, "dir")
         self.run: Any = None
 
     def start(self, *, run_name: str, params: dict[str, Any], resume_id: Optional[str]) -> str:
         self.run = wandb.init(
             project=self.project,
-            entity=self.cfg.entity,
-            mode=self.cfg.mode or "offline",
-            dir=str(local_dir(self.cfg.dir, self.job_dir, ".")),
+            entity=self.entity,
+            mode=self.mode,
+            dir=str(local_dir(self.dir, self.job_dir, ".")),
             name=run_name,
             id=resume_id,
-            resume="must" if resume_id and (self.cfg.mode == "online") else (
+            resume="must" if resume_id and (self.mode == "online") else (
                 "allow" if resume_id else None),
             config=params,
             reinit="create_new",

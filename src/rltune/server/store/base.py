@@ -50,10 +50,13 @@ class _AlchemyDB:
     def __init__(self, url: str):
         try:
             import sqlalchemy
+            if url.startswith("postgresql+psycopg:"):
+                import psycopg  # noqa: F401 - the driver, checked here for a clear error
         except ImportError:
             raise ConfigError(
-                f"store URL {url.split('@')[-1]!r} needs SQLAlchemy", where="--db",
-                hint="pip install sqlalchemy psycopg[binary], or use the default SQLite store",
+                f"store URL {url.split('@')[-1]!r} needs SQLAlchemy and its driver",
+                where="--db",
+                hint="pip install 'rltune[postgres]', or use the default SQLite store",
             ) from None
         self.sa = sqlalchemy
         self.engine = sqlalchemy.create_engine(url, pool_pre_ping=True)
@@ -166,6 +169,19 @@ class Store:
         self.db.close()
 
 
+def alchemy_url(url: str) -> str:
+    """``postgresql://`` / ``postgres://`` name the psycopg 3 driver (the ``postgres`` extra);
+    SQLAlchemy would otherwise look for psycopg2. A URL naming its driver is kept.
+
+    >>> alchemy_url("postgres://u@db:5432/rltune")
+    'postgresql+psycopg://u@db:5432/rltune'
+    >>> alchemy_url("postgresql+psycopg2://u@db/rltune")
+    'postgresql+psycopg2://u@db/rltune'
+    """
+    scheme, sep, rest = url.partition("://")
+    return f"postgresql+psycopg://{rest}" if sep and scheme in ("postgresql", "postgres") else url
+
+
 def open_store(url: str | Path) -> Store:
     """A store from ``sqlite:///path.db`` / a plain path (SQLite) or a SQLAlchemy URL."""
     text = str(url)
@@ -173,4 +189,4 @@ def open_store(url: str | Path) -> Store:
         return Store(_SqliteDB(text[len("sqlite:///"):] or ":memory:"))
     if "://" not in text:
         return Store(_SqliteDB(text))
-    return Store(_AlchemyDB(text))
+    return Store(_AlchemyDB(alchemy_url(text)))

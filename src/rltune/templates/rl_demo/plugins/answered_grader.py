@@ -10,8 +10,8 @@ from ark_sdk.types.pipeline_plugin import GroupGraderResult, PluginInstance, Run
 from ark_sdk.types.pipeline_plugin.pipeline_plugin import PluginContext, PluginStatus
 from ark_sdk.types.pipeline_plugin.rollout import ChatCompletionSample, Trajectory
 
+from plugins.calc_tools import extract_answer
 from plugins.exact_grader import final_text
-from rltune.models.tasks import extract_answer
 
 
 @group_grader(name="answered", runtime=Runtime(instance=PluginInstance.CPU1MEM2,

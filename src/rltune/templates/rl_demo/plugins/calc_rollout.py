@@ -21,7 +21,7 @@ from ark_sdk.types.pipeline_plugin.rollout import (
 )
 from openai import OpenAI
 
-from rltune.models.tasks import CALCULATOR_TOOL, calculate
+from plugins.calc_tools import CALCULATOR_TOOL, calculate
 
 
 def run_tool(call) -> str:

@@ -7,7 +7,7 @@ from ark_sdk.types.pipeline_plugin import PluginInstance, Runtime
 from ark_sdk.types.pipeline_plugin.pipeline_plugin import PluginContext
 from ark_sdk.types.pipeline_plugin.rollout import ChatCompletionSample, Trajectory
 
-from rltune.models.tasks import extract_answer
+from plugins.calc_tools import extract_answer
 
 
 def final_text(trajectory: Trajectory) -> str:

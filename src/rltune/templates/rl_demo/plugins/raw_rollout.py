@@ -23,7 +23,7 @@ from ark_sdk.types.pipeline_plugin.rollout import (
 from openai import AsyncOpenAI, OpenAIError
 
 from plugins.calc_rollout import add_turn
-from rltune.models.tasks import CALCULATOR_TOOL
+from plugins.calc_tools import CALCULATOR_TOOL
 
 
 @rollout(runtime=Runtime(instance=PluginInstance.CPU1MEM2, max_concurrency=64, timeout=120))

@@ -44,7 +44,7 @@ export function renderJobs(el) {
   const search = h("input", {
     type: "search",
     id: "job-search",
-    placeholder: "filter by id, name or model",
+    placeholder: "filter by id, name, model, project or tag",
     oninput: () => ((state.q = search.value.trim().toLowerCase()), draw(lastPage)),
   });
   const auto = h("input", {
@@ -103,6 +103,12 @@ export function renderJobs(el) {
     load();
   }
 
+  // Ark's job metadata: "project · key=value, …"
+  function metaText(job) {
+    const tags = Object.entries(job.tags || {}).map(([k, v]) => `${k}=${v}`).join(", ");
+    return [job.project, tags].filter(Boolean).join(" · ");
+  }
+
   function row(job) {
     const p = progressOf(job);
     const total = p.total || 0;
@@ -118,6 +124,7 @@ export function renderJobs(el) {
         {},
         h("a", { href: `#/jobs/${encodeURIComponent(job.job_id)}/details`, class: "job-link" }, job.job_id),
         job.job_name ? h("div", { class: "muted small" }, job.job_name) : null,
+        metaText(job) ? h("div", { class: "muted small", "data-test": "job-meta" }, metaText(job)) : null,
       ),
       h("td", {}, statusBadge(job.status)),
       h("td", {}, job.model || "–"),
@@ -147,7 +154,9 @@ export function renderJobs(el) {
     const items = page.items.filter(
       (j) =>
         !state.q ||
-        [j.job_id, j.job_name, j.model].some((v) => v && String(v).toLowerCase().includes(state.q)),
+        [j.job_id, j.job_name, j.model, metaText(j)].some(
+          (v) => v && String(v).toLowerCase().includes(state.q),
+        ),
     );
     mount(
       table,

@@ -1,0 +1,111 @@
+"""TRL half of ``agentic_compare.py``: ``GRPOTrainer`` with its own tool loop.
+
+``python _trl_agentic_side.py SPEC.json OUT.json`` (run by ``agentic_compare.py`` in its own
+process). The calculator is an async Python tool that calls the same HTTP service as rltune's
+rollout (TRL 1.16's ``_tool_call_loop`` runs the tool calls of a batch one rollout after
+another, gathering async tools only within one rollout). Same model, prompts and tool schema
+(the docstring below renders as rltune's ``CALCULATOR_TOOL``), exact-answer reward on the last
+assistant message, batch 8 x 8, lr, steps, GRPO-style clipping, no KL; a failed tool call is
+an error message the model reads, as on the rltune side.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _trl_side import _time_calls, step_clock
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    import httpx
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import qwen3_template
+
+    from rltune.models import load_tokenizer
+    from rltune.models.recipes import recipe_for
+    from rltune.models.tasks import is_correct, make_dataset_rows
+
+    torch.set_num_threads(1)
+    hf_logging.set_verbosity_error()
+    torch.manual_seed(spec["seed"])
+    tool_url = spec["tool_url"].rstrip("/") + "/calculator"
+    http = httpx.AsyncClient(timeout=10.0)
+
+    async def calculator(expression: str):  # no return type: the schema stays rltune's
+        """Evaluate an arithmetic expression with + - * / and parentheses.
+
+        Args:
+            expression: for example 37 * 4
+        """
+        try:
+            resp = await http.post(tool_url, json={"expression": str(expression)})
+        except httpx.HTTPError as exc:
+            return f"error: tool call failed: {type(exc).__name__}"
+        if resp.status_code != 200:
+            return f"error: tool service answered {resp.status_code}"
+        return str(resp.json().get("result", ""))
+
+    def exact_reward(completions: list, solution: list[str], **_: Any) -> list[float]:
+        out = []
+        for turns, truth in zip(completions, solution, strict=True):
+            last = next((m.get("content") or "" for m in reversed(turns)
+                         if m.get("role") == "assistant"), "")
+            out.append(float(is_correct(str(last), truth)))
+        return out
+
+    tok = load_tokenizer(spec["model"])
+    tok.response_template = qwen3_template  # the nano template writes hermes <tool_call>s
+    task = recipe_for("nano").config.task
+    rows = make_dataset_rows(spec["steps"] * spec["batch_size"], "train", seed=1, config=task)
+    dataset = Dataset.from_dict({"prompt": [r["messages"] for r in rows],
+                                 "solution": [r["rollout_extra"]["solution"] for r in rows]})
+    model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32)
+
+    clock = step_clock()
+    with tempfile.TemporaryDirectory(prefix="trl-agentic-") as out_dir:
+        config = GRPOConfig(
+            output_dir=out_dir, use_cpu=True, bf16=False, seed=spec["seed"],
+            per_device_train_batch_size=spec["batch_size"] * spec["n_rollouts"],
+            gradient_accumulation_steps=1, num_generations=spec["n_rollouts"],
+            max_completion_length=spec["max_new_tokens"], temperature=1.0, top_p=1.0,
+            top_k=0, learning_rate=spec["learning_rate"], lr_scheduler_type="constant",
+            warmup_steps=0, max_grad_norm=1.0, beta=0.0, epsilon=0.2,
+            num_iterations=1, max_steps=spec["steps"], logging_steps=1, save_strategy="no",
+            report_to="none", disable_tqdm=True, dataloader_num_workers=0,
+            gradient_checkpointing=False, max_tool_calling_iterations=3)
+        trainer = GRPOTrainer(model=model, reward_funcs=exact_reward, args=config,
+                              train_dataset=dataset, processing_class=tok, tools=[calculator],
+                              callbacks=[clock])
+        generate_s = _time_calls(trainer, "_generate")
+        t0 = time.perf_counter()
+        trainer.train()
+        train_s = time.perf_counter() - t0
+    ends = [clock.begin, *clock.ends]
+    step_s = [b - a for a, b in itertools.pairwise(ends)]
+    episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]
+    return {"side": "trl", "seconds_per_step": sum(step_s) / max(len(step_s), 1),
+            "step_seconds": step_s, "train_s": train_s, "generate_s": generate_s,
+            "episodes_per_s": episodes / max(sum(step_s), 1e-9),
+            "rewards": [log["reward"] for log in clock.logs], "logs": clock.logs,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    Path(sys.argv[2]).write_text(json.dumps(run(spec)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""Agentic workloads at speed (issue 31): a tool agent whose tool is a slow, flaky web service.
+
+The nano calculator agent trains on the learning test's job (GSPO, 8 prompts x 8 rollouts,
+lr 2e-4), but its ``calculator`` is a real local HTTP service (``_tool_service.py``, started
+and stopped here) with lognormal latency (median 0.3 s, p99 ~2 s) and 1 % failures; the rollout
+(``agentic_ws/functions/http_tool.py``) reads a failed call as a tool error. Sides:
+
+* ``sync``: rltune, ``max_staleness: 0``;
+* ``stale1``: rltune, ``max_staleness: 1`` (streaming rollouts);
+* ``stale2p``: rltune, ``max_staleness: 2`` and ``partial_rollouts: true``;
+* ``trl``: TRL's ``GRPOTrainer`` with its own tool loop (``_trl_agentic_side.py``): the same
+  model, prompts, tool schema and service, reward, batch, learning rate and steps.
+
+Every side runs in its own process (peak RSS is that process's, plus its largest child for
+rltune's function workers), one after another, the order rotating each repeat. Reported per
+side (mean and min-max over repeats): seconds per step, seconds to the target validation
+reward (the job's wall clock including validation; TRL has no validation in this loop, so
+none), episodes per second, engine and trainer idle shares, peak RSS.
+
+    python benchmarks/agentic_compare.py --steps 10 --repeats 3 [--sides sync,stale1,stale2p,trl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from async_compare import cpu_model, make_job, time_to  # noqa: E402
+
+SIDES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
+         "stale2p": {"max_staleness": 2, "partial_rollouts": True}}
+VAL = "validation/data/reward/mean@1"
+
+
+class ToolService:
+    """``_tool_service.py`` in its own process, for the whole benchmark."""
+
+    def __init__(self, median: float, fail: float):
+        self.port_file = Path(tempfile.mkstemp(prefix="tool-port-")[1])
+        self.port_file.write_text("")
+        self.proc = subprocess.Popen([sys.executable, str(HERE / "_tool_service.py"),
+                                      "--port-file", str(self.port_file),
+                                      "--median", str(median), "--fail", str(fail)])
+        deadline = time.monotonic() + 60
+        while not self.port_file.read_text().strip():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the tool service did not start")
+            time.sleep(0.1)
+        self.url = f"http://127.0.0.1:{self.port_file.read_text().strip()}"
+
+    def stats(self) -> dict[str, Any]:
+        import httpx
+
+        return httpx.get(self.url + "/stats", timeout=10).json()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+        self.port_file.unlink(missing_ok=True)
+
+
+def agentic_job(root: Path, model: str, steps: int, eval_steps: int, extra: dict,
+                tool_url: str) -> Path:
+    """The learning test's calc job with the HTTP-tool rollout."""
+    ws = make_job(root, model, steps, eval_steps, extra)
+    shutil.copytree(HERE / "agentic_ws" / "functions", ws / "functions", dirs_exist_ok=True)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    rollout = job["functions"][0]
+    rollout["fcmodel"]["classpath"] = "functions/http_tool.py:HttpToolRollout"
+    rollout["runtime"]["env"] = {"TOOL_URL": tool_url}
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    return ws
+
+
+async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    from rltune.config import load_job_config
+    from rltune.trainer.loop import Trainer
+    from rltune.trainer.sink import read_metrics
+
+    root = Path(tempfile.mkdtemp(prefix=f"agentic-{name}-"))
+    ws = agentic_job(root, spec["model"], spec["steps"], spec["eval_steps"], SIDES[name],
+                     spec["tool_url"])
+    job_dir = root / "job"
+    summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir,
+                            base_dir=ws).run()
+    curve, clock, step_s = [], 0.0, []
+    idle = {"engine": 0.0, "trainer": 0.0}
+    for row in read_metrics(job_dir):
+        m = row["metrics"]
+        if row["step"] == 0:
+            curve.append((0, 0.0, m.get(VAL)))
+            continue
+        step_s.append(m["timing/s/step"])
+        clock += m["timing/s/step"] + m.get("timing/s/validation", 0.0)
+        for who in idle:
+            idle[who] += m.get(f"fully_async/idle/{who}_s", 0.0)
+        if VAL in m:
+            curve.append((row["step"], round(clock, 2), m[VAL]))
+    episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]  # training episodes
+    shutil.rmtree(root, ignore_errors=True)
+    return {"side": name, "seconds_per_step": statistics.mean(step_s),
+            "episodes_per_s": episodes / max(sum(step_s), 1e-9), "curve": curve,
+            "initial": summary["initial_validation"],
+            "idle_share": {k: v / max(sum(step_s), 1e-9) for k, v in idle.items()},
+            "peak_rss_mb": _rss_mb(resource.RUSAGE_SELF),
+            "peak_child_rss_mb": _rss_mb(resource.RUSAGE_CHILDREN)}
+
+
+def _rss_mb(who: int) -> float:
+    return round(resource.getrusage(who).ru_maxrss / 1024, 1)
+
+
+def run_side(name: str, spec: dict[str, Any], work: Path) -> dict[str, Any]:
+    """One side in a fresh process; returns its JSON result."""
+    spec_file, out_file = work / f"spec-{name}.json", work / f"out-{name}.json"
+    spec_file.write_text(json.dumps(spec))
+    out_file.unlink(missing_ok=True)
+    script = [str(HERE / "_trl_agentic_side.py")] if name == "trl" else \
+        [str(Path(__file__)), "--side", name]
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, *script, str(spec_file), str(out_file)], check=True)
+    res = json.loads(out_file.read_text())
+    res["process_s"] = time.perf_counter() - t0
+    return res
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"mean": round(statistics.mean(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3)}
+
+
+def report(results: list[dict[str, Any]], target: Optional[float]) -> dict[str, Any]:
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by.setdefault(r["side"], []).append(r)
+    if target is None:  # the lowest best validation of any rltune run: every run reached it
+        bests = [max(v for s, _, v in r["curve"] if s and v is not None)
+                 for r in results if r.get("curve")]
+        target = min(bests) if bests else None
+    out: dict[str, Any] = {"target_validation": target, "sides": {}}
+    for side, runs in by.items():
+        row: dict[str, Any] = {"repeats": len(runs),
+                               "seconds_per_step": _spread([r["seconds_per_step"] for r in runs]),
+                               "episodes_per_s": _spread([r["episodes_per_s"] for r in runs]),
+                               "peak_rss_mb": _spread([r["peak_rss_mb"] for r in runs])}
+        if runs[0].get("curve") is not None and target is not None:
+            reach = [time_to(r["curve"], target) for r in runs]
+            row["seconds_to_target"] = [None if t is None else round(t, 1) for t in reach]
+            row["final_validation"] = [r["curve"][-1][2] for r in runs]
+        if "idle_share" in runs[0]:
+            row["idle_share"] = {k: _spread([r["idle_share"][k] for r in runs])
+                                 for k in runs[0]["idle_share"]}
+        if "peak_child_rss_mb" in runs[0]:
+            row["peak_child_rss_mb"] = _spread([r["peak_child_rss_mb"] for r in runs])
+        out["sides"][side] = row
+    sync = out["sides"].get("sync")
+    for side, row in out["sides"].items():
+        if sync and side != "sync":
+            row["step_vs_sync"] = round(row["seconds_per_step"]["mean"]
+                                        / sync["seconds_per_step"]["mean"], 3)
+            reach_s = [t for t in sync.get("seconds_to_target", []) if t]
+            reach = [t for t in row.get("seconds_to_target", []) if t]
+            if reach_s and reach:
+                row["speedup_to_target_vs_sync"] = round(statistics.mean(reach_s)
+                                                         / statistics.mean(reach), 3)
+    trl = out["sides"].get("trl")
+    if trl:
+        for side, row in out["sides"].items():
+            if side != "trl":
+                row["step_vs_trl"] = round(row["seconds_per_step"]["mean"]
+                                           / trl["seconds_per_step"]["mean"], 3)
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--side"]:  # a child: python agentic_compare.py --side NAME SPEC OUT
+        name, spec_file, out_file = argv[1], Path(argv[2]), Path(argv[3])
+        res = asyncio.run(rltune_side(name, json.loads(spec_file.read_text())))
+        out_file.write_text(json.dumps(res))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--eval-steps", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--sides", default="sync,stale1,stale2p,trl")
+    ap.add_argument("--median", type=float, default=0.3)
+    ap.add_argument("--fail", type=float, default=0.01)
+    ap.add_argument("--target", type=float, default=None)
+    ap.add_argument("--model", default=os.environ.get("RLTUNE_TEST_NANO"))
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    model = args.model
+    if not model:
+        from rltune.models import ensure_demo_model
+
+        model = str(ensure_demo_model("nano", seed=0))
+    service = ToolService(args.median, args.fail)
+    sides = args.sides.split(",")
+    results: list[dict[str, Any]] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="agentic-compare-") as tmp:
+            work = Path(tmp)
+            spec = {"model": model, "steps": args.steps, "eval_steps": args.eval_steps,
+                    "tool_url": service.url, "batch_size": 8, "n_rollouts": 8,
+                    "learning_rate": 2e-4, "seed": 3, "max_new_tokens": 56,
+                    "train_file": None}
+            for rep in range(args.repeats):
+                order = sides[rep % len(sides):] + sides[:rep % len(sides)]  # rotate
+                for name in order:
+                    res = run_side(name, {**spec, "repeat": rep}, work)
+                    res["repeat"] = rep
+                    results.append(res)
+                    print(json.dumps({k: v for k, v in res.items() if k != "logs"}),
+                          file=sys.stderr, flush=True)
+                    if args.out:
+                        args.out.with_suffix(".runs.jsonl").open("a").write(
+                            json.dumps(res) + "\n")
+        tool_stats = service.stats()
+    finally:
+        service.stop()
+    summary = {"cpu": cpu_model(), "cores": os.cpu_count(), "steps": args.steps,
+               "tool": {"median_s": args.median, "fail": args.fail, **tool_stats},
+               **report(results, args.target)}
+    for sink in filter(None, (args.out,)):
+        sink.write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,9 +7,11 @@ strict_spread``), gloo between them; the rollout and reward functions run as Ray
 * ``checkpoint_format: sharded``: each rank writes its own DCP shard, no full weights file; a
   job resumed from it on two Ray ranks, and one resumed on one process without a cluster, each
   train step 2 exactly as the one-process updater loaded from that checkpoint does.
-* ``rltune models export`` consolidates the sharded checkpoint into a Hugging Face folder.
+* Publishing consolidates the sharded checkpoint into a Hugging Face folder.
+* A lost node fails the job naming the rank and the node; a killed job process leaves no rank
+  and no placement group behind; either way the cluster's CPUs are free again.
 
-Slow tier (cluster start and three short jobs: a few minutes on 2 cores).
+Slow tier (~4 min on 2 cores).
 """
 
 from __future__ import annotations
@@ -188,3 +190,45 @@ def test_a_lost_node_fails_the_job_naming_the_rank_and_node_and_frees_the_cluste
         while "0.0/3.0 CPU" not in (status := cluster.status()):
             assert time.monotonic() < deadline, status
             time.sleep(2)
+
+
+def test_a_killed_job_process_frees_its_ranks_and_placement_group(tmp_path, tiny_model_dir):
+    """SIGKILL to the job (no cleanup runs in it): Ray ends the rank actors it owned and
+    removes their placement group, so every CPU of the cluster is free again."""
+    import os
+    import signal
+    import time
+
+    ws = _workspace(tmp_path, tiny_model_dir, max_steps=40)
+    out = tmp_path / "job"
+    with LocalRayCluster(head_cpus=2, worker_nodes=1, worker_cpus=2) as cluster:
+        with open(tmp_path / "train.out", "wb") as sink:
+            job = subprocess.Popen(
+                [sys.executable, "-m", "rltune.cli.main", "train", "-c", str(ws / "job.yaml"),
+                 "-O", str(out), "-q", "--ray-address", cluster.address], stdout=sink,
+                stderr=subprocess.STDOUT, env=ranks_job._env(tmp_path), start_new_session=True)
+        try:
+            log = out / "train.log"
+            deadline = time.monotonic() + 600
+            while "step 1/" not in (log.read_text() if log.exists() else ""):
+                assert job.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "train.out").read_text()[-3000:]
+                time.sleep(0.5)
+            ray.init(address=cluster.address)
+            try:
+                assert ray.available_resources().get("CPU", 0) == 0  # ranks + functions
+                job.kill()  # the job process alone: its session keeps no helper alive
+                job.wait(timeout=60)
+                deadline = time.monotonic() + 120
+                while ray.available_resources().get("CPU", 0) < 4:
+                    assert time.monotonic() < deadline, ray.available_resources()
+                    time.sleep(0.5)
+                states = {v["state"] for v in ray.util.placement_group_table().values()}
+                assert states == {"REMOVED"}, states
+            finally:
+                ray.shutdown()
+        finally:
+            try:
+                os.killpg(job.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -153,9 +153,9 @@ async def test_full_format_state_of_ray_ranks_continues_on_other_ray_ranks(
 
 
 async def test_a_killed_rank_fails_the_call_naming_it_and_its_placement_is_freed(
-        cluster, tiny_model_dir):
+        cluster, tiny_model_dir, tmp_path):
     hp = _hp()
-    ranked = _ranks(cluster, tiny_model_dir, hp)
+    ranked = _ranks(cluster, tiny_model_dir, hp, log_dir=tmp_path / "ranks")
     try:
         place = ranked.places[1]
         os.kill(place.pid, signal.SIGKILL)  # rank 1's actor process; rank 0 lives on
@@ -164,6 +164,11 @@ async def test_a_killed_rank_fails_the_call_naming_it_and_its_placement_is_freed
         assert info.value.where == "trainer rank 1", info.value.message
         assert f"trainer rank 1 of 2 on {place.describe()} died during update" in \
             info.value.message
+        # Each rank wrote its output to the (shared) log folder; the error quotes its tail.
+        assert "its log: " in info.value.message and "rank 1 of 2 ready on cpu" in \
+            info.value.message
+        assert str(tmp_path / "ranks" / "rank-1.log") in info.value.hint
+        assert "rank 0 of 2 ready on cpu" in (tmp_path / "ranks" / "rank-0.log").read_text()
         pg = ranked.group.pg.id.hex()
     finally:
         await ranked.close()

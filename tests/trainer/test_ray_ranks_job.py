@@ -84,6 +84,8 @@ def test_two_node_job_updates_like_one_process_and_resumes_sharded_on_two_and_on
         assert "2 trainer ranks (strict_spread placement" in line, line
         nodes = {part.split(" (")[0] for part in line.split("on node ")[1:]}
         assert len(nodes) == 2, line  # one rank on each node
+        for r in (0, 1):  # the job folder is shared here: each rank logs into it
+            assert f"rank {r} of 2 ready on cpu" in (a / "ranks" / f"rank-{r}.log").read_text()
         ckpt1 = a / "checkpoints" / "checkpoint-1"
         shards = sorted(p.name for p in (ckpt1 / SHARDED_DIR).glob("*.distcp"))
         assert len(shards) == 2, shards

@@ -75,11 +75,23 @@ class TrainerRankActor:
                               timeout=datetime.timedelta(minutes=30))
         return int(self.store.port)
 
-    def start(self, header: dict[str, Any], host: str, port: int) -> None:
-        """Join the group and load and shard the policy (every rank at once)."""
+    def start(self, header: dict[str, Any], host: str, port: int,
+              log_path: Optional[str] = None) -> None:
+        """Join the group and load and shard the policy (every rank at once). ``log_path``:
+        the job folder's ``ranks/rank-<r>.log``, used when this node sees that folder."""
+        import sys
+
         from torch.distributed import TCPStore
 
         from rltune.trainer.rank_worker import RankServer
+
+        if log_path and Path(log_path).parent.is_dir():  # a shared job folder
+            fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(fd, 1)  # this actor's own worker process: its output, tracebacks
+            os.dup2(fd, 2)
+            os.close(fd)
 
         store = self.store or TCPStore(host, port, is_master=False,
                                        timeout=datetime.timedelta(minutes=30))
@@ -113,8 +125,8 @@ class RankPlace:
 class RayRankGroup:
     """The driver's handle on the ranks' actors and their placement group."""
 
-    def __init__(self, ray: Any, world_size: int):
-        self.ray, self.world_size = ray, world_size
+    def __init__(self, ray: Any, world_size: int, log_dir: Optional[Path] = None):
+        self.ray, self.world_size, self.log_dir = ray, world_size, log_dir
         self.actors: list[Any] = []
         self.places: list[RankPlace] = []
         self.pg: Any = None
@@ -188,11 +200,21 @@ class RayRankGroup:
         lost = place is not None and not _node_alive(ray, place.node)
         reason = _reason(exc)
         how = ("died: its node was lost" if lost else "died") if died else "failed"
+        log = self.log_path(rank)
+        try:
+            tail = log.read_text(errors="replace").strip().splitlines()[-4:] if log else []
+        except OSError:
+            tail = []
         return TrainingFailedError(
             f"trainer rank {rank} of {self.world_size} on {where} {how} during {what}: "
-            f"{reason}", where=f"trainer rank {rank}",
-            hint="the rank's own output is in its node's Ray session logs "
-                 "(<ray temp dir>/session_latest/logs/worker-*.err; `ray logs`)")
+            f"{reason}" + (" | its log: " + " | ".join(tail) if tail else ""),
+            where=f"trainer rank {rank}",
+            hint=(f"see {log} for the rank's whole output" if tail else
+                  "the rank's own output is in its node's Ray session logs "
+                  "(<ray temp dir>/session_latest/logs/worker-*.err; `ray logs`)"))
+
+    def log_path(self, rank: int) -> Optional[Path]:
+        return self.log_dir / f"rank-{rank}.log" if self.log_dir is not None else None
 
     def close(self, grace: float = 10.0) -> None:
         """Stop every rank (then kill its actor) and remove the placement group."""
@@ -344,9 +366,12 @@ def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], wor
                              model_path: Path, device: torch.device, total_steps: int,
                              pad_token_id: int, placement: str = "spread",
                              threads: Optional[int] = None, ship_rltune: bool = True,
-                             place_timeout: float = PLACEMENT_TIMEOUT_S) -> RayRankedUpdater:
+                             place_timeout: float = PLACEMENT_TIMEOUT_S,
+                             log_dir: Optional[Path] = None) -> RayRankedUpdater:
     """Place ``world_size`` ranks on the cluster at ``address`` (else ``RAY_ADDRESS``), start
-    them and return the driver's updater once every rank has loaded and sharded the policy."""
+    them and return the driver's updater once every rank has loaded and sharded the policy.
+    ``log_dir``: where each rank writes ``rank-<r>.log`` when its node sees that folder (a
+    shared job folder); otherwise its output stays in Ray's logs on its node."""
     from rltune._ray import connect, disconnect, ship_package
     from rltune.engine.ray_replica import model_files
 
@@ -354,7 +379,7 @@ def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], wor
     threads = threads or torch.get_num_threads()
     cuda = device.type == "cuda"
     bundle = {"GPU": 1.0, "CPU": 1.0} if cuda else {"CPU": float(threads)}
-    group = RayRankGroup(ray, world_size)
+    group = RayRankGroup(ray, world_size, Path(log_dir) if log_dir is not None else None)
     try:
         env: dict[str, Any] = {"env_vars": {
             **dict.fromkeys(_THREAD_VARS, str(threads)),
@@ -369,7 +394,10 @@ def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], wor
                   "cuda_index": 0 if cuda else None, "total_steps": total_steps,
                   "pad_token_id": pad_token_id, "threads": threads,
                   "world_size": world_size}
-        group.wait([a.start.remote({**header, "rank": r}, host, port)
+        if log_dir is not None:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+        group.wait([a.start.remote({**header, "rank": r}, host, port,
+                                   str(group.log_path(r)) if log_dir is not None else None)
                     for r, a in enumerate(group.actors)], "start")
     except BaseException:
         group.close()

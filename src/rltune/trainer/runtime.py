@@ -204,7 +204,8 @@ class TrainingRuntime:
             start_ray_ranked_updater, self.hp, self.knobs, address=backend.address,
             world_size=self.ranks, model_path=self.model_path, device=self.device,
             total_steps=max(1, self.total_steps),
-            pad_token_id=self.tokenizer.pad_token_id or 0, placement=placement)
+            pad_token_id=self.tokenizer.pad_token_id or 0, placement=placement,
+            log_dir=self.files.ranks)
         self._closers.append(self.updater.close)
         if self.hp.checkpoint_format == "sharded":  # every rank writes into the same folder
             await asyncio.to_thread(self.updater.check_shared, self.ckpt_root)

@@ -42,6 +42,7 @@ def make_job(root: Path, model_dir: str, steps: int, ranks: int) -> Path:
     job["datasets"] = [d for d in job["datasets"] if d["type"] == "training"]
     hp = job["training"]["hyper_parameters"]
     hp.pop("n_epochs", None)
+    hp.pop("stop_at_validation_reward", None)  # the template's; this job has no validation
     hp.update({"max_steps": steps, "save_strategy": "no", "kl_loss_coef": 0.0, "seed": 1,
                "n_gpus_training": ranks})
     (ws / "job.yaml").write_text(yaml.safe_dump(job))

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -20,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import psutil
 
@@ -32,7 +34,11 @@ def free_port() -> int:
 
 class LocalRayCluster:
     def __init__(self, head_cpus: int = 1, worker_nodes: int = 0, worker_cpus: int = 1,
-                 start_timeout: float = 120.0):
+                 start_timeout: float = 120.0,
+                 resources: Optional[list[dict[str, float]]] = None):
+        """``resources``: custom resources per node, the head first (``ray start
+        --resources``)."""
+        self.resources = resources or []
         self.head_cpus, self.worker_nodes, self.worker_cpus = head_cpus, worker_nodes, worker_cpus
         self.start_timeout = start_timeout
         # Short: Ray puts unix sockets under it (107-byte path limit).
@@ -50,6 +56,9 @@ class LocalRayCluster:
                f"--dashboard-agent-grpc-port={free_port()}",
                f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}",
                "--min-worker-port=0", "--max-worker-port=0"]
+        index = len(self.procs)
+        if index < len(self.resources):
+            cmd += [f"--resources={json.dumps(self.resources[index])}"]
         if head:
             cmd += ["--head", f"--port={self.port}", "--include-dashboard=false",
                     f"--dashboard-port={free_port()}", f"--ray-client-server-port={free_port()}",

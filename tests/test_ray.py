@@ -42,3 +42,21 @@ def test_engine_replicas_without_an_address_are_refused_before_anything_starts(m
 def test_the_shipped_package_is_this_rltune():
     (root,) = _ray.package_env()["py_modules"]
     assert Path(root) == Path(rltune.__file__).resolve().parent
+
+
+def test_trainer_ranks_without_an_address_are_refused_before_anything_starts(monkeypatch):
+    import torch
+
+    from rltune.config import HyperParameters, resolve_algorithm
+    from rltune.trainer.ray_ranks import WHERE, start_ray_ranked_updater
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    if ray.is_initialized():
+        pytest.skip("this process is already connected to a cluster")
+    hp = HyperParameters(nnodes_training=2, kl_loss_coef=0)
+    with pytest.raises(ConfigError, match="cluster's address") as info:
+        start_ray_ranked_updater(hp, resolve_algorithm(hp), address=None, world_size=2,
+                                 model_path=Path("/nonexistent/model"),
+                                 device=torch.device("cpu"), total_steps=1, pad_token_id=0)
+    assert info.value.where == WHERE == "training.hyper_parameters.nnodes_training"
+    assert not ray.is_initialized() and _ray._connections == 0

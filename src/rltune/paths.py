@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from rltune.modelcodes import lookup as lookup_code
-from rltune.sdk.errors import DependencyError, NotFoundError
+from rltune.sdk.errors import DependencyError, NotFoundError, ValidationError
 
 PathLike = Union[str, Path]
 
@@ -200,6 +200,12 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
                             f"{models_home(home)}, a demo size ({', '.join(DEMO_SIZES)}) or a "
                             "hub id such as Qwen/Qwen2.5-0.5B-Instruct")
     path = Path(spec).expanduser()
+    if (path / "sharded" / ".metadata").is_file():  # checkpoint_format: sharded
+        raise ValidationError(
+            f"{spec} is a sharded checkpoint (its weights are the trainer ranks' "
+            "torch.distributed.checkpoint shards), not a Hugging Face folder", where=what,
+            hint=f"consolidate it first: `rltune models consolidate {spec} --out DIR`, then use "
+                 "DIR (publishing the job's checkpoint consolidates it too)")
     if (path / "config.json").is_file():
         return ModelSource(spec, "dir", path.resolve())
     named = models_home(home) / spec

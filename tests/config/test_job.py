@@ -257,7 +257,6 @@ def test_single_rollout_groups_only_for_opd():
 
 
 @pytest.mark.parametrize(("key", "value", "supported", "hint"), [
-    ("nnodes_training", 2, "1", "n_gpus_training: N"),
     ("tensor_model_parallel_size", 2, "1", "n_gpus_training: N"),
     ("pipeline_model_parallel_size", 2, "1", "n_gpus_training: N"),
     ("inference_tensor_parallel_size", 2, "1", "device: auto|cpu|cuda[:i]"),
@@ -288,6 +287,54 @@ def test_n_gpus_training_above_one_is_data_parallel_without_kl_or_lora():
     err = _err("model: m\ntraining:\n  hyper_parameters:\n    n_gpus_training: 2\n"
                "    kl_loss_coef: 0\n    lora_rank: 8\n")
     assert "LoRA" in err.message and "lora_rank: 0" in err.hint
+
+
+def test_nnodes_training_multiplies_the_ranks_and_needs_a_cluster():
+    from rltune.config import FunctionBackend
+    from rltune.config.job_rules import ray_trainer_ranks
+
+    hp = validate_hyper_parameters({"nnodes_training": 2, "n_gpus_training": 3,
+                                    "kl_loss_coef": 0})
+    assert hp.trainer_ranks == 6
+    assert validate_hyper_parameters({"nnodes_training": 2, "kl_loss_coef": 0}).trainer_ranks == 2
+    with pytest.raises(ConfigError) as info:  # no cluster: refused by name, before any start
+        ray_trainer_ranks(hp, None)
+    assert info.value.where == "training.hyper_parameters.nnodes_training"
+    assert "nnodes_training: 2 needs a Ray cluster" in info.value.message
+    assert "--ray-address" in info.value.hint
+    with pytest.raises(ConfigError):
+        ray_trainer_ranks(hp, FunctionBackend(type="local"))
+    assert ray_trainer_ranks(hp, FunctionBackend(type="ray", address="10.0.0.5:6379"))
+    one = validate_hyper_parameters({"nnodes_training": 1})
+    assert not ray_trainer_ranks(one, None)  # one node, one rank: the one-process trainer
+    # The KL term and LoRA are refused with several ranks, naming the key that made them.
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    nnodes_training: 2\n")
+    assert "nnodes_training = 2" in err.message and "KL term" in err.message
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    nnodes_training: 2\n"
+               "    kl_loss_coef: 0\n    lora_rank: 8\n")
+    assert "nnodes_training = 2" in err.message and "LoRA" in err.message
+
+
+def test_trainer_placement_and_checkpoint_format_are_checked():
+    from rltune.config import FunctionBackend
+    from rltune.config.job_rules import ray_trainer_ranks
+
+    hp = validate_hyper_parameters({"nnodes_training": 2, "kl_loss_coef": 0,
+                                    "trainer_placement": "strict_spread"})
+    assert ray_trainer_ranks(hp, FunctionBackend(type="ray"))
+    with pytest.raises(ConfigError) as info:
+        ray_trainer_ranks(hp.model_copy(update={"nnodes_training": 1}), None)
+    assert info.value.where == "training.hyper_parameters.trainer_placement"
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    trainer_placement: pack\n")
+    assert "trainer_placement = 'pack'" in err.message and "nnodes_training" in err.hint
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    trainer_placement: sideways\n")
+    assert "trainer_placement" in err.message
+    assert validate_hyper_parameters({}).checkpoint_format == "full"
+    assert validate_hyper_parameters({"checkpoint_format": "sharded"}).checkpoint_format == \
+        "sharded"
+    err = _err("model: m\ntraining:\n  hyper_parameters:\n    checkpoint_format: sharded\n"
+               "    lora_rank: 8\n")
+    assert "checkpoint_format = 'sharded'" in err.message and "LoRA" in err.message
 
 
 def test_device_keys_are_checked():

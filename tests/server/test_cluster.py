@@ -45,6 +45,17 @@ def test_server_without_cluster_refuses_a_ray_job_at_submit(server):
         assert c.get("/v1/jobs").json()["total"] == 0
 
 
+def test_server_without_cluster_refuses_nnodes_training_at_submit(server):
+    with server.client() as c:
+        r = c.post("/v1/jobs", json={"config": {"model": "tiny", "training": {
+            "hyper_parameters": {"nnodes_training": 2, "kl_loss_coef": 0}}}})
+        body = r.json()["error"]
+        assert r.status_code == 422, body
+        assert body["where"] == "training.hyper_parameters.nnodes_training", body
+        assert "needs a Ray cluster" in body["message"] and "--ray-address" in body["hint"]
+        assert c.get("/v1/jobs").json()["total"] == 0
+
+
 def test_server_with_cluster_refuses_another_cluster_and_a_second_workspace(server_home):
     addr = f"127.0.0.1:{free_port()}"  # nothing listens: the server warns and serves
     srv = start_server(server_home, "--ray-address", addr)

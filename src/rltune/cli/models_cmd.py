@@ -187,6 +187,27 @@ def chat(
     console.print(f"[bold]answer:[/bold] {ep.answer} (finish: {ep.finish})")
 
 
+@models_app.command("consolidate")
+def consolidate(
+    checkpoint: Path = typer.Argument(..., help="a checkpoint-<step> folder of a job with "
+                                      "checkpoint_format: sharded"),
+    out: Path = typer.Option(..., "--out", help="a new folder"),
+) -> None:
+    """Write a sharded checkpoint's weights as a Hugging Face folder (from_pretrained-ready)."""
+    from rltune.trainer.sharded import consolidate as write
+    from rltune.trainer.sharded import is_sharded
+
+    if not is_sharded(checkpoint):
+        typer.secho(f"error: {checkpoint} has no sharded/ weights (checkpoint_format: sharded)",
+                    fg="red", err=True)
+        raise typer.Exit(2)
+    if out.exists() and any(out.iterdir()):
+        typer.secho(f"error: {out} exists and is not empty", fg="red", err=True)
+        raise typer.Exit(2)
+    _quiet_transformers()
+    typer.echo(str(write(checkpoint, out)))
+
+
 @models_app.command("list")
 def list_cmd(
     home: Path | None = typer.Option(None, "--home", help="RLTUNE_HOME (default ~/.rltune)."),

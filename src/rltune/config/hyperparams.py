@@ -85,10 +85,23 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
     n_gpus_rollout: Optional[int] = Field(None, ge=0, le=100000)
     n_gpus_training: Optional[int] = Field(
         None, ge=0, le=100000,
-        description="trainer ranks on this node (data parallel, FSDP2): one GPU each on CUDA, "
-        "one process each on the CPU; 0 or 1 = one process")
+        description="trainer ranks per node (data parallel, FSDP2): one GPU each on CUDA, "
+        "one process each on the CPU; 0 or 1 = one process (see nnodes_training)")
     nnodes_rollout: Optional[int] = Field(None, ge=1, le=10000)
-    nnodes_training: Optional[int] = Field(None, ge=1, le=10000)
+    nnodes_training: Optional[int] = Field(
+        None, ge=1, le=10000,
+        description="with a Ray cluster (function_backend: ray or --ray-address): trainer ranks "
+        "are Ray actors, nnodes_training x n_gpus_training of them (n_gpus_training unset: 1); "
+        "without a cluster only 1")
+    #: rltune's own: how the Ray placement group puts the trainer ranks on the nodes.
+    trainer_placement: Optional[Literal["spread", "pack", "strict_spread", "strict_pack"]] = \
+        Field(None, description="Ray placement of the trainer ranks (one bundle each) when "
+              "nnodes_training is set on a Ray cluster: Ray's SPREAD (default), PACK, "
+              "STRICT_SPREAD or STRICT_PACK")
+    checkpoint_format: Literal["full", "sharded"] = Field(
+        "full", description="full: Hugging Face weights + optimizer state in one process's "
+        "format; sharded: each trainer rank writes its torch.distributed.checkpoint shards "
+        "(resume on any number of ranks; models export consolidates)")
     pipeline_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
     sequence_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
     tensor_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
@@ -253,6 +266,17 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
         return self.lora_alpha if self.lora_alpha is not None else 2.0 * self.lora_rank
 
     @property
+    def trainer_ranks(self) -> int:
+        """Data-parallel trainer ranks: ``nnodes_training`` x ``n_gpus_training`` (each unset
+        or 0: 1)."""
+        return max(1, self.nnodes_training or 1) * max(1, self.n_gpus_training or 1)
+
+    @property
+    def trainer_ranks_key(self) -> str:
+        """The key that makes ``trainer_ranks`` > 1, for errors."""
+        return "nnodes_training" if (self.nnodes_training or 1) > 1 else "n_gpus_training"
+
+    @property
     def mini_batch_rollouts(self) -> int:
         """Rollouts per optimizer step (``ppo_mini_batch_size`` or the whole step batch)."""
         return self.ppo_mini_batch_size or self.batch_size * self.n_rollouts
@@ -342,10 +366,12 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
                                 "only applies to RL algorithms, and algorithm is sft "
                                 "(supervised on the rows' messages, no rollouts)",
                                 f"remove {rl_only[0]}, or use an RL algorithm")
-        if self.algorithm == "ppo" and (self.n_gpus_training or 1) > 1:
-            raise _coupling("n_gpus_training", self.n_gpus_training,
-                            "algorithm ppo trains its critic in one process",
-                            "set n_gpus_training: 1, or use gspo, grpo or dapo")
+        if self.algorithm in ("ppo", "sft") and self.trainer_ranks > 1:
+            key = self.trainer_ranks_key
+            what = ("algorithm ppo trains its critic in one process" if self.algorithm == "ppo"
+                    else "algorithm sft trains in one process")
+            raise _coupling(key, getattr(self, key), what,
+                            f"set {key}: 1, or use gspo, grpo or dapo")
         _check_async(self)
         _refuse_distributed(self)
         _check_data_parallel(self)
@@ -385,7 +411,6 @@ def _check_async(hp: HyperParameters) -> None:
 #: on ``n_gpus_training`` data-parallel ranks of one node (any count, ``_check_data_parallel``).
 DISTRIBUTED_SUPPORTED: dict[str, tuple[int, ...]] = {
     "n_gpus_rollout": (0, 1),
-    "nnodes_training": (1,),
     "nnodes_rollout": (1,),
     "tensor_model_parallel_size": (1,),
     "pipeline_model_parallel_size": (1,),
@@ -401,7 +426,8 @@ def _refuse_distributed(hp: HyperParameters) -> None:
         if value is None or value in allowed:
             continue
         shown = " or ".join(str(a) for a in allowed)
-        what = ("it trains on data-parallel ranks of one node (n_gpus_training: N) only"
+        what = ("it trains on data-parallel ranks only (n_gpus_training: N per node, "
+                "nnodes_training: N nodes on a Ray cluster)"
                 if name in _TRAINING_LAYOUT else "it runs the engine on one device")
         raise _coupling(
             name, value,
@@ -414,7 +440,7 @@ def _refuse_distributed(hp: HyperParameters) -> None:
         )
 
 
-_TRAINING_LAYOUT = ("nnodes_training", "tensor_model_parallel_size",
+_TRAINING_LAYOUT = ("tensor_model_parallel_size",
                     "pipeline_model_parallel_size", "sequence_parallel_size",
                     "expert_model_parallel_size")
 
@@ -423,11 +449,22 @@ def _check_data_parallel(hp: HyperParameters) -> None:
     """``n_gpus_training: N`` > 1 trains on N data-parallel ranks (``trainer/ranks.py``),
     which do not support LoRA yet (nor the KL term: ``job_rules.check_data_parallel_kl``
     checks that on the job, whose training type picks the preset)."""
-    n = hp.n_gpus_training or 1
+    n, key = hp.trainer_ranks, hp.trainer_ranks_key
     if n > 1 and hp.lora_rank > 0:
         raise _coupling(
-            "n_gpus_training", n,
+            key, getattr(hp, key),
             f"with more than one trainer rank does not support LoRA yet (lora_rank "
             f"{hp.lora_rank})",
-            "set lora_rank: 0 (full fine-tuning), or n_gpus_training: 1",
+            f"set lora_rank: 0 (full fine-tuning), or {key}: 1",
         )
+    if hp.checkpoint_format == "sharded" and hp.lora_rank > 0:
+        raise _coupling(
+            "checkpoint_format", "sharded",
+            "does not support LoRA yet (a LoRA checkpoint saves its adapter)",
+            "remove checkpoint_format (full), or set lora_rank: 0")
+    if hp.trainer_placement is not None and hp.nnodes_training is None:
+        raise _coupling(
+            "trainer_placement", hp.trainer_placement,
+            "only applies to trainer ranks on a Ray cluster, which nnodes_training asks for",
+            "set nnodes_training (with function_backend: ray or --ray-address), or remove "
+            "trainer_placement")

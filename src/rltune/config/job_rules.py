@@ -43,15 +43,42 @@ def check_publish_and_split(job: Any) -> None:
 def check_data_parallel_kl(hp: Any, knobs: Any) -> None:
     """Data-parallel ranks (``n_gpus_training`` > 1) hold no reference model: the KL term of
     the job's resolved knobs (OPD's preset has none) must be off."""
-    n = hp.n_gpus_training or 1
+    n, key = hp.trainer_ranks, hp.trainer_ranks_key
     if n > 1 and knobs.use_kl_loss and hp.kl_loss_coef > 0:
         raise coupling(
-            _HP + "n_gpus_training", n,
+            _HP + key, getattr(hp, key),
             f"with more than one trainer rank does not support the KL term yet (algorithm "
             f"{knobs.algorithm}, kl_loss_coef {hp.kl_loss_coef:g}): data-parallel ranks hold "
             "no reference model",
-            "set kl_loss_coef: 0 (or use_kl_loss: false), or n_gpus_training: 1",
+            f"set kl_loss_coef: 0 (or use_kl_loss: false), or {key}: 1",
         )
+
+
+def ray_trainer_ranks(hp: Any, function_backend: Any) -> bool:
+    """Whether the job's trainer ranks are Ray actors (``trainer/ray_ranks.py``): it sets
+    ``nnodes_training`` and has a Ray cluster; refused, naming the key, for
+    ``nnodes_training`` > 1 without one. Applied once the cluster is known (``rltune train
+    --ray-address`` and the job server set ``function_backend`` after the YAML is read)."""
+    on_ray = function_backend is not None and function_backend.type == "ray"
+    if (hp.nnodes_training or 1) > 1 and not on_ray:
+        from rltune.sdk.errors import ConfigError
+
+        raise ConfigError(
+            f"nnodes_training: {hp.nnodes_training} needs a Ray cluster: trainer ranks on "
+            "several nodes are Ray actors, and this job has none (function_backend is not ray)",
+            where=_HP + "nnodes_training",
+            hint="run with `rltune train --ray-address <head>:6379` (or function_backend: ray, or "
+            "a job server started with --ray-address), or set nnodes_training: 1 and "
+            "n_gpus_training: N for N ranks on this machine")
+    if hp.trainer_placement is not None and not on_ray:
+        from rltune.sdk.errors import ConfigError
+
+        raise ConfigError(
+            f"trainer_placement: {hp.trainer_placement} places trainer ranks on a Ray cluster, "
+            "and this job has none (function_backend is not ray)",
+            where=_HP + "trainer_placement",
+            hint="remove trainer_placement, or run on a cluster (--ray-address)")
+    return on_ray and hp.nnodes_training is not None and hp.trainer_ranks > 1
 
 
 def engine_key_problem(engine: str, *, device: Optional[str] = None,

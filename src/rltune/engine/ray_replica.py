@@ -39,11 +39,7 @@ class EngineActor:
     def __init__(self, files: dict[str, bytes], kwargs: dict[str, Any]):
         from rltune.engine.transformers_engine import TransformersEngine
 
-        self.dir = Path(tempfile.mkdtemp(prefix="rltune-engine-"))
-        for name, data in files.items():
-            dest = self.dir / name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
+        self.dir = unpack_model_files(files, "rltune-engine-")
         self.engine = TransformersEngine.from_pretrained(self.dir, **kwargs)
 
     async def info(self) -> dict[str, Any]:
@@ -85,6 +81,16 @@ def model_files(path: str | Path) -> dict[str, bytes]:
     root = Path(path)
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file()}
+
+
+def unpack_model_files(files: dict[str, bytes], prefix: str) -> Path:
+    """``model_files``' result written to a new temp folder on this node (its path)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    for name, data in files.items():
+        dest = root / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+    return root
 
 
 def _unwrap(exc: BaseException) -> BaseException:

@@ -81,7 +81,8 @@ def _link_tree(src: Path, dst: Path) -> None:
 
 
 def link_model_files(checkpoint: Path, target: Path) -> None:
-    """Hard-link (or copy) a checkpoint's model files to ``target`` (written atomically)."""
+    """Hard-link (or copy) a checkpoint's model files to ``target`` (written atomically); a
+    sharded checkpoint's DCP shards are consolidated into full weights instead."""
     if target.exists():
         raise ConflictError(f"a model folder named {target.name!r} exists", where="name",
                             hint="choose another name or delete the model first")
@@ -89,7 +90,12 @@ def link_model_files(checkpoint: Path, target: Path) -> None:
     # a private temporary folder: two publishes of one name never share it
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
     try:
-        _link_tree(checkpoint, tmp / "m")
+        if (checkpoint / "sharded" / ".metadata").is_file():  # checkpoint_format: sharded
+            from rltune.trainer.sharded import consolidate
+
+            consolidate(checkpoint, tmp / "m")  # the ranks' shards as one HF folder
+        else:
+            _link_tree(checkpoint, tmp / "m")
         try:
             (tmp / "m").rename(target)
         except OSError:  # another publish of the same name got there first

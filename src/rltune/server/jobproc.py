@@ -97,8 +97,11 @@ def _placed(config: Any, ray_address: Optional[str], sink: Any) -> Any:
 
     backend = place_functions(config.function_backend, ray_address)
     if backend is not None and backend.type == "ray":
-        sink.log(f"functions run as Ray actors on the cluster at {backend.address}; the "
-                 "trainer and engine run in this process")
+        on_ray = (config.hyper_parameters.nnodes_training is not None
+                  and config.hyper_parameters.trainer_ranks > 1)
+        sink.log(f"functions run as Ray actors on the cluster at {backend.address}; "
+                 + ("the trainer ranks too, the engine in this process" if on_ray else
+                    "the trainer and engine run in this process"))
     return config.model_copy(update={"function_backend": backend})
 
 

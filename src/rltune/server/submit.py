@@ -78,9 +78,11 @@ async def fetch_url_datasets(ctx: ServerContext, workspace: str, job: JobConfig)
 
 def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConfig, dict]:
     """(runnable config, facts for the job record: file ids, row counts)."""
+    from rltune.config.job_rules import ray_trainer_ranks
     from rltune.server.cluster import place_functions
 
-    place_functions(job.function_backend, ctx.settings.ray_address)  # refused before anything
+    backend = place_functions(job.function_backend, ctx.settings.ray_address)  # refused early
+    ray_trainer_ranks(job.hyper_parameters, backend)  # nnodes_training > 1 needs the cluster
     data = job.to_dict()
     facts: dict[str, Any] = {"training_file_ids": [], "validation_file_ids": []}
     train_rows = 0

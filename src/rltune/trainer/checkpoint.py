@@ -6,6 +6,9 @@ Layout of ``<root>/checkpoint-<step>/``::
     config.json, model.safetensors, tokenizer files   (loadable with from_pretrained)
     adapter/            LoRA jobs only: the peft adapter (the weights above are merged)
     training_state.pt   optimizer + scheduler + updater step
+    sharded/            ``checkpoint_format: sharded`` only: each rank's DCP shards of the
+                        weights and optimizer state (``trainer/sharded.py``); the folder then
+                        has no weights file and training_state.pt holds scheduler + step only
     critic.pt           PPO jobs only: the critic's weights, optimizer and update count
     rng_state.pt        python / torch (and numpy if present) RNG states
     trainer_state.json  step, epoch, data-order state, metrics worth keeping
@@ -35,6 +38,7 @@ import torch
 from rltune.jobdir import CRITIC_STATE, complete_checkpoints, read_trainer_state, trainer_state_file
 from rltune.sdk.errors import ValidationError
 from rltune.trainer.lora import is_lora, load_adapter, save_lora
+from rltune.trainer.sharded import SHARDED_DIR, is_sharded, sharded_weights
 
 #: Complete checkpoints under a checkpoints folder, oldest step first (``rltune.jobdir``).
 list_checkpoints = complete_checkpoints
@@ -83,6 +87,7 @@ def save_checkpoint(
     trainer_state: Optional[dict[str, Any]] = None,
     save_total_limit: Optional[int] = None,
     weights: Optional[dict[str, torch.Tensor]] = None,
+    sharded: bool = False,
     critic: Any = None,
 ) -> Path:
     """Write ``<root>/checkpoint-<step>`` and drop the oldest beyond ``save_total_limit``.
@@ -90,6 +95,8 @@ def save_checkpoint(
     ``updater`` is a ``PolicyUpdater`` (its optimizer and scheduler are saved);
     ``trainer_state`` is any JSON-able dict (put the sampler's ``state_dict()`` in it).
     ``weights``: the full weights to write instead of ``model``'s own (a sharded policy).
+    ``sharded``: every rank of ``updater`` writes its shards of the weights and optimizer
+    state instead (``trainer/sharded.py``); ``model`` then only gives its config.
     ``critic``: anything with ``state_dict()`` (PPO's critic), saved as ``critic.pt``.
     """
     root = Path(root)
@@ -98,13 +105,20 @@ def save_checkpoint(
     tmp = root / f".tmp-checkpoint-{step}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    if is_lora(model):
+    if sharded:
+        updater.save_sharded(tmp / SHARDED_DIR)
+        model.config.save_pretrained(tmp)
+        if getattr(model, "generation_config", None) is not None:
+            model.generation_config.save_pretrained(tmp)
+    elif is_lora(model):
         save_lora(model, tmp)  # merged weights for from_pretrained + adapter/ for resume
     else:  # a sharded (data-parallel) policy gives its gathered full ``weights``
         model.save_pretrained(tmp, **({} if weights is None else {"state_dict": weights}))
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
-    if updater is not None:
+    if sharded:
+        torch.save({**updater.schedule_state(), "sharded": True}, tmp / "training_state.pt")
+    elif updater is not None:
         torch.save(updater.state_dict(), tmp / "training_state.pt")
     if critic is not None:
         torch.save(critic.state_dict(), tmp / CRITIC_FILE)
@@ -136,7 +150,12 @@ def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool =
             raise ValidationError(f"{path} has no optimizer state", where=str(ts),
                                   hint="resume from a checkpoint saved with updater=")
         # on the CPU first: load_state_dict moves the state to each parameter's device
-        updater.load_state_dict(torch.load(ts, weights_only=False, map_location="cpu"))
+        saved = torch.load(ts, weights_only=False, map_location="cpu")
+        if saved.get("sharded"):  # weights and optimizer from the shards, on any ranks
+            updater.load_sharded(path / SHARDED_DIR)
+            updater.load_schedule_state(saved)
+        else:
+            updater.load_state_dict(saved)
     if critic is not None:
         cs = path / CRITIC_FILE
         if not cs.exists():
@@ -157,6 +176,8 @@ def restore_policy(model: Any, path: str | Path) -> None:
     if is_lora(model):
         load_adapter(model, Path(path))
         return
+    if is_sharded(path):  # the shards load with the optimizer (restore_training_state)
+        return
     model.load_state_dict(checkpoint_weights(path))
 
 
@@ -164,4 +185,6 @@ def checkpoint_weights(path: str | Path) -> dict[str, torch.Tensor]:
     """A checkpoint's full weights (fp32, CPU), by parameter name."""
     from transformers import AutoModelForCausalLM
 
+    if is_sharded(path):
+        return sharded_weights(path)
     return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).state_dict()

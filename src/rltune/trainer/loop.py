@@ -260,8 +260,8 @@ class Trainer:
         return save_checkpoint(self.rt.ckpt_root, step=step, model=self.rt.model,
                                tokenizer=self.rt.tokenizer, updater=self.rt.updater,
                                trainer_state=state, save_total_limit=self.hp.save_total_limit,
-                               weights=self.rt.checkpoint_weights(),
-                               critic=getattr(self.signal, "critic", None))
+                               critic=getattr(self.signal, "critic", None),
+                               **self.rt.checkpoint_kwargs())
 
     async def _restore(self, path: str | Path) -> int:
         """Load a checkpoint's weights and state into policy and engine; returns its step."""

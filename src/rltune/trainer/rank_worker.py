@@ -7,6 +7,9 @@ makes on its own updater. It joins the process group, loads and shards the polic
 rank 0 does, and runs each command until ``stop`` or EOF (the job process is gone). Any error
 ends the process with a traceback in its log (``<job_dir>/ranks/rank-<r>.log``), which rank 0
 reports.
+
+``RankServer`` is the rank itself (join, load, shard, run commands); the Ray actors of
+``trainer/ray_ranks.py`` (``nnodes_training`` on a cluster) run it too, for every rank.
 """
 
 from __future__ import annotations
@@ -28,41 +31,73 @@ def _exit_when_orphaned(parent: int) -> None:
     os._exit(1)
 
 
+class RankServer:
+    """One non-driving trainer rank: joins the group, loads and shards the policy exactly as
+    rank 0 does, and runs rank 0's calls (``run(command, argument)``). Used by this module's
+    stdin loop (local ranks) and by the Ray actors of ``trainer/ray_ranks.py``, which run every
+    rank, 0 included, as a ``RankServer``.
+
+    ``header``: ``hp``, ``knobs``, ``model_path``, ``device``, ``cuda_first`` (CUDA: rank r
+    uses GPU ``cuda_first + r``), ``total_steps``, ``pad_token_id``, ``threads``, ``rank``,
+    ``world_size``; ``store``: the joined ``torch.distributed.Store``."""
+
+    def __init__(self, header: dict[str, Any], store: Any):
+        import torch
+
+        from rltune.trainer.distributed import (
+            DataParallelUpdater,
+            full_state_dict,
+            init_data_parallel,
+            shard_policy,
+        )
+        from rltune.trainer.policy import load_policy
+
+        h = header
+        torch.set_num_threads(int(h["threads"]))
+        cuda = (h["cuda_first"] + h["rank"] if h.get("cuda_index") is None
+                else h["cuda_index"]) if h["device"] == "cuda" else None
+        self.dp = dp = init_data_parallel(h["device"], store=store, rank=h["rank"],
+                                          world_size=h["world_size"], cuda_index=cuda)
+        hp, knobs = h["hp"], h["knobs"]
+        torch.manual_seed(hp.seed)
+        model, _ = load_policy(Path(h["model_path"]), hp, knobs, dp.device,
+                               lambda msg, **_: print(f"rank {dp.rank}: {msg}", flush=True))
+        shard_policy(model, dp)
+        self.model = model
+        self.updater = updater = DataParallelUpdater(
+            model, hp, knobs, total_steps=h["total_steps"], dp=dp,
+            pad_token_id=h["pad_token_id"])
+        self.commands = {
+            "update": updater.update,
+            "logprobs": updater.compute_logprobs,
+            "weights": lambda _: full_state_dict(model),
+            "state": lambda _: updater.state_dict(),
+            "load_weights": updater.load_weights,
+            "load_state": updater.load_state_dict,
+            "save_sharded": updater.save_sharded,
+            "load_sharded": updater.load_sharded,
+            "schedule": lambda _: updater.schedule_state(),
+            "load_schedule": updater.load_schedule_state,
+        }
+        print(f"rank {dp.rank} of {dp.world_size} ready on {dp.device} (pid {os.getpid()})",
+              flush=True)
+
+    def run(self, command: str, argument: Any) -> Any:
+        return self.commands[command](argument)
+
+    def close(self) -> None:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
 def serve(stream: Any) -> None:
-    import torch
     import torch.distributed as dist
 
-    from rltune.trainer.distributed import (
-        DataParallelUpdater,
-        full_state_dict,
-        init_data_parallel,
-        shard_policy,
-    )
-    from rltune.trainer.policy import load_policy
-
     h = pickle.load(stream)
-    torch.set_num_threads(int(h["threads"]))
     store = dist.TCPStore("127.0.0.1", int(h["port"]), is_master=False)
-    cuda = h["cuda_first"] + h["rank"] if h["device"] == "cuda" else None
-    dp = init_data_parallel(h["device"], store=store, rank=h["rank"],
-                            world_size=h["world_size"], cuda_index=cuda)
-    hp, knobs = h["hp"], h["knobs"]
-    torch.manual_seed(hp.seed)
-    model, _ = load_policy(Path(h["model_path"]), hp, knobs, dp.device,
-                           lambda msg, **_: print(f"rank {dp.rank}: {msg}", flush=True))
-    shard_policy(model, dp)
-    updater = DataParallelUpdater(model, hp, knobs, total_steps=h["total_steps"], dp=dp,
-                                  pad_token_id=h["pad_token_id"])
-    commands = {
-        "update": updater.update,
-        "logprobs": updater.compute_logprobs,
-        "weights": lambda _: full_state_dict(model),
-        "state": lambda _: updater.state_dict(),
-        "load_weights": updater.load_weights,
-        "load_state": updater.load_state_dict,
-    }
-    print(f"rank {dp.rank} of {dp.world_size} ready on {dp.device} (pid {os.getpid()})",
-          flush=True)
+    server = RankServer(h, store)
     while True:
         try:
             command, argument = pickle.load(stream)
@@ -70,8 +105,8 @@ def serve(stream: Any) -> None:
             break
         if command == "stop":
             break
-        commands[command](argument)
-    dist.destroy_process_group()
+        server.run(command, argument)
+    server.close()
 
 
 def main() -> int:

@@ -34,6 +34,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any, Optional
@@ -133,12 +134,19 @@ class RankGroup:
         try:
             return task.result()
         except Exception as exc:
-            for _ in range(20):  # a rank that crashed mid-step is the cause, not rank 0
-                rank = self.dead()
-                if rank is not None:
-                    raise self.failure(rank) from exc
-                await asyncio.sleep(0.1)
+            rank = await asyncio.to_thread(self.wait_dead)
+            if rank is not None:  # a rank that crashed mid-step is the cause, not rank 0
+                raise self.failure(rank) from exc
             raise
+
+    def wait_dead(self, within: float = 2.0) -> Optional[int]:
+        """After rank 0's share of a call failed: the rank that exited meanwhile, if any."""
+        deadline = time.monotonic() + within
+        while True:
+            rank = self.dead()
+            if rank is not None or time.monotonic() > deadline:
+                return rank
+            time.sleep(0.1)
 
     async def close(self) -> None:
         """Stop every rank (``stop``, then SIGKILL after ``STOP_GRACE_S``) and reap it."""
@@ -174,7 +182,13 @@ class RankedUpdater:
             if self.inner.dp.device.type == "cuda":  # the current device is per thread
                 torch.cuda.set_device(self.inner.dp.device)
             self.group.send(command, argument)
-            return run()
+            try:
+                return run()
+            except Exception as exc:  # a sync call (old log-probs, a checkpoint) outside watch
+                rank = self.group.wait_dead()
+                if rank is not None:
+                    raise self.group.failure(rank) from exc
+                raise
 
     def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
         return self._everywhere("update", _bare(rows), lambda: self.inner.update(rows))
@@ -201,6 +215,19 @@ class RankedUpdater:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._everywhere("load_state", state, lambda: self.inner.load_state_dict(state))
+
+    def save_sharded(self, path: Any) -> None:
+        """Every rank writes its DCP shards to ``path`` (``trainer/sharded.py``)."""
+        self._everywhere("save_sharded", str(path), lambda: self.inner.save_sharded(path))
+
+    def load_sharded(self, path: Any) -> None:
+        self._everywhere("load_sharded", str(path), lambda: self.inner.load_sharded(path))
+
+    def schedule_state(self) -> dict[str, Any]:
+        return self.inner.schedule_state()  # every rank steps its schedule alike
+
+    def load_schedule_state(self, state: dict[str, Any]) -> None:
+        self._everywhere("load_schedule", state, lambda: self.inner.load_schedule_state(state))
 
     async def close(self) -> None:
         await _stop(self.group)

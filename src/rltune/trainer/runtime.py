@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -118,7 +118,11 @@ class TrainingRuntime:
         self.files = JobDir(self.job_dir)
         self.ckpt_root = self.files.checkpoints
         self.device = resolve_device(self.hp.device)
-        self.ranks = max(1, self.hp.n_gpus_training or 1)  # trainer ranks (data parallel)
+        from rltune.config.job_rules import ray_trainer_ranks
+
+        # Refused here, before anything starts, when nnodes_training > 1 has no cluster.
+        self.on_ray = ray_trainer_ranks(self.hp, config.function_backend)
+        self.ranks = self.hp.trainer_ranks  # trainer ranks (data parallel)
         self._closers: list[Any] = []
 
     async def __aenter__(self) -> TrainingRuntime:
@@ -173,7 +177,11 @@ class TrainingRuntime:
 
     async def _start_ranks(self) -> None:
         """Data parallel (``n_gpus_training`` > 1): this process is rank 0 of the update and
-        starts the other ranks (``trainer/ranks.py``)."""
+        starts the other ranks (``trainer/ranks.py``); with ``nnodes_training`` on a Ray
+        cluster every rank is a Ray actor (``trainer/ray_ranks.py``)."""
+        if self.on_ray:
+            await self._start_ray_ranks()
+            return
         from rltune.trainer.ranks import start_ranked_updater
 
         self.updater = await start_ranked_updater(
@@ -184,6 +192,26 @@ class TrainingRuntime:
         self.log(f"data parallel: {self.ranks} trainer ranks (FSDP2, "
                  f"{'NCCL' if self.device.type == 'cuda' else 'gloo'}); ranks 1.."
                  f"{self.ranks - 1} log to {self.files.ranks}")
+
+    async def _start_ray_ranks(self) -> None:
+        import asyncio
+
+        from rltune.trainer.ray_ranks import start_ray_ranked_updater
+
+        placement = self.hp.trainer_placement or "spread"
+        backend = self.config.function_backend
+        self.updater = await asyncio.to_thread(
+            start_ray_ranked_updater, self.hp, self.knobs, address=backend.address,
+            world_size=self.ranks, model_path=self.model_path, device=self.device,
+            total_steps=max(1, self.total_steps),
+            pad_token_id=self.tokenizer.pad_token_id or 0, placement=placement,
+            log_dir=self.files.ranks)
+        self._closers.append(self.updater.close)
+        if self.hp.checkpoint_format == "sharded":  # every rank writes into the same folder
+            await asyncio.to_thread(self.updater.check_shared, self.ckpt_root)
+        where = ", ".join(f"rank {p.rank} on {p.describe()}" for p in self.updater.places)
+        self.log(f"data parallel on Ray: {self.ranks} trainer ranks ({placement} placement, "
+                 f"FSDP2, {'NCCL' if self.device.type == 'cuda' else 'gloo'}): {where}")
 
     def _load_teacher(self) -> Teacher:
         # Loaded before the rest starts: a teacher with another tokenizer fails fast.
@@ -288,15 +316,21 @@ class TrainingRuntime:
             else engine_weights(self.model)
         await self.engine.update_weights(weights)
 
-    def checkpoint_weights(self) -> Optional[dict[str, torch.Tensor]]:
-        """The full weights a checkpoint saves for a sharded policy (gathered from every
-        rank); None when the policy saves itself."""
-        return self.updater.full_weights() if self.ranks > 1 else None
+    def checkpoint_kwargs(self) -> dict[str, Any]:
+        """How a checkpoint saves the weights (``save_checkpoint``'s keywords): every rank's
+        shards (``checkpoint_format: sharded``), the full weights gathered from every rank,
+        or (``{}``) the policy itself."""
+        if self.hp.checkpoint_format == "sharded":
+            return {"sharded": True}
+        return {"weights": self.updater.full_weights()} if self.ranks > 1 else {}
 
     def restore_policy(self, path: Path) -> None:
         """Load a checkpoint's weights into the policy (on every rank)."""
         from rltune.trainer.checkpoint import checkpoint_weights, restore_policy
+        from rltune.trainer.sharded import is_sharded
 
+        if is_sharded(path):  # the shards load with the optimizer (restore_training_state)
+            return
         if self.ranks > 1:
             self.updater.load_weights(checkpoint_weights(path))
         else:

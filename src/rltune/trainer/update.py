@@ -370,6 +370,26 @@ class PolicyUpdater:
         return {"optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(), "step": self.step}
 
+    def schedule_state(self) -> dict[str, Any]:
+        """The LR schedule and the step: what a sharded checkpoint keeps besides its shards."""
+        return {"scheduler": self.scheduler.state_dict(), "step": self.step}
+
+    def load_schedule_state(self, state: dict[str, Any]) -> None:
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step = int(state["step"])
+
+    def save_sharded(self, path: Any) -> None:
+        """Write the weights and optimizer state as DCP shards (``trainer/sharded.py``)."""
+        from rltune.trainer.sharded import save_sharded
+
+        save_sharded(self.model, self.optimizer, path)
+
+    def load_sharded(self, path: Any) -> None:
+        """Load ``save_sharded``'s shards, written on any number of ranks."""
+        from rltune.trainer.sharded import load_sharded
+
+        load_sharded(self.model, self.optimizer, path)
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])

@@ -1,0 +1,406 @@
+"""Trainer ranks as Ray actors across the nodes of a cluster (``nnodes_training`` with a Ray
+cluster: ``function_backend: ray`` or ``--ray-address``).
+
+``nnodes_training: N`` x ``n_gpus_training: M`` ranks (M unset: 1) are placed with one Ray
+placement group, one bundle per rank (``trainer_placement``: Ray's ``SPREAD`` by default,
+``PACK``, ``STRICT_SPREAD`` or ``STRICT_PACK``). Each bundle reserves what a rank uses: on the
+CPU as many CPUs as the job process's torch threads, on CUDA one GPU and one CPU. Every rank,
+0 included, is a :class:`TrainerRankActor` running the same :class:`RankServer` as a local
+rank (``trainer/rank_worker.py``): it joins the process group through a ``TCPStore`` that rank
+0 hosts on its node's address (gloo on the CPU, NCCL on CUDA), loads the policy from model
+files the driver put into the object store once, and shards it with FSDP2.
+
+The job process stays the controller (engine, gateway, functions, checkpoints' side files) and
+drives the ranks: :class:`RayRankedUpdater` has ``PolicyUpdater``'s interface; each call is
+given to every rank in the same order (the rows are put into the object store once) and rank
+0's answer is the call's (metrics, gathered full weights for the engine's weight sync).
+
+A rank that fails, a killed rank process and a lost node fail the call with a
+``TrainingFailedError`` naming the rank, its node (id and address) and Ray's reason; closing
+the updater (the job's runtime always does, also after an error) kills every rank's actor and
+removes the placement group, so the cluster's resources are free again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import os
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+from rltune.sdk.errors import ConfigError, TrainingFailedError
+from rltune.trainer.update import TrainingRow
+
+WHERE = "training.hyper_parameters.nnodes_training"
+#: How long the placement group may wait for the cluster's resources before the job fails.
+PLACEMENT_TIMEOUT_S = float(os.environ.get("RLTUNE_RAY_PLACEMENT_TIMEOUT", "300"))
+#: How long a failed call waits for the other ranks' answers, to find the rank that died.
+_DIAGNOSE_S = 10.0
+#: Environment variables a rank inherits from the job process (network and thread settings).
+_PASS_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "TORCH_NCCL_BLOCKING_WAIT")
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+class TrainerRankActor:
+    """One trainer rank in a Ray actor (its node's temp folder holds the shipped model)."""
+
+    def __init__(self, files: dict[str, bytes]):
+        from rltune.engine.ray_replica import unpack_model_files
+
+        self.dir = unpack_model_files(files, "rltune-rank-")
+        self.store: Any = None
+        self.server: Any = None
+
+    def info(self) -> dict[str, Any]:
+        import ray
+
+        from rltune._ray import node_address
+
+        return {"node": ray.get_runtime_context().get_node_id(), "host": node_address(ray),
+                "pid": os.getpid()}
+
+    def open_store(self, host: str, world_size: int) -> int:
+        """Rank 0: host the rendezvous store on this node; its port."""
+        from torch.distributed import TCPStore
+
+        self.store = TCPStore(host, 0, world_size, True, wait_for_workers=False,
+                              timeout=datetime.timedelta(minutes=30))
+        return int(self.store.port)
+
+    def start(self, header: dict[str, Any], host: str, port: int,
+              log_path: Optional[str] = None) -> None:
+        """Join the group and load and shard the policy (every rank at once). ``log_path``:
+        the job folder's ``ranks/rank-<r>.log``, used when this node sees that folder."""
+        import sys
+
+        from torch.distributed import TCPStore
+
+        from rltune.trainer.rank_worker import RankServer
+
+        if log_path and Path(log_path).parent.is_dir():  # a shared job folder
+            fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(fd, 1)  # this actor's own worker process: its output, tracebacks
+            os.dup2(fd, 2)
+            os.close(fd)
+
+        store = self.store or TCPStore(host, port, is_master=False,
+                                       timeout=datetime.timedelta(minutes=30))
+        self.server = RankServer({**header, "model_path": str(self.dir)}, store)
+
+    def call(self, command: str, argument: Any) -> Any:
+        return self.server.run(command, argument)
+
+    def sees(self, path: str) -> bool:
+        return Path(path).is_file()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@dataclasses.dataclass
+class RankPlace:
+    """Where a rank runs: its Ray node id, that node's address and the actor's pid."""
+
+    rank: int
+    node: str
+    host: str
+    pid: int
+
+    def describe(self) -> str:
+        return f"node {self.node[:12]} ({self.host})"
+
+
+class RayRankGroup:
+    """The driver's handle on the ranks' actors and their placement group."""
+
+    def __init__(self, ray: Any, world_size: int, log_dir: Optional[Path] = None):
+        self.ray, self.world_size, self.log_dir = ray, world_size, log_dir
+        self.actors: list[Any] = []
+        self.places: list[RankPlace] = []
+        self.pg: Any = None
+        self._closed = False
+
+    def place(self, bundle: dict[str, float], strategy: str, timeout: float) -> None:
+        """Reserve one bundle per rank; fail with the cluster's free resources on timeout."""
+        from ray.util.placement_group import placement_group
+
+        self.pg = placement_group([dict(bundle) for _ in range(self.world_size)],
+                                  strategy=strategy, name=f"rltune-trainer-{os.getpid()}")
+        ready, _ = self.ray.wait([self.pg.ready()], timeout=timeout)
+        if not ready:
+            free = {k: v for k, v in self.ray.available_resources().items()
+                    if k in ("CPU", "GPU")}
+            raise ConfigError(
+                f"{self.world_size} trainer rank(s) could not be placed on the Ray cluster "
+                f"within {timeout:.0f} s: each asks for {bundle} with strategy {strategy}; "
+                f"the cluster has {free} free",
+                where=WHERE, hint="add nodes, lower nnodes_training x n_gpus_training or "
+                "RLTUNE_TORCH_THREADS, or change trainer_placement")
+
+    def spawn(self, files_ref: Any, bundle: dict[str, float], env: dict[str, Any]) -> None:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        cls = self.ray.remote(TrainerRankActor)
+        for rank in range(self.world_size):
+            strategy = PlacementGroupSchedulingStrategy(
+                placement_group=self.pg, placement_group_bundle_index=rank)
+            self.actors.append(cls.options(
+                num_cpus=bundle.get("CPU", 0), num_gpus=bundle.get("GPU", 0), max_restarts=0,
+                runtime_env=env, scheduling_strategy=strategy,
+                name=f"rltune-trainer-rank-{rank}-{os.getpid()}").remote(files_ref))
+        infos = self.wait([a.info.remote() for a in self.actors], "start")
+        self.places = [RankPlace(r, i["node"], i["host"], i["pid"])
+                       for r, i in enumerate(infos)]
+
+    def wait(self, refs: list[Any], what: str) -> list[Any]:
+        """Every rank's answer to ``refs`` (one per rank), or the first failure, named."""
+        ray = self.ray
+        pending, index = list(refs), {ref: r for r, ref in enumerate(refs)}
+        results: dict[int, Any] = {}
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                try:
+                    results[index[ref]] = ray.get(ref)
+                except Exception as exc:
+                    raise self.failure(index[ref], exc, pending, index, what) from exc
+        return [results[r] for r in range(len(refs))]
+
+    def failure(self, rank: int, exc: BaseException, pending: list[Any],
+                index: dict[Any, int], what: str) -> TrainingFailedError:
+        """The error of a failed call, naming the rank that caused it: a rank whose actor
+        died (a killed process, a lost node) rather than a rank whose collective then broke."""
+        ray = self.ray
+        died = isinstance(exc, ray.exceptions.RayActorError)
+        deadline = time.monotonic() + _DIAGNOSE_S
+        while not died and pending and time.monotonic() < deadline:
+            done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+            for ref in done:
+                try:
+                    ray.get(ref)
+                except ray.exceptions.RayActorError as other:
+                    rank, exc, died = index[ref], other, True
+                    break
+                except Exception:
+                    pass
+        place = self.places[rank] if rank < len(self.places) else None
+        where = place.describe() if place else "an unplaced node"
+        lost = place is not None and not _node_alive(ray, place.node)
+        reason = _reason(exc)
+        how = ("died: its node was lost" if lost else "died") if died else "failed"
+        log = self.log_path(rank)
+        try:
+            tail = log.read_text(errors="replace").strip().splitlines()[-4:] if log else []
+        except OSError:
+            tail = []
+        return TrainingFailedError(
+            f"trainer rank {rank} of {self.world_size} on {where} {how} during {what}: "
+            f"{reason}" + (" | its log: " + " | ".join(tail) if tail else ""),
+            where=f"trainer rank {rank}",
+            hint=(f"see {log} for the rank's whole output" if tail else
+                  "the rank's own output is in its node's Ray session logs "
+                  "(<ray temp dir>/session_latest/logs/worker-*.err; `ray logs`)"))
+
+    def log_path(self, rank: int) -> Optional[Path]:
+        return self.log_dir / f"rank-{rank}.log" if self.log_dir is not None else None
+
+    def close(self, grace: float = 10.0) -> None:
+        """Stop every rank (then kill its actor) and remove the placement group."""
+        if self._closed:
+            return
+        self._closed = True
+        ray = self.ray
+        stops = []
+        for actor in self.actors:
+            try:
+                stops.append(actor.stop.remote())
+            except Exception:
+                pass
+        if stops:
+            ray.wait(stops, num_returns=len(stops), timeout=grace)
+        for actor in self.actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:
+                pass
+        if self.pg is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            try:
+                remove_placement_group(self.pg)
+            except Exception:
+                pass
+
+
+def _node_alive(ray: Any, node: str) -> bool:
+    try:
+        return any(n.get("NodeID") == node and n.get("Alive") for n in ray.nodes())
+    except Exception:
+        return True
+
+
+def _reason(exc: BaseException) -> str:
+    cause = getattr(exc, "cause", None)
+    text = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return " | ".join(lines[:3])[:600]
+
+
+class RayRankedUpdater:
+    """``PolicyUpdater``'s interface over the ranks' actors (see the module doc)."""
+
+    def __init__(self, group: RayRankGroup):
+        self.group = group
+        self.step = 0
+        self._lock = threading.Lock()  # one call at a time: every rank runs them in order
+
+    @property
+    def world_size(self) -> int:
+        return self.group.world_size
+
+    @property
+    def places(self) -> list[RankPlace]:
+        return self.group.places
+
+    def _everywhere(self, command: str, argument: Any = None) -> Any:
+        ray = self.group.ray
+        with self._lock:
+            ref = ray.put(argument)
+            refs = [a.call.remote(command, ref) for a in self.group.actors]
+            return self.group.wait(refs, command)[0]
+
+    def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
+        metrics = self._everywhere("update", _bare(rows))
+        self.step += 1
+        return metrics
+
+    async def aupdate(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
+        return await asyncio.to_thread(self.update, rows)
+
+    def compute_logprobs(self, rows: Sequence[TrainingRow]) -> list[list[float]]:
+        return self._everywhere("logprobs", _bare(rows))
+
+    def full_weights(self) -> dict[str, torch.Tensor]:
+        """The whole policy's weights (CPU tensors), gathered on rank 0."""
+        return self._everywhere("weights")
+
+    async def afull_weights(self) -> dict[str, torch.Tensor]:
+        return await asyncio.to_thread(self.full_weights)
+
+    def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        self._everywhere("load_weights", weights)
+
+    def state_dict(self) -> dict[str, Any]:
+        state = self._everywhere("state")
+        return {**state, "step": self.step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._everywhere("load_state", state)
+        self.step = int(state["step"])
+
+    def save_sharded(self, path: str | Path) -> None:
+        """Every rank writes its shards to ``path`` (a folder all nodes reach)."""
+        self._everywhere("save_sharded", str(path))
+
+    def load_sharded(self, path: str | Path) -> None:
+        self._everywhere("load_sharded", str(path))
+
+    def schedule_state(self) -> dict[str, Any]:
+        """The LR schedule and the step (rank 0's; every rank steps alike)."""
+        return {**self._everywhere("schedule"), "step": self.step}
+
+    def load_schedule_state(self, state: dict[str, Any]) -> None:
+        self._everywhere("load_schedule", state)
+        self.step = int(state["step"])
+
+    def check_shared(self, folder: str | Path) -> None:
+        """Refuse sharded checkpoints in a folder some rank's node does not share: every rank
+        must see a file the job process writes there."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".rltune-shared-probe-{os.getpid()}"
+        probe.write_text("probe")
+        try:
+            seen = self.group.wait([a.sees.remote(str(probe)) for a in self.group.actors],
+                                   "start")
+        finally:
+            probe.unlink(missing_ok=True)
+        blind = [p for p, ok in zip(self.group.places, seen, strict=True) if not ok]
+        if blind:
+            raise ConfigError(
+                f"checkpoint_format: sharded needs the checkpoint folder {folder} on a "
+                "filesystem every trainer rank shares; "
+                + ", ".join(f"rank {p.rank} on {p.describe()}" for p in blind)
+                + " cannot see it",
+                where="training.hyper_parameters.checkpoint_format",
+                hint="put the job folder on a shared filesystem (NFS, a mounted bucket), or "
+                     "use checkpoint_format: full (rank 0 writes the whole checkpoint)")
+
+    async def close(self) -> None:
+        from rltune._ray import disconnect
+
+        try:
+            await asyncio.to_thread(self.group.close)
+        finally:
+            disconnect()
+
+
+def _bare(rows: Sequence[TrainingRow]) -> list[TrainingRow]:
+    """The rows without ``meta`` (it points back to the whole rollout): what a rank needs."""
+    return [dataclasses.replace(r, meta={}) for r in rows]
+
+
+def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], world_size: int,
+                             model_path: Path, device: torch.device, total_steps: int,
+                             pad_token_id: int, placement: str = "spread",
+                             threads: Optional[int] = None, ship_rltune: bool = True,
+                             place_timeout: float = PLACEMENT_TIMEOUT_S,
+                             log_dir: Optional[Path] = None) -> RayRankedUpdater:
+    """Place ``world_size`` ranks on the cluster at ``address`` (else ``RAY_ADDRESS``), start
+    them and return the driver's updater once every rank has loaded and sharded the policy.
+    ``log_dir``: where each rank writes ``rank-<r>.log`` when its node sees that folder (a
+    shared job folder); otherwise its output stays in Ray's logs on its node."""
+    from rltune._ray import connect, disconnect, ship_package
+    from rltune.engine.ray_replica import model_files
+
+    ray = connect(address, what="nnodes_training with a Ray cluster", where=WHERE)
+    threads = threads or torch.get_num_threads()
+    cuda = device.type == "cuda"
+    bundle = {"GPU": 1.0, "CPU": 1.0} if cuda else {"CPU": float(threads)}
+    group = RayRankGroup(ray, world_size, Path(log_dir) if log_dir is not None else None)
+    try:
+        env: dict[str, Any] = {"env_vars": {
+            **dict.fromkeys(_THREAD_VARS, str(threads)),
+            **{k: os.environ[k] for k in _PASS_ENV if k in os.environ}}}
+        if ship_rltune:
+            env.update(ship_package())
+        group.place(bundle, placement.upper(), place_timeout)
+        group.spawn(ray.put(model_files(model_path)), bundle, env)
+        host = group.places[0].host
+        port = group.wait([group.actors[0].open_store.remote(host, world_size)], "start")[0]
+        header = {"hp": hp, "knobs": knobs, "device": device.type, "cuda_first": 0,
+                  "cuda_index": 0 if cuda else None, "total_steps": total_steps,
+                  "pad_token_id": pad_token_id, "threads": threads,
+                  "world_size": world_size}
+        if log_dir is not None:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+        group.wait([a.start.remote({**header, "rank": r}, host, port,
+                                   str(group.log_path(r)) if log_dir is not None else None)
+                    for r, a in enumerate(group.actors)], "start")
+    except BaseException:
+        group.close()
+        disconnect()
+        raise
+    return RayRankedUpdater(group)

@@ -234,3 +234,31 @@ def test_a_killed_job_process_frees_its_ranks_and_placement_group(tmp_path, tiny
                 os.killpg(job.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_gspo_on_two_ray_nodes_learns_by_the_learning_tests_gate(tmp_path, nano_model_dir):
+    """The GSPO learning test's job (tests/trainer/test_learning.py: 20 steps of 8 x 8 on the
+    warm-started nano agent) with its trainer as two gloo ranks, one per node of a two-node
+    cluster, and its functions as Ray actors: the validation reward rises by the same gate."""
+    from rltune.trainer.sink import read_metrics
+
+    spec = importlib.util.spec_from_file_location(
+        "learning_test", Path(__file__).parent / "test_learning.py")
+    learning = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(learning)
+    ws = learning.calc_job(tmp_path, nano_model_dir, "gspo", steps=20, nnodes_training=2,
+                           trainer_placement="strict_spread")
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    for fn in job["functions"]:  # one instance each, one CPU: two for the ranks
+        fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
+                         "min_capacity": 1, "max_capacity": 1}
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    out = tmp_path / "job"
+    with LocalRayCluster(head_cpus=2, worker_nodes=1, worker_cpus=2) as cluster:
+        log = _train(ws, out, tmp_path, "--ray-address", cluster.address)
+    line = next(ln for ln in log.splitlines() if "data parallel on Ray" in ln)
+    assert len({part.split(" (")[0] for part in line.split("on node ")[1:]}) == 2, line
+    curve = [(r["step"], r["metrics"]["validation/data/reward/mean@1"])
+             for r in read_metrics(out) if "validation/data/reward/mean@1" in r["metrics"]]
+    learning.assert_rises({"initial_validation": curve[0][1],
+                           "validation": curve[1:]}, by=0.2)

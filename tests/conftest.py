@@ -32,6 +32,9 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# trackio reads TRACKIO_DIR once, when it is imported: one folder per test process (never the
+# user's), shared by every trackio test in it; each test uses a project of its own.
+os.environ.setdefault("TRACKIO_DIR", tempfile.mkdtemp(prefix="rltune-test-trackio-"))
 
 
 NANO_HOME_ENV = "RLTUNE_TEST_NANO_HOME"  # the shared home of the background build (xdist)

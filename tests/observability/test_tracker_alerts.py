@@ -78,13 +78,11 @@ def test_swanlab_offline_run_has_the_alert_text(tmp_path, monkeypatch):
 
 
 def test_trackio_has_a_trackio_alert(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
     pytest.importorskip("trackio")
     from trackio.sqlite_storage import SQLiteStorage
 
-    if not str(SQLiteStorage.get_project_db_path("p")).startswith(str(tmp_path)):
-        pytest.skip("trackio was imported earlier with another TRACKIO_DIR")
-    ids = run_with_alert(job([{"type": "trackio", "project": "p"}]), tmp_path / "a")
-    alerts = SQLiteStorage.get_alerts("p", run_name=ids["trackio"])
+    project = f"p-{tmp_path.name}"  # TRACKIO_DIR is the test process's (tests/conftest.py)
+    ids = run_with_alert(job([{"type": "trackio", "project": project}]), tmp_path / "a")
+    alerts = SQLiteStorage.get_alerts(project, run_name=ids["trackio"])
     assert [(a["title"], a["text"], a["step"]) for a in alerts] == [
         (f"rltune doctor P9: {TITLE}", LINE, 2)]

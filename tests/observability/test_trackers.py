@@ -140,20 +140,18 @@ def test_swanlab_offline_run_has_the_step_series(tmp_path, monkeypatch):
 
 
 def test_trackio_local_project_has_the_step_series_and_resumes(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
     pytest.importorskip("trackio")
     from trackio.sqlite_storage import SQLiteStorage
 
-    if not str(SQLiteStorage.get_project_db_path("p")).startswith(str(tmp_path)):
-        pytest.skip("trackio was imported earlier with another TRACKIO_DIR")
-    cfg = job([{"type": "trackio", "project": "p"}])
+    project = f"p-{tmp_path.name}"  # TRACKIO_DIR is the test process's (tests/conftest.py)
+    cfg = job([{"type": "trackio", "project": project}])
     ids = run_steps(cfg, tmp_path / "a", range(1, 4))
-    logs = SQLiteStorage.get_logs("p", ids["trackio"])
+    logs = SQLiteStorage.get_logs(project, ids["trackio"])
     rows = [(r["step"], r[REWARD], r[VAL]) for r in logs if REWARD in r]
     assert same(rows, [(1, .1, .2), (2, .2, .4), (3, .3, .6)])
     ids2 = run_steps(cfg, tmp_path / "b", range(4, 5), resume=checkpoint_with(tmp_path, ids))
     assert ids2 == ids
-    assert [r["step"] for r in SQLiteStorage.get_logs("p", ids["trackio"]) if REWARD in r] == [
+    assert [r["step"] for r in SQLiteStorage.get_logs(project, ids["trackio"]) if REWARD in r] == [
         1, 2, 3, 4]
 
 

@@ -49,27 +49,35 @@ def make_job(root: Path, model_dir: str, steps: int, ranks: int) -> Path:
     return ws
 
 
-def run(root: Path, model_dir: str, steps: int, ranks: int) -> dict[str, Any]:
+def timed_train(ws: Path, out: Path, *extra: str) -> dict[str, Any]:
+    """``rltune train`` of ``ws`` into ``out``: the mean timings over the steps that updated
+    (step 1 left out), the wall clock, and the job's log."""
     from rltune.trainer.sink import read_metrics
 
-    ws = make_job(root, model_dir, steps, ranks)
-    out = root / f"job{ranks}"
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "rltune.cli.main", "train", "-c",
-                           str(ws / "job.yaml"), "-O", str(out), "-q"],
+                           str(ws / "job.yaml"), "-O", str(out), "-q", *extra],
                           capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if proc.returncode:
         raise SystemExit(proc.stdout[-2000:] + proc.stderr[-2000:])
-    steps_m = [r["metrics"] for r in read_metrics(out) if r["step"] >= 2]
-    updated = [m for m in steps_m if "timing/s/update" in m]
+    updated = [r["metrics"] for r in read_metrics(out)
+               if r["step"] >= 2 and "timing/s/update" in r["metrics"]]
 
     def mean(key: str) -> float:
         return sum(m[key] for m in updated) / max(1, len(updated))
 
-    return {"ranks": ranks, "steps_measured": len(updated), "update_s": mean("timing/s/update"),
+    return {"steps_measured": len(updated), "update_s": mean("timing/s/update"),
             "step_s": mean("timing/s/step"), "rollout_s": mean("timing/s/rollout"),
-            "sync_s": mean("timing/s/sync"), "wall_s": wall}
+            "sync_s": mean("timing/s/sync"), "wall_s": wall,
+            "log": (out / "train.log").read_text()}
+
+
+def run(root: Path, model_dir: str, steps: int, ranks: int) -> dict[str, Any]:
+    ws = make_job(root, model_dir, steps, ranks)
+    timings = timed_train(ws, root / f"job{ranks}")
+    del timings["log"]
+    return {"ranks": ranks, **timings}
 
 
 def cpu_model() -> str:

@@ -31,17 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from dp_compare import cpu_model, make_job
+from dp_compare import cpu_model, make_job, timed_train
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(root: Path, model_dir: str, steps: int, nodes: int, address: str) -> dict[str, Any]:
-    import subprocess
-    import time
-
-    from rltune.trainer.sink import read_metrics
-
     ws = make_job(root / f"n{nodes}", model_dir, steps, 1)
     job = yaml.safe_load((ws / "job.yaml").read_text())
     hp = job["training"]["hyper_parameters"]
@@ -53,27 +48,11 @@ def run(root: Path, model_dir: str, steps: int, nodes: int, address: str) -> dic
         fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
                          "min_capacity": 1, "max_capacity": 1}
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
-    out = root / f"job{nodes}"
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "rltune.cli.main", "train", "-c",
-                           str(ws / "job.yaml"), "-O", str(out), "-q", "--ray-address",
-                           address], capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode:
-        raise SystemExit(proc.stdout[-2000:] + proc.stderr[-2000:])
-    log = (out / "train.log").read_text()
+    timings = timed_train(ws, root / f"job{nodes}", "--ray-address", address)
+    log = timings.pop("log")
     placed = next((ln[ln.index("data parallel on Ray"):] for ln in log.splitlines()
                    if "data parallel on Ray" in ln), "one process")
-    updated = [r["metrics"] for r in read_metrics(out)
-               if r["step"] >= 2 and "timing/s/update" in r["metrics"]]
-
-    def mean(key: str) -> float:
-        return sum(m[key] for m in updated) / max(1, len(updated))
-
-    return {"nodes": nodes, "trainer": placed, "steps_measured": len(updated),
-            "update_s": mean("timing/s/update"), "step_s": mean("timing/s/step"),
-            "rollout_s": mean("timing/s/rollout"), "sync_s": mean("timing/s/sync"),
-            "wall_s": wall}
+    return {"nodes": nodes, "trainer": placed, **timings}
 
 
 def main() -> None:

@@ -43,11 +43,7 @@ def _workspace(tmp_path: Path, model_dir: Path, **hp) -> Path:
     ws = ranks_job._workspace(tmp_path, model_dir, n_gpus_training=None, nnodes_training=2,
                               trainer_placement="strict_spread", checkpoint_format="sharded",
                               save_strategy="steps", save_steps=1, save_total_limit=5, **hp)
-    job = yaml.safe_load((ws / "job.yaml").read_text())
-    for fn in job["functions"]:  # one instance each, one CPU
-        fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
-                         "min_capacity": 1, "max_capacity": 1}
-    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    _one_cpu_functions(ws)
     return ws
 
 
@@ -58,6 +54,33 @@ def _train(ws: Path, out: Path, tmp_path: Path, *extra: str, config: str = "job.
         capture_output=True, text=True, timeout=900, env=ranks_job._env(tmp_path))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return (out / "train.log").read_text()
+
+
+def _start_until_step_1(ws: Path, out: Path, tmp_path: Path, address: str) -> subprocess.Popen:
+    """``rltune train`` in its own session, returned once step 1 is in its log."""
+    import time
+
+    with open(tmp_path / "train.out", "wb") as sink:
+        job = subprocess.Popen(
+            [sys.executable, "-m", "rltune.cli.main", "train", "-c", str(ws / "job.yaml"),
+             "-O", str(out), "-q", "--ray-address", address], stdout=sink,
+            stderr=subprocess.STDOUT, env=ranks_job._env(tmp_path), start_new_session=True)
+    log, deadline = out / "train.log", time.monotonic() + 600
+    while "step 1/" not in (log.read_text() if log.exists() else ""):
+        if job.poll() is not None or time.monotonic() > deadline:
+            job.kill()
+            raise AssertionError((tmp_path / "train.out").read_text()[-3000:])
+        time.sleep(0.5)
+    return job
+
+
+def _one_cpu_functions(ws: Path) -> None:
+    """Each function of ``ws``'s job: one instance, one CPU (the ranks get the rest)."""
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    for fn in job["functions"]:
+        fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
+                         "min_capacity": 1, "max_capacity": 1}
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
 
 
 def _from_sharded(ckpt: Path, ws: Path) -> PolicyUpdater:
@@ -148,18 +171,9 @@ def test_a_lost_node_fails_the_job_naming_the_rank_and_node_and_frees_the_cluste
     out = tmp_path / "job"
     with LocalRayCluster(head_cpus=3, worker_nodes=1, worker_cpus=1,
                          resources=[{"node_a": 1}, {"node_b": 1}]) as cluster:
-        with open(tmp_path / "train.out", "wb") as sink:
-            job = subprocess.Popen(
-                [sys.executable, "-m", "rltune.cli.main", "train", "-c", str(ws / "job.yaml"),
-                 "-O", str(out), "-q", "--ray-address", cluster.address], stdout=sink,
-                stderr=subprocess.STDOUT, env=ranks_job._env(tmp_path), start_new_session=True)
+        job = _start_until_step_1(ws, out, tmp_path, cluster.address)
         try:
             log = out / "train.log"
-            deadline = time.monotonic() + 600
-            while "step 1/" not in (log.read_text() if log.exists() else ""):
-                assert job.poll() is None and time.monotonic() < deadline, \
-                    (tmp_path / "train.out").read_text()[-3000:]
-                time.sleep(0.5)
             ray.init(address=cluster.address)
             try:
                 worker = next(n["NodeID"] for n in ray.nodes() if "node_b" in n["Resources"])
@@ -204,18 +218,8 @@ def test_a_killed_job_process_frees_its_ranks_and_placement_group(tmp_path, tiny
     ws = _workspace(tmp_path, tiny_model_dir, max_steps=40)
     out = tmp_path / "job"
     with LocalRayCluster(head_cpus=2, worker_nodes=1, worker_cpus=2) as cluster:
-        with open(tmp_path / "train.out", "wb") as sink:
-            job = subprocess.Popen(
-                [sys.executable, "-m", "rltune.cli.main", "train", "-c", str(ws / "job.yaml"),
-                 "-O", str(out), "-q", "--ray-address", cluster.address], stdout=sink,
-                stderr=subprocess.STDOUT, env=ranks_job._env(tmp_path), start_new_session=True)
+        job = _start_until_step_1(ws, out, tmp_path, cluster.address)
         try:
-            log = out / "train.log"
-            deadline = time.monotonic() + 600
-            while "step 1/" not in (log.read_text() if log.exists() else ""):
-                assert job.poll() is None and time.monotonic() < deadline, \
-                    (tmp_path / "train.out").read_text()[-3000:]
-                time.sleep(0.5)
             ray.init(address=cluster.address)
             try:
                 assert ray.available_resources().get("CPU", 0) == 0  # ranks + functions
@@ -248,11 +252,7 @@ def test_gspo_on_two_ray_nodes_learns_by_the_learning_tests_gate(tmp_path, nano_
     spec.loader.exec_module(learning)
     ws = learning.calc_job(tmp_path, nano_model_dir, "gspo", steps=20, nnodes_training=2,
                            trainer_placement="strict_spread")
-    job = yaml.safe_load((ws / "job.yaml").read_text())
-    for fn in job["functions"]:  # one instance each, one CPU: two for the ranks
-        fn["runtime"] = {**(fn.get("runtime") or {}), "cpu": 1, "capacity": 1,
-                         "min_capacity": 1, "max_capacity": 1}
-    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    _one_cpu_functions(ws)
     out = tmp_path / "job"
     with LocalRayCluster(head_cpus=2, worker_nodes=1, worker_cpus=2) as cluster:
         log = _train(ws, out, tmp_path, "--ray-address", cluster.address)

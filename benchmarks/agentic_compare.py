@@ -18,6 +18,14 @@ reward (the job's wall clock including validation; TRL has no validation in this
 none), episodes per second, engine and trainer idle shares, peak RSS.
 
     python benchmarks/agentic_compare.py --steps 10 --repeats 3 [--sides sync,stale1,stale2p,trl]
+
+``--task multihop`` runs the multi-hop agent instead (``agentic_ws/functions/multihop_task.py``):
+3-6 forced search calls per episode (long-tailed) against a real local MCP server over a
+generated fact corpus (``_mcp_corpus_server.py``, the same latency and failure knobs), TRL's
+side a ``rollout_func`` (``_trl_multihop_side.py``: TRL's ``tools=`` loop cannot drive hops the
+agent decides). Each trained episode's tool calls and seconds (rltune: from the stored
+trajectories; TRL: counted by its rollout function) give their distribution per side (mean,
+p50, p90, max).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import resource
 import shutil
@@ -40,6 +49,7 @@ import yaml
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "agentic_ws"))
 from async_compare import cpu_model, make_job, time_to  # noqa: E402
 
 SIDES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
@@ -48,12 +58,15 @@ VAL = "validation/data/reward/mean@1"
 
 
 class ToolService:
-    """``_tool_service.py`` in its own process, for the whole benchmark."""
+    """The task's tool server in its own process, for the whole benchmark: the HTTP calculator
+    (``_tool_service.py``) or, with ``corpus``, the MCP fact-corpus server."""
 
-    def __init__(self, median: float, fail: float):
+    def __init__(self, median: float, fail: float, corpus: Optional[Path] = None):
         self.port_file = Path(tempfile.mkstemp(prefix="tool-port-")[1])
         self.port_file.write_text("")
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "_tool_service.py"),
+        script, extra = ("_tool_service.py", []) if corpus is None else \
+            ("_mcp_corpus_server.py", ["--corpus", str(corpus)])
+        self.proc = subprocess.Popen([sys.executable, str(HERE / script), *extra,
                                       "--port-file", str(self.port_file),
                                       "--median", str(median), "--fail", str(fail)])
         deadline = time.monotonic() + 60
@@ -61,12 +74,13 @@ class ToolService:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the tool service did not start")
             time.sleep(0.1)
-        self.url = f"http://127.0.0.1:{self.port_file.read_text().strip()}"
+        self.base = f"http://127.0.0.1:{self.port_file.read_text().strip()}"
+        self.url = self.base if corpus is None else self.base + "/mcp"
 
     def stats(self) -> dict[str, Any]:
         import httpx
 
-        return httpx.get(self.url + "/stats", timeout=10).json()
+        return httpx.get(self.base + "/stats", timeout=10).json()
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -74,15 +88,37 @@ class ToolService:
         self.port_file.unlink(missing_ok=True)
 
 
-def agentic_job(root: Path, model: str, steps: int, eval_steps: int, extra: dict,
-                tool_url: str) -> Path:
-    """The learning test's calc job with the HTTP-tool rollout."""
-    ws = make_job(root, model, steps, eval_steps, extra)
+MULTIHOP_VAL = 16  # validation questions (x val_n_rollouts 2): a pass costs about a step
+
+
+def multihop_rows(steps: int, batch_size: int) -> tuple[list[dict], list[dict]]:
+    """The multi-hop task's training rows (both sides) and validation rows (rltune's)."""
+    from functions.multihop_task import make_rows
+
+    return make_rows(steps * batch_size, seed=1), make_rows(MULTIHOP_VAL, seed=2)
+
+
+def agentic_job(root: Path, spec: dict[str, Any], extra: dict) -> Path:
+    """The learning test's calc job with the task's rollout (and, for multihop, its data,
+    reward and lengths)."""
+    ws = make_job(root, spec["model"], spec["steps"], spec["eval_steps"], extra)
     shutil.copytree(HERE / "agentic_ws" / "functions", ws / "functions", dirs_exist_ok=True)
     job = yaml.safe_load((ws / "job.yaml").read_text())
     rollout = job["functions"][0]
-    rollout["fcmodel"]["classpath"] = "functions/http_tool.py:HttpToolRollout"
-    rollout["runtime"]["env"] = {"TOOL_URL": tool_url}
+    if spec["task"] == "calc":
+        rollout["fcmodel"]["classpath"] = "functions/http_tool.py:HttpToolRollout"
+        rollout["runtime"]["env"] = {"TOOL_URL": spec["tool_url"]}
+    else:
+        from rltune.models.tasks import write_jsonl
+
+        train, val = multihop_rows(spec["steps"], spec["batch_size"])
+        write_jsonl(train, ws / "data" / "train.jsonl")
+        write_jsonl(val, ws / "data" / "val.jsonl")
+        rollout["fcmodel"]["classpath"] = "functions/multihop.py:MultihopRollout"
+        rollout["runtime"]["env"] = {"MCP_URL": spec["tool_url"]}
+        job["functions"][1]["fcmodel"]["classpath"] = "functions/multihop.py:MultihopReward"
+        job["training"]["hyper_parameters"].update(
+            max_length=spec["max_length"], max_prompt_length=200, val_n_rollouts=2)
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
     return ws
 
@@ -93,8 +129,7 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     from rltune.trainer.sink import read_metrics
 
     root = Path(tempfile.mkdtemp(prefix=f"agentic-{name}-"))
-    ws = agentic_job(root, spec["model"], spec["steps"], spec["eval_steps"], SIDES[name],
-                     spec["tool_url"])
+    ws = agentic_job(root, spec, SIDES[name])
     job_dir = root / "job"
     summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir,
                             base_dir=ws).run()
@@ -112,13 +147,27 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         if VAL in m:
             curve.append((row["step"], round(clock, 2), m[VAL]))
     episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]  # training episodes
+    shapes = episode_shapes(job_dir) if spec["task"] == "multihop" else []
     shutil.rmtree(root, ignore_errors=True)
     return {"side": name, "seconds_per_step": statistics.mean(step_s),
             "episodes_per_s": episodes / max(sum(step_s), 1e-9), "curve": curve,
             "initial": summary["initial_validation"],
             "idle_share": {k: v / max(sum(step_s), 1e-9) for k, v in idle.items()},
             "peak_rss_mb": _rss_mb(resource.RUSAGE_SELF),
-            "peak_child_rss_mb": _rss_mb(resource.RUSAGE_CHILDREN)}
+            "peak_child_rss_mb": _rss_mb(resource.RUSAGE_CHILDREN), "episodes": shapes}
+
+
+def episode_shapes(job_dir: Path) -> list[dict[str, float]]:
+    """Tool calls, hops and seconds of each trained episode, from the stored trajectories."""
+    out = []
+    for path in sorted((job_dir / "trajectories").glob("step_*.jsonl")):
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            metrics = rec.get("rollout_metrics") or {}
+            if rec.get("status") == "success" and "tool_calls" in metrics:
+                out.append({"tool_calls": metrics["tool_calls"], "hops": metrics.get("hops"),
+                            "seconds": rec.get("latency_s")})
+    return out
 
 
 def _rss_mb(who: int) -> float:
@@ -130,7 +179,8 @@ def run_side(name: str, spec: dict[str, Any], work: Path) -> dict[str, Any]:
     spec_file, out_file = work / f"spec-{name}.json", work / f"out-{name}.json"
     spec_file.write_text(json.dumps(spec))
     out_file.unlink(missing_ok=True)
-    script = [str(HERE / "_trl_agentic_side.py")] if name == "trl" else \
+    trl_script = "_trl_agentic_side.py" if spec["task"] == "calc" else "_trl_multihop_side.py"
+    script = [str(HERE / trl_script)] if name == "trl" else \
         [str(Path(__file__)), "--side", name]
     t0 = time.perf_counter()
     subprocess.run([sys.executable, *script, str(spec_file), str(out_file)], check=True)
@@ -142,6 +192,21 @@ def run_side(name: str, spec: dict[str, Any], work: Path) -> dict[str, Any]:
 def _spread(values: list[float]) -> dict[str, float]:
     return {"mean": round(statistics.mean(values), 3), "min": round(min(values), 3),
             "max": round(max(values), 3)}
+
+
+def _quantiles(values: list[float]) -> dict[str, float]:
+    """Mean, p50, p90 and max (nearest rank).
+
+    >>> _quantiles([3, 3, 4, 6])
+    {'mean': 4.0, 'p50': 3.0, 'p90': 6.0, 'max': 6.0}
+    """
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+    return {"mean": round(statistics.mean(ordered), 3), "p50": rank(0.5), "p90": rank(0.9),
+            "max": ordered[-1]}
 
 
 def report(results: list[dict[str, Any]], target: Optional[float]) -> dict[str, Any]:
@@ -165,6 +230,11 @@ def report(results: list[dict[str, Any]], target: Optional[float]) -> dict[str, 
         if "idle_share" in runs[0]:
             row["idle_share"] = {k: _spread([r["idle_share"][k] for r in runs])
                                  for k in runs[0]["idle_share"]}
+        shapes = [e for r in runs for e in r.get("episodes", [])]
+        if shapes:
+            row["episodes_logged"] = len(shapes)
+            for key in ("tool_calls", "seconds"):
+                row[f"{key}_per_episode"] = _quantiles([float(e[key]) for e in shapes])
         if "peak_child_rss_mb" in runs[0]:
             row["peak_child_rss_mb"] = _spread([r["peak_child_rss_mb"] for r in runs])
         out["sides"][side] = row
@@ -195,6 +265,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         out_file.write_text(json.dumps(res))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--task", choices=("calc", "multihop"), default="calc")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--eval-steps", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
@@ -210,31 +281,40 @@ def main(argv: Optional[list[str]] = None) -> int:
         from rltune.models import ensure_demo_model
 
         model = str(ensure_demo_model("nano", seed=0))
-    service = ToolService(args.median, args.fail)
     sides = args.sides.split(",")
     results: list[dict[str, Any]] = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="agentic-compare-") as tmp:
-            work = Path(tmp)
-            spec = {"model": model, "steps": args.steps, "eval_steps": args.eval_steps,
-                    "tool_url": service.url, "batch_size": 8, "n_rollouts": 8,
-                    "learning_rate": 2e-4, "seed": 3, "max_new_tokens": 56,
-                    "train_file": None}
+    with tempfile.TemporaryDirectory(prefix="agentic-compare-") as tmp:
+        work = Path(tmp)
+        corpus = None
+        if args.task == "multihop":
+            from functions.multihop_task import corpus_of
+
+            corpus = work / "corpus.jsonl"
+            train, val = multihop_rows(args.steps, 8)
+            corpus.write_text("".join(json.dumps(d) + "\n" for d in corpus_of(train + val)))
+        service = ToolService(args.median, args.fail, corpus)
+        try:
+            spec = {"task": args.task, "model": model, "steps": args.steps,
+                    "eval_steps": args.eval_steps, "tool_url": service.url, "batch_size": 8,
+                    "n_rollouts": 8, "learning_rate": 2e-4, "seed": 3, "max_new_tokens": 56,
+                    "max_length": 576, "train_file": None}
             for rep in range(args.repeats):
                 order = sides[rep % len(sides):] + sides[:rep % len(sides)]  # rotate
                 for name in order:
                     res = run_side(name, {**spec, "repeat": rep}, work)
                     res["repeat"] = rep
                     results.append(res)
-                    print(json.dumps({k: v for k, v in res.items() if k != "logs"}),
+                    print(json.dumps({k: v for k, v in res.items()
+                                      if k not in ("logs", "episodes")}),
                           file=sys.stderr, flush=True)
                     if args.out:
                         args.out.with_suffix(".runs.jsonl").open("a").write(
                             json.dumps(res) + "\n")
-        tool_stats = service.stats()
-    finally:
-        service.stop()
-    summary = {"cpu": cpu_model(), "cores": os.cpu_count(), "steps": args.steps,
+            tool_stats = service.stats()
+        finally:
+            service.stop()
+    summary = {"cpu": cpu_model(), "cores": os.cpu_count(), "task": args.task,
+               "steps": args.steps,
                "tool": {"median_s": args.median, "fail": args.fail, **tool_stats},
                **report(results, args.target)}
     for sink in filter(None, (args.out,)):

@@ -42,7 +42,7 @@ from functions.multihop_task import (  # noqa: E402
     make_rows,
     next_question,
     query_of_call,
-    score,
+    score_parts,
     value_of,
 )
 
@@ -220,10 +220,15 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                                  "chain": [json.dumps(r["rollout_extra"]["chain"])
                                            for r in rows]})
 
+    parts: dict[str, list[float]] = {"hops_right": [], "final_right": []}
+
     def multihop_reward(completions: list, chain: list[str], queries: list, final_text: list,
                         **_: Any) -> list[float]:
-        return [score(json.loads(c), q, f)
-                for c, q, f in zip(chain, queries, final_text, strict=True)]
+        split = [score_parts(json.loads(c), q, f)
+                 for c, q, f in zip(chain, queries, final_text, strict=True)]
+        parts["hops_right"].append(sum(s for s, _ in split) / len(split))
+        parts["final_right"].append(sum(ok for _, ok in split) / len(split))
+        return [round(0.5 * s + 0.5 * ok, 6) for s, ok in split]
 
     tok = load_tokenizer(spec["model"])
     model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32)
@@ -258,7 +263,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             "step_seconds": step_s, "train_s": train_s, "generate_s": generate_s,
             "episodes_per_s": episodes / max(sum(step_s), 1e-9),
             "rewards": [log["reward"] for log in clock.logs], "logs": clock.logs,
-            "episodes": shapes,
+            "episodes": shapes, "reward_parts": parts,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 

@@ -135,12 +135,17 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
                             base_dir=ws).run()
     curve, clock, step_s = [], 0.0, []
     idle = {"engine": 0.0, "trainer": 0.0}
+    rewards, parts = [], {}
     for row in read_metrics(job_dir):
         m = row["metrics"]
         if row["step"] == 0:
             curve.append((0, 0.0, m.get(VAL)))
             continue
         step_s.append(m["timing/s/step"])
+        rewards.append(m.get("critic/rewards/mean"))
+        for key, value in m.items():  # the multi-hop reward's parts, per step
+            if key.startswith("trace/reward_metrics/") and key.endswith("/mean"):
+                parts.setdefault(key.split("/")[-2], []).append(value)
         clock += m["timing/s/step"] + m.get("timing/s/validation", 0.0)
         for who in idle:
             idle[who] += m.get(f"fully_async/idle/{who}_s", 0.0)
@@ -149,9 +154,10 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]  # training episodes
     shapes = episode_shapes(job_dir) if spec["task"] == "multihop" else []
     shutil.rmtree(root, ignore_errors=True)
-    return {"side": name, "seconds_per_step": statistics.mean(step_s),
+    return {"side": name, "seconds_per_step": statistics.mean(step_s), "step_seconds": step_s,
             "episodes_per_s": episodes / max(sum(step_s), 1e-9), "curve": curve,
-            "initial": summary["initial_validation"],
+            "initial": summary["initial_validation"], "rewards": rewards,
+            "reward_parts": parts,
             "idle_share": {k: v / max(sum(step_s), 1e-9) for k, v in idle.items()},
             "peak_rss_mb": _rss_mb(resource.RUSAGE_SELF),
             "peak_child_rss_mb": _rss_mb(resource.RUSAGE_CHILDREN), "episodes": shapes}
@@ -222,6 +228,10 @@ def report(results: list[dict[str, Any]], target: Optional[float]) -> dict[str, 
         row: dict[str, Any] = {"repeats": len(runs),
                                "seconds_per_step": _spread([r["seconds_per_step"] for r in runs]),
                                "episodes_per_s": _spread([r["episodes_per_s"] for r in runs]),
+                               # steps 2..N: without the first step's pipeline fill
+                               "seconds_per_step_after_first": _spread(
+                                   [statistics.mean(r["step_seconds"][1:] or r["step_seconds"])
+                                    for r in runs]),
                                "peak_rss_mb": _spread([r["peak_rss_mb"] for r in runs])}
         if runs[0].get("curve") is not None and target is not None:
             reach = [time_to(r["curve"], target) for r in runs]

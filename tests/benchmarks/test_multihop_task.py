@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import importlib.util
 import json
 import subprocess
 import sys
@@ -19,17 +20,23 @@ import httpx
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH / "agentic_ws"))
-from functions.multihop_task import (  # noqa: E402
-    McpSearch,
-    corpus_of,
-    make_rows,
-    next_question,
-    normalise,
-    score,
-    search_corpus,
-    value_of,
-)
+
+
+def _load_task():
+    """``agentic_ws/functions/multihop_task.py`` under its own name: a ``functions`` package on
+    sys.path would shadow the workspaces other tests load."""
+    path = BENCH / "agentic_ws" / "functions" / "multihop_task.py"
+    spec = importlib.util.spec_from_file_location("bench_multihop_task", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+task = _load_task()
+McpSearch, corpus_of, make_rows = task.McpSearch, task.corpus_of, task.make_rows
+next_question, normalise, score = task.next_question, task.normalise, task.score
+search_corpus, value_of = task.search_corpus, task.value_of
 
 
 def test_chains_are_three_to_six_hops_long_tailed_and_consistent():

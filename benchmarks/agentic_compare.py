@@ -203,7 +203,7 @@ def _spread(values: list[float]) -> dict[str, float]:
 def _quantiles(values: list[float]) -> dict[str, float]:
     """Mean, p50, p90 and max (nearest rank).
 
-    >>> _quantiles([3, 3, 4, 6])
+    >>> _quantiles([3.0, 3.0, 4.0, 6.0])
     {'mean': 4.0, 'p50': 3.0, 'p90': 6.0, 'max': 6.0}
     """
     ordered = sorted(values)

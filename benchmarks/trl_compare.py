@@ -199,6 +199,10 @@ def breakdown(results: list[dict[str, Any]], side: str) -> str:
         steps = sum(len(r["rewards"]) for r in results if r["side"] == side)
         text += (f" · engine forwards per step: {sum(s['prefills'] for s in stats) / steps:.1f}"
                  f" prefill, {sum(s['steps'] for s in stats) / steps:.1f} decode")
+        if all("prefill_tokens" in s for s in stats):  # shared-prefix prefill (engine/prefill.py)
+            text += (f" · prefill tokens per step: "
+                     f"{sum(s['prefill_tokens'] for s in stats) / steps:.0f} computed of "
+                     f"{sum(s['prompt_tokens'] for s in stats) / steps:.0f} prompt tokens")
     return text
 
 

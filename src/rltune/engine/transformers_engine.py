@@ -40,10 +40,9 @@ from rltune.sdk.errors import DependencyError
 log = logging.getLogger(__name__)
 
 # Gathering a burst into one admission (``admit_window_s``, ``admit_window_max_s``): on the
-# trl_compare rollout (32 chat calls posted at once, 2 busy cores) the loop submitted them about
-# 1-3 ms apart; a 5 ms quiet gap took the burst in one or two prefills instead of 5-11, and the
-# 100 ms cap bounds the wait of an idle engine under a steady trickle (benchmarks/RESULTS.md,
-# 2026-12-03).
+# trl_compare rollout (32 chat calls posted at once, 2 busy cores) a 5 ms quiet gap took each
+# step's burst in one prefill (1.0 per step, from 4.9 with a fixed 5 ms window); the 100 ms cap
+# bounds the wait of an idle engine under a steady trickle (benchmarks/RESULTS.md, 2026-12-03).
 ADMIT_WINDOW_S = 0.005
 ADMIT_WINDOW_MAX_S = 0.1
 

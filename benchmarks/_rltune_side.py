@@ -63,10 +63,10 @@ def _record_reward_spans(spans: list[tuple[float, float]]) -> None:
 
     original = Rewarder.score_group
 
-    async def timed(self: Any, results: Any, ground_truth: Any) -> None:
+    async def timed(self: Any, results: Any, ground_truth: Any, **kwargs: Any) -> None:
         t0 = time.perf_counter()
         try:
-            await original(self, results, ground_truth)
+            await original(self, results, ground_truth, **kwargs)
         finally:
             spans.append((t0, time.perf_counter()))
 

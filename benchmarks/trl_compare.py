@@ -23,7 +23,10 @@ What is the same / what differs (TRL 1.16):
 * rollouts: TRL samples in-process with ``model.generate`` on a left-padded batch of 32;
   rltune makes one HTTP chat call per rollout to its policy gateway (continuous-batching
   engine on a second copy of the weights, synced after each update), and scores through a
-  reward worker process over HTTP.
+  reward worker process over HTTP. TRL prefills all 32 prompts whole; rltune's engine
+  prefills each distinct prompt once and the prefix they share (system prompt + tool
+  schema) once (``rltune.engine.prefill``): the same tokens reach the model, fewer are
+  computed.
 * prompts: TRL gets the prompt text rendered with the model's chat template and the tool
   schema (TRL passes only its own tool callables to the template); the script checks that
   TRL's tokenization of that text equals the ids the gateway feeds the engine.
@@ -199,6 +202,10 @@ def breakdown(results: list[dict[str, Any]], side: str) -> str:
         steps = sum(len(r["rewards"]) for r in results if r["side"] == side)
         text += (f" · engine forwards per step: {sum(s['prefills'] for s in stats) / steps:.1f}"
                  f" prefill, {sum(s['steps'] for s in stats) / steps:.1f} decode")
+        if all("prefill_tokens" in s for s in stats):  # shared-prefix prefill (engine/prefill.py)
+            text += (f" · prefill tokens per step: "
+                     f"{sum(s['prefill_tokens'] for s in stats) / steps:.0f} computed of "
+                     f"{sum(s['prompt_tokens'] for s in stats) / steps:.0f} prompt tokens")
     return text
 
 

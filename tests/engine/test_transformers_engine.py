@@ -33,8 +33,18 @@ def req(ids, **kw):
     return GenerationRequest(prompt_ids=ids, sampling=SamplingParams(**kw))
 
 
-async def test_logprobs_match_fresh_forward_under_staggered_joins(engine):
+@pytest.fixture
+async def eager_engine(random_model_dir):
+    """No admission window: each arrival is admitted at once (joins the running batch)."""
+    eng = TransformersEngine.from_pretrained(random_model_dir, threads=2, max_batch_size=16,
+                                             admit_window_s=0)
+    yield eng
+    await eng.close()
+
+
+async def test_logprobs_match_fresh_forward_under_staggered_joins(eager_engine):
     """Requests of different lengths join a running batch; every log-prob is still exact."""
+    engine = eager_engine
     tok = engine.tokenizer
     texts = ["hi", "What is 12 + 30? Please compute it.", "sum", "the weather in the city today"]
     tasks = []

@@ -93,8 +93,10 @@ class ThreadedEngine(Engine):
     #: The scheduler thread's name and how long :meth:`close` waits for it.
     thread_name = "rltune-engine"
     close_timeout_s = 30.0
-    #: When idle, how long the first arrival waits for others to share its admission.
+    #: When idle, arrivals are gathered into one admission until none has come for
+    #: ``admit_window_s`` (0: admit at once), for at most ``admit_window_max_s`` in all.
     admit_window_s = 0.0
+    admit_window_max_s = 0.0
     #: The key whose value raises the context limit (named in the too-long-prompt error).
     context_key = "max_context"
 
@@ -108,6 +110,7 @@ class ThreadedEngine(Engine):
         self._closed = False
         self._idle = threading.Event()
         self._idle.set()
+        self._last_arrival = 0.0  # monotonic time of the latest submission
         self.stats: dict[str, int] = dict.fromkeys(("steps", "tokens", "aborted", *extra_stats), 0)
         self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
         self._thread.start()
@@ -235,6 +238,7 @@ class ThreadedEngine(Engine):
         job = Job(request, asyncio.get_running_loop(), stream, self._version)
         rows = self._rows(job)
         with self._cond:
+            self._last_arrival = time.monotonic()
             self._waiting.extend(rows)
             self._cond.notify_all()
         return job
@@ -260,12 +264,7 @@ class ThreadedEngine(Engine):
                 return None
             room = self._room()
             if not self._running_rows() and self.admit_window_s > 0:
-                # Waking from idle: the first request of a burst (n rollouts posting at once)
-                # usually has company a few ms behind it, and one admission for all of them
-                # beats one per arrival.
-                self._cond.wait_for(lambda: self._closed or (
-                    room is not None and len(self._waiting) >= room),
-                    timeout=self.admit_window_s)
+                self._gather(room)
             admit: list[Any] = []
             while not self._paused and self._waiting and (room is None or len(admit) < room):
                 row = self._waiting.popleft()
@@ -273,6 +272,26 @@ class ThreadedEngine(Engine):
                     admit.append(row)
             self._idle.clear()
         return admit
+
+    def _gather(self, room: Optional[int]) -> None:
+        """Waking from idle, wait (holding ``_cond``) while a burst is still arriving.
+
+        The first request of a burst (n rollouts posting at once) usually has company close
+        behind it: the event loop renders and submits them one after another. Admitting all
+        of them together costs one prefill, where admitting each as it comes costs one
+        prefill (and a KV merge) per arrival and slows the arrivals down, since the engine
+        thread then competes with the event loop for the GIL. So the admission waits until no
+        request has arrived for ``admit_window_s``, the room is full, or ``admit_window_max_s``
+        has passed since the engine woke.
+        """
+        deadline = time.monotonic() + max(self.admit_window_max_s, self.admit_window_s)
+        while not self._closed and not self._paused and (
+                room is None or len(self._waiting) < room):
+            end = min(self._last_arrival + self.admit_window_s, deadline)
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
 
     def _run(self) -> None:
         try:

@@ -1,13 +1,15 @@
 """The built-in engine: a ``transformers`` causal LM behind a continuous-batching scheduler.
 
 One scheduler thread owns the model. Each loop it (1) admits waiting requests into the running
-batch: their prompts are prefilled together (left padded, position ids counting real tokens
-only) and their KV cache is merged into the running one, so a request that arrives while a
-batch runs joins it at the next token instead of waiting for the batch to end; (2) runs one
-decode step for every running row; (3) retires finished rows. torch releases the GIL inside its
-kernels, so the asyncio HTTP loop stays responsive while the thread computes. Jobs, streaming,
-abort when the caller leaves, pause and weight updates are the threaded engine's
-(:mod:`rltune.engine.threaded`); a cancelled job's rows leave the batch at the next step.
+batch: their prompts are prefilled together (each distinct prompt once, the prefix they share
+once, and the last shared prefix's KV reused by the next admission: :mod:`rltune.engine.prefill`;
+position ids count real tokens only) and their KV cache is merged into the running one, so a
+request that arrives while a batch runs joins it at the next token instead of waiting for the
+batch to end; (2) runs one decode step for every running row; (3) retires finished rows. torch
+releases the GIL inside its kernels, so the asyncio HTTP loop stays responsive while the thread
+computes. Jobs, streaming, abort when the caller leaves, pause and weight updates are the
+threaded engine's (:mod:`rltune.engine.threaded`); a cancelled job's rows leave the batch at the
+next step.
 
 Example:
     >>> from rltune.engine import TransformersEngine, GenerationRequest, SamplingParams
@@ -29,12 +31,20 @@ from typing import Any, Optional
 
 from rltune.engine.cache_support import check_builtin_cache
 from rltune.engine.hf_compat import cache_kwargs
+from rltune.engine.prefill import MIN_SHARED_TOKENS, KeptPrefix, PrefillPlan, plan_prefill
 from rltune.engine.sampling import RowParams, sample_batch
 from rltune.engine.threaded import Job, ThreadedEngine, check_model_dir, eos_ids, find_stop
 from rltune.engine.types import Completion, TokenDelta, TopLogprob
 from rltune.sdk.errors import DependencyError
 
 log = logging.getLogger(__name__)
+
+# Gathering a burst into one admission (``admit_window_s``, ``admit_window_max_s``): on the
+# trl_compare rollout (32 chat calls posted at once, 2 busy cores) a 5 ms quiet gap took each
+# step's burst in one prefill (1.0 per step, from 4.9 with a fixed 5 ms window); the 100 ms cap
+# bounds the wait of an idle engine under a steady trickle (benchmarks/RESULTS.md, 2026-12-03).
+ADMIT_WINDOW_S = 0.005
+ADMIT_WINDOW_MAX_S = 0.1
 
 
 class _Seq:
@@ -102,8 +112,11 @@ class TransformersEngine(ThreadedEngine):
 
     ``threads`` caps torch's intra-op threads (process-wide: torch has one setting).
     ``max_batch_size`` caps running rows; more requests wait in a FIFO queue.
-    ``admit_window_s``: when idle, how long the first arrival waits for others to share its
-    prefill (0 = admit at once).
+    ``admit_window_s``: an idle engine gathers arriving requests into one prefill until none
+    has arrived for this long (0 = admit at once), for at most ``admit_window_max_s``
+    (:meth:`~rltune.engine.threaded.ThreadedEngine._gather`). ``min_shared_prefix``: the
+    shortest prompt prefix common to an admission that is run (and kept) once instead of once
+    per row (:mod:`~rltune.engine.prefill`).
 
     Before it starts, the engine checks that the model really uses the KV cache it is given
     (:meth:`check_kv_cache`) and raises :class:`DependencyError` if it does not;
@@ -112,7 +125,9 @@ class TransformersEngine(ThreadedEngine):
 
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str = "model",
                  threads: int = 2, max_batch_size: int = 64,
-                 max_context: Optional[int] = None, admit_window_s: float = 0.005,
+                 max_context: Optional[int] = None, admit_window_s: float = ADMIT_WINDOW_S,
+                 admit_window_max_s: float = ADMIT_WINDOW_MAX_S,
+                 min_shared_prefix: int = MIN_SHARED_TOKENS,
                  kv_check_tolerance: Optional[float] = None):
         import torch
 
@@ -124,6 +139,7 @@ class TransformersEngine(ThreadedEngine):
         self.device = next(model.parameters()).device
         self.max_batch_size = max_batch_size
         self.admit_window_s = admit_window_s
+        self.admit_window_max_s = admit_window_max_s
         cfg_ctx = getattr(model.config, "max_position_embeddings", None) or 2048
         self.max_context = int(max_context or cfg_ctx)
         gen = getattr(model, "generation_config", None)
@@ -133,8 +149,12 @@ class TransformersEngine(ThreadedEngine):
         self._active: list[_Seq] = []
         self._batch: Any = None  # KVBatch of the running rows
         self._step_lock = threading.Lock()
+        #: the last shared prompt prefix's KV (``prefill.py``); forgotten on a weight update
+        self._kept = KeptPrefix()
+        self.min_shared_prefix = min_shared_prefix
         self.check_kv_cache(kv_check_tolerance)
-        self._start(model.config.vocab_size, extra_stats=("prefills", "max_rows"))
+        self._start(model.config.vocab_size,
+                    extra_stats=("prefills", "max_rows", "prompt_tokens", "prefill_tokens"))
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: str = "float32",
@@ -165,6 +185,7 @@ class TransformersEngine(ThreadedEngine):
         with self._step_lock, torch.no_grad():
             self.model.load_state_dict(state, strict=True)
             self._version += 1
+            self._kept.clear()
 
     def _room(self) -> int:
         return self.max_batch_size - len(self._active)
@@ -247,27 +268,42 @@ class TransformersEngine(ThreadedEngine):
         return gap
 
     def _prefill(self, seqs: list[_Seq]) -> None:
+        """Admit ``seqs``: each distinct prompt once, their common prefix once (``prefill.py``)."""
         import torch
-        from transformers import DynamicCache
 
         from rltune.engine.kvbatch import KVBatch
 
-        longest = max(len(s.prompt_ids) for s in seqs)
-        ids = torch.full((len(seqs), longest), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), longest), dtype=torch.long)
-        for row, s in enumerate(seqs):
-            ids[row, longest - len(s.prompt_ids):] = torch.tensor(s.prompt_ids)
-            mask[row, longest - len(s.prompt_ids):] = 1
-        ids, mask = ids.to(self.device), mask.to(self.device)
-        cache = DynamicCache(config=self.model.config)
+        plan = plan_prefill([s.prompt_ids for s in seqs], self._kept.ids_for(self._version),
+                            self.min_shared_prefix)
+        cache, mask = self._prefix_cache(plan)
+        suffixes = [u[plan.shared:] for u in plan.unique]
+        longest = max(len(x) for x in suffixes)
+        ids = torch.full((len(suffixes), longest), self.pad_id, dtype=torch.long)
+        tail = torch.zeros((len(suffixes), longest), dtype=torch.long)
+        for row, x in enumerate(suffixes):
+            ids[row, longest - len(x):] = torch.tensor(x)
+            tail[row, longest - len(x):] = 1
+        ids, tail = ids.to(self.device), tail.to(self.device)
+        if plan.shared:  # [prefix | pad | suffix]: the prefix's KV serves every row
+            for layer in cache.layers:
+                layer.keys = layer.keys.expand(len(suffixes), -1, -1, -1)
+                layer.values = layer.values.expand(len(suffixes), -1, -1, -1)
+            mask = torch.cat([mask.expand(len(suffixes), -1), tail], dim=1)
+        else:
+            mask = tail
         logits = self._forward(ids, mask, cache)
+        new = KVBatch(cache, mask)
+        if plan.duplicated:  # copy each distinct prompt's row to the rows that share it
+            logits = logits[torch.tensor(plan.row_of, device=logits.device)]
+            new.keep(plan.row_of)
         self.stats["prefills"] += 1
+        self.stats["prompt_tokens"] += sum(len(s.prompt_ids) for s in seqs)
+        self.stats["prefill_tokens"] += plan.computed_tokens()
         for s in seqs:
             s.version = s.job.weight_version = self._version
         keep = self._sample_and_record(seqs, logits)
         if not keep:
             return
-        new = KVBatch(cache, mask)
         if len(keep) < len(seqs):
             new.keep(keep)
         joined = [seqs[i] for i in keep]
@@ -277,6 +313,26 @@ class TransformersEngine(ThreadedEngine):
             self._batch.merge(new)
             self._active.extend(joined)
         self.stats["max_rows"] = max(self.stats["max_rows"], len(self._active))
+
+    def _prefix_cache(self, plan: PrefillPlan) -> tuple[Any, Any]:
+        """A one-row cache holding the plan's shared prefix (kept part reused, the rest run),
+        and its [1, shared] mask; an empty cache when the plan shares nothing."""
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        if not plan.shared:
+            return cache, None
+        prefix = plan.unique[0][:plan.shared]
+        for i, (k, v) in enumerate(self._kept.layers if plan.reused else ()):
+            cache.update(k[:, :, :plan.reused], v[:, :, :plan.reused], i)
+        mask = torch.ones((1, plan.shared), dtype=torch.long, device=self.device)
+        if plan.reused < plan.shared:
+            ids = torch.tensor([prefix[plan.reused:]], device=self.device)
+            self._forward(ids, mask, cache)
+        self._kept.keep(prefix, [(layer.keys, layer.values) for layer in cache.layers],
+                        self._version)
+        return cache, mask
 
     def _decode_step(self) -> None:
         import torch

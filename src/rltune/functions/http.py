@@ -1,10 +1,12 @@
-"""A lean HTTP/1.1 keep-alive client for pool → worker calls.
+"""A lean HTTP/1.1 keep-alive client for pool → worker and built-in rollout → gateway calls.
 
 Why not httpx: its connection pool scans every connection on each request (quadratic in the
 number of connections); at 64 concurrent calls it spent most of the pool's CPU there and capped
 the pool near 200 calls/s on 2 cores (measured, benchmarks/RESULTS.md). The workers are our own
 servers on 127.0.0.1 answering with Content-Length bodies, so a small client suffices: one idle
-stack of connections per worker, POST with a body, read status, headers and body.
+stack of connections per worker, POST with a body, read status, headers and body. The trainer's
+built-in rollout reaches its own policy gateway the same way (httpx cost the event loop about
+1.4 ms per chat call there, this client a tenth of that; benchmarks/RESULTS.md, 2026-12-03).
 
 Example:
     >>> client = WorkerHTTPClient("127.0.0.1", 9)   # nothing listens on port 9
@@ -68,6 +70,13 @@ class WorkerHTTPClient:
                       headers: Optional[dict[str, str]] = None,
                       timeout: Optional[float] = None) -> tuple[int, bytes]:
         """Send one request; return (status, body). Raises the two errors above."""
+        status, _, data = await self.exchange(method, path, body, headers, timeout)
+        return status, data
+
+    async def exchange(self, method: str, path: str, body: bytes = b"",
+                       headers: Optional[dict[str, str]] = None,
+                       timeout: Optional[float] = None) -> tuple[int, dict[str, str], bytes]:
+        """Send one request; return (status, response headers with lower-case names, body)."""
         head = [method.encode(), b" ", path.encode(), b" HTTP/1.1\r\nHost: ", self._host_header,
                 b"\r\nContent-Type: application/json\r\nContent-Length: ",
                 str(len(body)).encode(), b"\r\n"]
@@ -83,18 +92,18 @@ class WorkerHTTPClient:
             where = f"{self.host}:{self.port}"
             raise WorkerTimeout(f"no answer from {where} within {timeout} s") from exc
 
-    async def _exchange(self, request: bytes) -> tuple[int, bytes]:
+    async def _exchange(self, request: bytes) -> tuple[int, dict[str, str], bytes]:
         reused = bool(self._idle)
         conn = self._idle.pop() if reused else await self._connect()
         try:
-            status, body, keep = await self._send_and_read(conn, request)
+            status, headers, body, keep = await self._send_and_read(conn, request)
         except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
             conn.close()
             if reused and isinstance(exc, (asyncio.IncompleteReadError, ConnectionResetError)):
                 # An idle keep-alive connection the server had closed: retry once on a fresh one.
                 conn = await self._connect()
                 try:
-                    status, body, keep = await self._send_and_read(conn, request)
+                    status, headers, body, keep = await self._send_and_read(conn, request)
                 except (OSError, asyncio.IncompleteReadError, ValueError) as exc2:
                     conn.close()
                     raise WorkerConnectionError(f"{type(exc2).__name__}: {exc2}") from exc2
@@ -107,10 +116,11 @@ class WorkerHTTPClient:
             self._idle.append(conn)
         else:
             conn.close()
-        return status, body
+        return status, headers, body
 
     @staticmethod
-    async def _send_and_read(conn: _Conn, request: bytes) -> tuple[int, bytes, bool]:
+    async def _send_and_read(conn: _Conn, request: bytes
+                             ) -> tuple[int, dict[str, str], bytes, bool]:
         conn.writer.write(request)
         reader = conn.reader
         raw = await reader.readuntil(b"\r\n\r\n")
@@ -119,9 +129,12 @@ class WorkerHTTPClient:
         length = None
         keep = True
         chunked = False
+        headers: dict[str, str] = {}
         for line in lines[1:]:
             name, _, value = line.partition(":")
             name = name.strip().lower()
+            if name:
+                headers[name] = value.strip()
             if name == "content-length":
                 length = int(value)
             elif name == "connection" and value.strip().lower() == "close":
@@ -136,10 +149,10 @@ class WorkerHTTPClient:
                     await reader.readuntil(b"\r\n")
                     break
                 parts.append(await reader.readexactly(size + 2))
-            return status, b"".join(p[:-2] for p in parts), keep
+            return status, headers, b"".join(p[:-2] for p in parts), keep
         if length is None:
-            return status, await reader.read(), False
-        return status, await reader.readexactly(length), keep
+            return status, headers, await reader.read(), False
+        return status, headers, await reader.readexactly(length), keep
 
     def close(self) -> None:
         for conn in self._idle:

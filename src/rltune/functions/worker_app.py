@@ -31,6 +31,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from rltune._fastapi import fastapi_app
 from rltune.functions.output import call_tag, tag_of
 from rltune.sdk.data import INPUT_MODELS, FunctionType
 from rltune.sdk.processors import AbstractProcessor, call_process
@@ -82,7 +83,7 @@ def build_app(
     pool = executor or ThreadPoolExecutor(
         max_workers=max(concurrency, 1), thread_name_prefix="rltune-process"
     )
-    app = FastAPI(title="rltune function worker", docs_url=None, redoc_url=None)
+    app = fastapi_app(title="rltune function worker", docs_url=None, redoc_url=None)
     app.state.worker = state
 
     @app.get("/health")

@@ -21,6 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError as PydanticValidationError
 
+from rltune._fastapi import fastapi_app
 from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
 from rltune.gateway.protocol import ChatCompletionRequest, error_body
 from rltune.gateway.responses import ResponsesRequest, response_body, to_chat_request
@@ -44,7 +45,7 @@ def _error(status: int, message: str, *, param: Optional[str] = None,
 
 def create_app(gw: Gateway) -> FastAPI:
     """Build the app around a :class:`~rltune.gateway.server.Gateway` (keys, engine, capture)."""
-    app = FastAPI(title="rltune policy gateway", docs_url=None, redoc_url=None)
+    app = fastapi_app(title="rltune policy gateway", docs_url=None, redoc_url=None)
 
     @app.exception_handler(RltuneError)
     async def _rltune_error(_: Request, exc: RltuneError) -> JSONResponse:

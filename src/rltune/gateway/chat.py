@@ -1,6 +1,7 @@
 """One chat-completions call: render → engine → parse → OpenAI response (+ capture records).
 
-Prompts are rendered with the model's own chat template (tools included) and tokenized once;
+Prompts are rendered with the model's own chat template (tools included) and tokenized once
+(a prompt sent again, as GRPO sends each one n times, comes from :mod:`.promptcache`);
 those ids go to the engine and into the capture, so the trainer sees exactly what the model saw.
 ``tool_choice="required"`` (or a named function) appends the parser's forced prefix (e.g.
 ``<tool_call>\\n``) to the prompt: those tokens are part of the prompt, not sampled.
@@ -23,6 +24,7 @@ from typing import Any, Optional
 from rltune.engine.base import Engine
 from rltune.engine.types import Completion, GenerationRequest, SamplingParams
 from rltune.gateway.capture import CapturedCall
+from rltune.gateway.promptcache import PromptCache
 from rltune.gateway.protocol import (
     ChatCompletion,
     ChatCompletionRequest,
@@ -71,6 +73,8 @@ class ChatService:
         self.model_name = model_name or engine.model_name
         self.stats = {"requests": 0, "malformed_tool_calls": 0, "tool_calls": 0,
                       "spliced_prompts": 0}
+        #: rendered templates and their ids, reused when a prompt is sent again (GRPO's n)
+        self.cache = PromptCache()
 
     # -- request side -----------------------------------------------------------------------
 
@@ -99,12 +103,17 @@ class ChatService:
                                   where="tool_choice", hint="pass tools or use auto")
         # job/server defaults, then the request's thinking switch, then its own kwargs
         kwargs = {**self.template_kwargs, **req.template_kwargs(), **_request_template_kwargs(req)}
-        try:
-            text = self.tok.apply_chat_template(messages, tools=tools, tokenize=False,
-                                                add_generation_prompt=True, **kwargs)
-        except Exception as exc:  # jinja errors carry the template's own message
-            raise ValidationError(f"the chat template rejected the messages: {exc}",
-                                  where="messages", hint="check roles and message order") from exc
+        key = self.cache.key(messages, tools, kwargs)
+        text = self.cache.text(key)
+        if text is None:
+            try:
+                text = self.tok.apply_chat_template(messages, tools=tools, tokenize=False,
+                                                    add_generation_prompt=True, **kwargs)
+            except Exception as exc:  # jinja errors carry the template's own message
+                raise ValidationError(f"the chat template rejected the messages: {exc}",
+                                      where="messages",
+                                      hint="check roles and message order") from exc
+            self.cache.put_text(key, text)
         prompt_ids = self._tokenize(text + prefix, history)
         room = self.engine.max_context - len(prompt_ids)
         if room < 1:
@@ -146,7 +155,11 @@ class ChatService:
                 rest = self.tok.encode(text[len(seen):], add_special_tokens=False)
                 self.stats["spliced_prompts"] += 1
                 return ids + list(rest)
-        return list(self.tok.encode(text, add_special_tokens=False))
+        ids = self.cache.ids(text)
+        if ids is None:
+            ids = list(self.tok.encode(text, add_special_tokens=False))
+            self.cache.put_ids(text, ids)
+        return ids
 
     def engine_request(self, p: Prepared) -> GenerationRequest:
         return GenerationRequest(prompt_ids=p.prompt_ids, sampling=p.sampling)

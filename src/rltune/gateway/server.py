@@ -123,6 +123,7 @@ class Gateway:
 
     def stats(self) -> dict[str, Any]:
         out = {**self.chat.stats, "live_keys": len(self._keys),
+               "prompt_cache": dict(self.chat.cache.stats),
                "admission": {**self.admission.stats, "in_flight": self.admission.in_flight,
                              "limit": self.admission.limit}}
         replicas = getattr(self.engine, "replica_stats", None)  # an EngineGroup's replicas

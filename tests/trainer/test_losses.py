@@ -151,6 +151,9 @@ def test_tokens_drifted_beyond_the_bound_leave_the_off_policy_loss():
     assert keep.dtype == mask.dtype
     keep = behaviour_keep_BT(prox, behav, mask, bound=0.75)  # x2.12: the third comes back
     assert keep.tolist() == [[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]]
+    # GSPO's sequence-level weight then averages the kept tokens only: exp(mean(0.5, 0.7))
+    w, _ = behaviour_weight_BT(prox, behav, keep, "sequence")
+    assert w.tolist()[0] == pytest.approx([1.0, math.exp(0.6), 1.0, math.exp(0.6), 1.0, 1.0])
     assert behaviour_keep_BT(prox, behav, mask, bound=math.inf).tolist() == mask.tolist()
 
 

@@ -126,8 +126,9 @@ def behaviour_weight_BT(
 #: Largest |log(pi_prox / pi_behav)| of a token that trains under staleness: a token whose
 #: probability under the policy the update starts from and under the weights that sampled it
 #: differ by more than 2x leaves the loss (masked, counted in
-#: ``fully_async/behaviour_weight/masked_frac``). Two versions of healthy drift move under
-#: 1 % of tokens that far (benchmarks/RESULTS.md, staleness sweep).
+#: ``fully_async/behaviour_weight/masked_frac``). At N = 2 on the nano calculator that is
+#: <= 1.1 % of a step's tokens in 10-step runs, up to ~3 % late in 20-step ones; unmasked,
+#: they fed a drift that grew to KL 0.14 (benchmarks/RESULTS.md, staleness sweep).
 BEHAVIOUR_LOG_RATIO_BOUND = math.log(2.0)
 
 

@@ -12,6 +12,12 @@ clip fraction, and the rollouts dropped as stale.
 Modes: ``sync`` (max_staleness 0), ``stale1`` (max_staleness 1), ``stale2p`` (max_staleness 2,
 partial rollouts). Each run appends one JSON line to ``--out`` as soon as it ends, so an
 interrupted sweep keeps what it measured.
+
+Stress and diagnosis: ``--update-delay S`` sleeps S s before every update, so each batch is as
+stale as the bound allows (all tokens N versions old: the regime where the drift ran away,
+benchmarks/RESULTS.md); ``--check-versions`` recomputes every token under the weights of its
+tagged version (``version_check.py``); ``--behaviour-bound`` sets the updater's divergence mask
+(``inf``: off, the code before the mask); ``--lr`` the learning rate.
 """
 
 from __future__ import annotations

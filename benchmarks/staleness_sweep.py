@@ -7,11 +7,17 @@ diagnostics of every step: behaviour weight mean and capped share, KL(behaviour 
 clip fraction, and the rollouts dropped as stale.
 
     python benchmarks/staleness_sweep.py --steps 10 --seeds 3,4,5,6,7 \\
-        [--modes sync,stale1,stale2p] [--out sweep.json]
+        [--modes sync,stale1,stale2p] [--out sweep.json] [--update-delay 3]
 
 Modes: ``sync`` (max_staleness 0), ``stale1`` (max_staleness 1), ``stale2p`` (max_staleness 2,
 partial rollouts). Each run appends one JSON line to ``--out`` as soon as it ends, so an
 interrupted sweep keeps what it measured.
+
+Stress and diagnosis: ``--update-delay S`` sleeps S s before every update, so each batch is as
+stale as the bound allows (all tokens N versions old: the regime where the drift ran away,
+benchmarks/RESULTS.md); ``--check-versions`` recomputes every token under the weights of its
+tagged version (``version_check.py``); ``--behaviour-bound`` sets the updater's divergence mask
+(``inf``: off, the code before the mask); ``--lr`` the learning rate.
 """
 
 from __future__ import annotations
@@ -28,23 +34,59 @@ from pathlib import Path
 from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).parent))
+import version_check
 from async_compare import cpu_model, make_job
 
 MODES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
          "stale2p": {"max_staleness": 2, "partial_rollouts": True}}
 VAL = "validation/data/reward/mean@1"
 DIAG = ("fully_async/behaviour_weight/mean", "fully_async/behaviour_weight/capped_frac",
+        "fully_async/behaviour_weight/masked_frac",
         "fully_async/behaviour_kl", "actor/pg_clipfrac", "fully_async/dropped_stale_rollouts",
-        "fully_async/staleness/mean", "critic/rewards/mean", "actor/entropy")
+        "fully_async/staleness/mean", "fully_async/staleness/max",
+        "fully_async/token_share/staleness_1", "fully_async/token_share/staleness_2",
+        "critic/rewards/mean", "actor/entropy", "actor/grad_norm")
 
 
-async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int) -> dict[str, Any]:
+def set_behaviour_bound(bound: float) -> None:
+    """Every ``PolicyUpdater`` of this process masks off-policy tokens at ``bound``."""
+    from rltune.trainer.update import PolicyUpdater
+
+    plain_init = PolicyUpdater.__init__
+
+    def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        plain_init(self, *args, **kwargs)
+        self.behaviour_bound = bound
+
+    PolicyUpdater.__init__ = init  # type: ignore[method-assign]
+
+
+def slow_updates(delay_s: float) -> None:
+    """Add ``delay_s`` seconds to every policy update, so the stream runs as far ahead as the
+    bound allows and each batch is as stale as ``max_staleness`` permits (the worst case a
+    slow or loaded trainer gives)."""
+    import time
+
+    from rltune.trainer.update import PolicyUpdater
+
+    plain = PolicyUpdater.update
+
+    def update(self, rows):  # type: ignore[no-untyped-def]
+        time.sleep(delay_s)
+        return plain(self, rows)
+
+    PolicyUpdater.update = update  # type: ignore[method-assign]
+
+
+async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
+                  lr: float = 2e-4) -> dict[str, Any]:
     from rltune.config import load_job_config
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import read_metrics
 
+    version_check.RECORDS.clear()
     root = Path(tempfile.mkdtemp(prefix=f"sweep-{mode}-{seed}-"))
-    extra = {**MODES[mode], "seed": seed, "val_n_rollouts": val_n}
+    extra = {**MODES[mode], "seed": seed, "val_n_rollouts": val_n, "learning_rate": lr}
     ws = make_job(root, model, steps, max(1, steps // 2), extra)
     job_dir = root / "job"
     summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir,
@@ -58,7 +100,7 @@ async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int) -> d
     vals = [v for _, v in summary["validation"]]
     return {"mode": mode, "seed": seed, "initial": summary["initial_validation"],
             "final": vals[-1] if vals else None, "validation": summary["validation"],
-            "steps": per_step}
+            "steps": per_step, "versions": version_check.RECORDS.copy()}
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -83,7 +125,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--val-n", type=int, default=2, help="val_n_rollouts (80 held-out rows)")
     ap.add_argument("--model", default=os.environ.get("RLTUNE_TEST_NANO"))
     ap.add_argument("--out", type=Path, default=Path("staleness_sweep.jsonl"))
+    ap.add_argument("--lr", type=float, default=2e-4, help="learning rate (the test's: 2e-4)")
+    ap.add_argument("--update-delay", type=float, default=0.0,
+                    help="seconds added to every update: batches as stale as the bound allows")
+    ap.add_argument("--behaviour-bound", type=float, default=None,
+                    help="the updater's behaviour_bound (default: losses."
+                    "BEHAVIOUR_LOG_RATIO_BOUND; inf turns the divergence mask off)")
+    ap.add_argument("--check-versions", action="store_true",
+                    help="recompute each token's log-prob under the weights of its tagged "
+                    "version (version_check.py); per step in the run's 'versions'")
     args = ap.parse_args(argv)
+    if args.behaviour_bound is not None:
+        set_behaviour_bound(args.behaviour_bound)
+    if args.check_versions:
+        version_check.install(args.update_delay)
+    elif args.update_delay:
+        slow_updates(args.update_delay)
     model = args.model
     if not model:
         from rltune.models import ensure_demo_model
@@ -92,13 +149,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     runs = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         for mode in args.modes.split(","):  # alternate modes within each seed
-            res = asyncio.run(run_one(mode, seed, model, args.steps, args.val_n))
+            res = asyncio.run(run_one(mode, seed, model, args.steps, args.val_n, args.lr))
             runs.append(res)
             with args.out.open("a") as fh:
                 fh.write(json.dumps(res) + "\n")
             print(mode, seed, res["initial"], res["final"], file=sys.stderr, flush=True)
-    print(json.dumps({"cpu": cpu_model(), "steps": args.steps, "summary": summarise(runs)},
-                     indent=1))
+    print(json.dumps({"cpu": cpu_model(), "steps": args.steps, "lr": args.lr,
+                      "behaviour_bound": args.behaviour_bound,
+                      "update_delay": args.update_delay, "summary": summarise(runs)}, indent=1))
     return 0
 
 

@@ -6,9 +6,11 @@ import pytest
 import torch
 
 from rltune.trainer.losses import (
+    BEHAVIOUR_LOG_RATIO_BOUND,
     BEHAVIOUR_WEIGHT_CAP,
     agg_normalizer,
     aggregate_loss,
+    behaviour_keep_BT,
     behaviour_weight_BT,
     entropy_from_logits_BT,
     importance_ratio_BT,
@@ -133,6 +135,26 @@ def test_behaviour_weight_is_truncated_at_the_cap():
     w, capped = behaviour_weight_BT(LOGP, BEHAV, MASK, "token", cap=1.5)
     assert w.tolist()[0] == pytest.approx([1.0, 1.5, math.exp(-1.0)])
     assert capped.tolist() == [[False, True, False]]
+
+
+def test_tokens_drifted_beyond_the_bound_leave_the_off_policy_loss():
+    assert math.log(2.0) == pytest.approx(BEHAVIOUR_LOG_RATIO_BOUND)
+    prox = torch.tensor([[0.0, -1.0, -2.0, -0.5, -3.0, -1.0]])
+    behav = torch.tensor([[0.0, -1.5, -1.0, -1.2, -2.0, -1.0]])
+    mask = torch.tensor([[0.0, 1.0, 1.0, 1.0, 1.0, 0.0]])
+    # |prox - behav| = 0.5, 1.0, 0.7, 1.0 on the sampled tokens; log 2 = 0.693: the first stays
+    # (ratio e^0.5 = 1.65 < 2), the second leaves (the policy now finds it e^1 = 2.7x less
+    # likely), the third leaves (e^0.7 = 2.01x likelier: just past 2), the fourth leaves;
+    # masked positions stay 0 whatever their log-probs
+    keep = behaviour_keep_BT(prox, behav, mask)
+    assert keep.tolist() == [[0.0, 1.0, 0.0, 0.0, 0.0, 0.0]]
+    assert keep.dtype == mask.dtype
+    keep = behaviour_keep_BT(prox, behav, mask, bound=0.75)  # x2.12: the third comes back
+    assert keep.tolist() == [[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]]
+    # GSPO's sequence-level weight then averages the kept tokens only: exp(mean(0.5, 0.7))
+    w, _ = behaviour_weight_BT(prox, behav, keep, "sequence")
+    assert w.tolist()[0] == pytest.approx([1.0, math.exp(0.6), 1.0, math.exp(0.6), 1.0, 1.0])
+    assert behaviour_keep_BT(prox, behav, mask, bound=math.inf).tolist() == mask.tolist()
 
 
 def test_decoupled_ppo_loss_against_hand_computed_values():

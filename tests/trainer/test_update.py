@@ -200,3 +200,35 @@ def test_off_policy_update_weighs_tokens_by_the_behaviour_weight():
     assert m_stale["fully_async/behaviour_weight/mean"] == pytest.approx(math.exp(0.3), rel=1e-5)
     assert m_stale["actor/grad_norm"] == pytest.approx(
         math.exp(0.3) * m_sync["actor/grad_norm"], rel=1e-4)
+
+
+def test_off_policy_update_drops_tokens_drifted_beyond_the_bound():
+    """A sampled token whose behaviour log-prob is more than log 2 from the policy's leaves the
+    loss: the step equals the one on rows whose loss mask leaves that token out, and
+    ``masked_frac`` counts it (1 of 12 sampled tokens)."""
+    rows = _rows()
+    probe = _updater(tiny_qwen2())
+    for r, lp in zip(rows, probe.compute_logprobs(rows), strict=True):
+        r.old_logprobs, r.rollout_logprobs = lp, list(lp)
+    far = [TrainingRow(r.input_ids, list(r.loss_mask), r.advantage, r.rollout_id,
+                       list(r.old_logprobs), list(r.rollout_logprobs)) for r in rows]
+    far[1].rollout_logprobs[3] += 1.0  # sampled e^1 = 2.7x likelier than the policy finds it
+    cut = [TrainingRow(r.input_ids, list(r.loss_mask), r.advantage, r.rollout_id,
+                       list(r.old_logprobs), list(r.rollout_logprobs)) for r in rows]
+    cut[1].loss_mask[3] = 0
+    cut[1].rollout_logprobs[3] = cut[1].old_logprobs[3]
+    far_model, cut_model = tiny_qwen2(), tiny_qwen2()
+    # GRPO's token-level ratio, seq-mean-token-mean: the masked token leaves its row's mean
+    m_far = _updater(far_model, max_staleness=2).update(far)
+    m_cut = _updater(cut_model, max_staleness=2).update(cut)
+    assert m_far["fully_async/behaviour_weight/masked_frac"] == pytest.approx(1 / 12)
+    assert m_cut["fully_async/behaviour_weight/masked_frac"] == 0.0
+    assert m_far["actor/pg_loss"] == pytest.approx(m_cut["actor/pg_loss"], rel=1e-6)
+    for a, b in zip(far_model.parameters(), cut_model.parameters(), strict=True):
+        assert torch.allclose(a, b, atol=1e-7)
+    # with the mask off the far token trains (weight e^-1) and the step differs
+    off = _updater(tiny_qwen2(), max_staleness=2)
+    off.behaviour_bound = math.inf
+    assert off.update(far)["fully_async/behaviour_weight/masked_frac"] == 0.0
+    assert any(not torch.allclose(a, b, atol=1e-7)
+               for a, b in zip(off.model.parameters(), cut_model.parameters(), strict=True))

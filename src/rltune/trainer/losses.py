@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Literal, Optional
 
 import torch
@@ -120,6 +121,35 @@ def behaviour_weight_BT(
     capped_BT = (w_BT > cap) & (mask_BT > 0)
     w_BT = torch.where(mask_BT > 0, w_BT.clamp(max=cap), torch.ones_like(w_BT))
     return w_BT, capped_BT
+
+
+#: Largest |log(pi_prox / pi_behav)| of a token that trains under staleness: a token whose
+#: probability under the policy the update starts from and under the weights that sampled it
+#: differ by more than 2x leaves the loss (masked, counted in
+#: ``fully_async/behaviour_weight/masked_frac``). At N = 2 on the nano calculator that is
+#: <= 1.1 % of a step's tokens in 10-step runs, up to ~3 % late in 20-step ones; unmasked,
+#: they fed a drift that grew to KL 0.14 (benchmarks/RESULTS.md, staleness sweep).
+BEHAVIOUR_LOG_RATIO_BOUND = math.log(2.0)
+
+
+def behaviour_keep_BT(
+    prox_logp_BT: torch.Tensor,
+    behav_logp_BT: torch.Tensor,
+    mask_BT: torch.Tensor,
+    bound: float = BEHAVIOUR_LOG_RATIO_BOUND,
+) -> torch.Tensor:
+    """Which sampled tokens stay in the off-policy loss: ``|prox - behav| <= bound`` per token
+    (a float mask, 1 = keep; 0 where ``mask_BT`` is 0).
+
+    Decoupled PPO's behaviour weight corrects for staleness in expectation, but a token the
+    policy has moved far from (a large drift over several versions) gets a large gradient of
+    its log-prob and a weight that is either truncated (above) or tiny (below); Adam rescales
+    the step, so a batch of such tokens still moves the policy a full step. Masking them, in
+    both directions, keeps the update on the tokens the correction is accurate for (as
+    IcePop's two-sided mask of the train/inference mismatch).
+    """
+    log_w_BT = (prox_logp_BT - behav_logp_BT).detach()
+    return ((log_w_BT.abs() <= bound) & (mask_BT > 0)).to(mask_BT.dtype)
 
 
 def value_loss_BT(

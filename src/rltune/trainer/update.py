@@ -37,8 +37,10 @@ from rltune.trainer.device import on_device
 from rltune.trainer.logprobs import chunk_positions, pad_rows, token_logprobs_BT
 from rltune.trainer.lora import adapters_disabled, is_lora
 from rltune.trainer.losses import (
+    BEHAVIOUR_LOG_RATIO_BOUND,
     agg_normalizer,
     aggregate_loss,
+    behaviour_keep_BT,
     behaviour_weight_BT,
     importance_ratio_BT,
     kl_penalty_BT,
@@ -145,6 +147,9 @@ class PolicyUpdater:
         # (``losses.ppo_clip_loss_BT`` with a behaviour weight) with the engine's recorded
         # log-probs as behaviour.
         self.off_policy = hp.max_staleness > 0
+        # ... and a sampled token whose prox / behaviour log-ratio exceeds this bound leaves
+        # the loss (``losses.behaviour_keep_BT``); inf turns the mask off.
+        self.behaviour_bound = BEHAVIOUR_LOG_RATIO_BOUND
 
     # ---- log-probs ----
     def _collate(self, rows: Sequence[TrainingRow], key: str) -> torch.Tensor:
@@ -286,7 +291,7 @@ class PolicyUpdater:
         run_mask = full.mask[run] if run else full.mask
         tokens = float(run_mask.sum().clamp(min=1))
         sums = {"pg": 0.0, "kl": 0.0, "ent": 0.0, "clip": 0.0, "ppo_kl": 0.0,
-                "bw": 0.0, "bw_capped": 0.0, "behav_kl": 0.0}
+                "bw": 0.0, "bw_capped": 0.0, "bw_masked": 0.0, "behav_kl": 0.0}
         self.optimizer.zero_grad(set_to_none=True)
         params = [p for p in self.model.parameters() if p.requires_grad]
         if not run:  # the same zero gradient a pass over these rows would leave (Adam moves)
@@ -299,30 +304,33 @@ class PolicyUpdater:
                 with_entropy=True, chunk_tokens=self._chunk(self.model),
             )
             mask = b.mask.to(logp.device)
-            ratio = importance_ratio_BT(logp, b.old.to(logp.device), mask,
-                                        k.importance_sampling_level)
+            old = b.old.to(logp.device)
             adv = b.adv.to(logp.device)
-            bw = None
+            bw, loss_mask = None, mask
             if b.behav is not None:
-                bw, capped = behaviour_weight_BT(b.old.to(logp.device), b.behav.to(logp.device),
-                                                 mask, k.importance_sampling_level)
-                sums["bw"] += float((bw * mask).sum()) / tokens
-                sums["bw_capped"] += float((capped.float() * mask).sum()) / tokens
+                behav = b.behav.to(logp.device)
+                # tokens the policy moved too far from since they were sampled leave the loss
+                loss_mask = behaviour_keep_BT(old, behav, mask, self.behaviour_bound)
+                bw, capped = behaviour_weight_BT(old, behav, loss_mask,
+                                                 k.importance_sampling_level)
+                sums["bw"] += float((bw * loss_mask).sum()) / tokens
+                sums["bw_capped"] += float((capped.float() * loss_mask).sum()) / tokens
+                sums["bw_masked"] += float((mask - loss_mask).sum()) / tokens
                 # KL(behaviour || prox), k1 from the behaviour policy's own samples
-                sums["behav_kl"] += float(((b.behav.to(logp.device) - b.old.to(logp.device))
-                                           * mask).sum()) / tokens
+                sums["behav_kl"] += float(((behav - old) * mask).sum()) / tokens
+            ratio = importance_ratio_BT(logp, old, loss_mask, k.importance_sampling_level)
             pg_BT, clipped_BT = ppo_clip_loss_BT(ratio, adv, k.clip_ratio_low, k.clip_ratio_high,
                                                  k.clip_ratio_c, behaviour_weight_BT=bw)
             weight = b.weight.to(logp.device)
-            pg = aggregate_loss(pg_BT, mask, mode, row_weight_B=weight, normalizer=norm)
+            pg = aggregate_loss(pg_BT, loss_mask, mode, row_weight_B=weight, normalizer=norm)
             loss = pg
             if self.use_kl and b.ref is not None:
                 kl = aggregate_loss(kl_penalty_BT(logp, b.ref.to(logp.device), k.kl_estimator),
-                                    mask, mode, row_weight_B=weight, normalizer=norm)
+                                    loss_mask, mode, row_weight_B=weight, normalizer=norm)
                 loss = loss + k.kl_loss_coef * kl
                 sums["kl"] += float(kl.detach())
             if k.entropy_coeff:
-                ent_term = aggregate_loss(entropy, mask, mode, row_weight_B=weight,
+                ent_term = aggregate_loss(entropy, loss_mask, mode, row_weight_B=weight,
                                           normalizer=norm)
                 loss = loss - k.entropy_coeff * ent_term
             if getattr(chunk, "dummy", False):  # a pass that only keeps ranks in step
@@ -352,6 +360,7 @@ class PolicyUpdater:
         if self.off_policy and run:
             out["fully_async/behaviour_weight/mean"] = sums["bw"]
             out["fully_async/behaviour_weight/capped_frac"] = sums["bw_capped"]
+            out["fully_async/behaviour_weight/masked_frac"] = sums["bw_masked"]
             out["fully_async/behaviour_kl"] = sums["behav_kl"]
         return out
 

@@ -19,7 +19,9 @@ async def test_a_chat_call_records_only_the_generate_span(gateway):
 
     from rltune.observability import tracing
 
-    tracing._install("rltune-tests")  # once per process; records only while attached
+    # Once per process, and the first name wins: the gateway lives in the trainer's process,
+    # so install the trainer's (tests/observability checks that a job's spans carry it).
+    tracing._install("rltune-trainer")
     exporter = InMemorySpanExporter()
     processor = SimpleSpanProcessor(exporter)
     with tracing._ROUTER.lock:

@@ -11,9 +11,7 @@ an error message the model reads, as on the rltune side.
 
 from __future__ import annotations
 
-import itertools
 import json
-import resource
 import sys
 import tempfile
 import time
@@ -21,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _trl_side import _time_calls, step_clock
+from _trl_side import _time_calls, agentic_result, step_clock
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -92,14 +90,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         trainer.train()
         train_s = time.perf_counter() - t0
-    ends = [clock.begin, *clock.ends]
-    step_s = [b - a for a, b in itertools.pairwise(ends)]
-    episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]
-    return {"side": "trl", "seconds_per_step": sum(step_s) / max(len(step_s), 1),
-            "step_seconds": step_s, "train_s": train_s, "generate_s": generate_s,
-            "episodes_per_s": episodes / max(sum(step_s), 1e-9),
-            "rewards": [log["reward"] for log in clock.logs], "logs": clock.logs,
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    return agentic_result(clock, spec, train_s, generate_s)
 
 
 def main() -> None:

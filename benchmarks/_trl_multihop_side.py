@@ -22,7 +22,6 @@ import itertools
 import json
 import os
 import re
-import resource
 import sys
 import tempfile
 import threading
@@ -33,7 +32,7 @@ from typing import Any
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "agentic_ws"))
-from _trl_side import _time_calls, step_clock  # noqa: E402
+from _trl_side import _time_calls, agentic_result, step_clock  # noqa: E402
 from functions.multihop_task import (  # noqa: E402
     ANSWER_TOKENS,
     HOP_TOKENS,
@@ -256,15 +255,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             train_s = time.perf_counter() - t0
     finally:
         searcher.close()
-    ends = [clock.begin, *clock.ends]
-    step_s = [b - a for a, b in itertools.pairwise(ends)]
-    episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]
-    return {"side": "trl", "seconds_per_step": sum(step_s) / max(len(step_s), 1),
-            "step_seconds": step_s, "train_s": train_s, "generate_s": generate_s,
-            "episodes_per_s": episodes / max(sum(step_s), 1e-9),
-            "rewards": [log["reward"] for log in clock.logs], "logs": clock.logs,
-            "episodes": shapes, "reward_parts": parts,
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    return agentic_result(clock, spec, train_s, generate_s, episodes=shapes, reward_parts=parts)
 
 
 def main() -> None:

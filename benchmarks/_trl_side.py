@@ -11,6 +11,7 @@ allows (the differences are listed in ``trl_compare.py``'s docstring).
 
 from __future__ import annotations
 
+import itertools
 import json
 import resource
 import sys
@@ -74,6 +75,21 @@ def step_clock() -> Any:
                                   if isinstance(v, (int, float))})
 
     return StepClock()
+
+
+def agentic_result(clock: Any, spec: dict[str, Any], train_s: float, generate_s: Any,
+                   **extra: Any) -> dict[str, Any]:
+    """The TRL side's answer to ``agentic_compare.py`` from its ``step_clock``: seconds per
+    step (the gaps between step ends, the first from the start of training), episodes per
+    second, the logged rewards and this process's peak RSS; ``extra`` adds task fields."""
+    ends = [clock.begin, *clock.ends]
+    step_s = [b - a for a, b in itertools.pairwise(ends)]
+    episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]
+    return {"side": "trl", "seconds_per_step": sum(step_s) / max(len(step_s), 1),
+            "step_seconds": step_s, "train_s": train_s, "generate_s": generate_s,
+            "episodes_per_s": episodes / max(sum(step_s), 1e-9),
+            "rewards": [log["reward"] for log in clock.logs], "logs": clock.logs, **extra,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from logprob_reference import fresh_logprobs  # noqa: E402
 from rltune.config.job import validate_hyper_parameters  # noqa: E402
 from rltune.engine import GenerationRequest, SamplingParams  # noqa: E402
 from rltune.engine.group import EngineGroup, EngineReplicaError  # noqa: E402
@@ -27,14 +28,6 @@ async def group(random_model_dir):
                      replicas=2)
     yield g
     await g.close()
-
-
-def fresh_logprobs(model, prompt_ids, completion_ids):
-    ids = torch.tensor([prompt_ids + completion_ids])
-    with torch.no_grad():
-        lp = torch.log_softmax(model(ids).logits.float(), dim=-1)[0]
-    n = len(prompt_ids)
-    return [lp[n - 1 + i, t].item() for i, t in enumerate(completion_ids)]
 
 
 async def test_requests_go_to_the_replica_with_fewest_in_flight(group):

@@ -10,21 +10,13 @@ from rltune.engine.prefill import KeptPrefix, common_prefix, plan_prefill
 
 torch = pytest.importorskip("torch")
 
+from logprob_reference import fresh_logprobs  # noqa: E402
 from rltune.engine import GenerationRequest, SamplingParams  # noqa: E402
 from rltune.engine.transformers_engine import TransformersEngine  # noqa: E402
 
 SYSTEM = ("You are a careful assistant. Use the calculator tool for arithmetic and end with "
           "the answer. ")
 QUESTIONS = ["What is 12 + 30?", "What is 7 * 6?", "sum 4 and 5", "What is 9 - 2, exactly?"]
-
-
-def fresh_logprobs(model, prompt_ids, completion_ids):
-    """Log-probs of completion_ids from one unpadded full forward pass (no cache)."""
-    ids = torch.tensor([prompt_ids + completion_ids])
-    with torch.no_grad():
-        lp = torch.log_softmax(model(ids).logits.float(), dim=-1)[0]
-    n = len(prompt_ids)
-    return [lp[n - 1 + i, t].item() for i, t in enumerate(completion_ids)]
 
 
 def test_plan_dedupes_and_shares_the_common_prefix():

@@ -23,6 +23,7 @@ from ray_cluster import LocalRayCluster
 torch = pytest.importorskip("torch")
 ray = pytest.importorskip("ray")
 
+from logprob_reference import fresh_logprobs  # noqa: E402
 from rltune.engine import GenerationRequest, SamplingParams  # noqa: E402
 from rltune.engine.group import EngineGroup, EngineReplicaError  # noqa: E402
 from rltune.engine.ray_replica import RayEngineReplica  # noqa: E402
@@ -52,14 +53,6 @@ def wait_cpus_free(cluster) -> None:
 
 def req(ids, **kw):
     return GenerationRequest(prompt_ids=ids, sampling=SamplingParams(**kw))
-
-
-def fresh_logprobs(model, prompt_ids, completion_ids):
-    ids = torch.tensor([prompt_ids + completion_ids])
-    with torch.no_grad():
-        lp = torch.log_softmax(model(ids).logits.float(), dim=-1)[0]
-    n = len(prompt_ids)
-    return [lp[n - 1 + i, t].item() for i, t in enumerate(completion_ids)]
 
 
 async def test_two_engine_actors_behind_one_group(random_model_dir, cluster):

@@ -8,6 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from logprob_reference import fresh_logprobs  # noqa: E402
 from rltune.engine import GenerationRequest, SamplingParams  # noqa: E402
 from rltune.engine.transformers_engine import TransformersEngine  # noqa: E402
 from rltune.sdk.errors import ValidationError  # noqa: E402
@@ -18,15 +19,6 @@ async def engine(random_model_dir):
     eng = TransformersEngine.from_pretrained(random_model_dir, threads=2, max_batch_size=16)
     yield eng
     await eng.close()
-
-
-def fresh_logprobs(model, prompt_ids, completion_ids):
-    """Log-probs of completion_ids from one unpadded full forward pass (no cache)."""
-    ids = torch.tensor([prompt_ids + completion_ids])
-    with torch.no_grad():
-        lp = torch.log_softmax(model(ids).logits.float(), dim=-1)[0]
-    n = len(prompt_ids)
-    return [lp[n - 1 + i, t].item() for i, t in enumerate(completion_ids)]
 
 
 def req(ids, **kw):

@@ -16,13 +16,12 @@ import argparse
 import asyncio
 import json
 import logging
-import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "agentic_ws"))
-from _tool_service import lognormal_delay
+from _tool_service import Latency
 from functions.multihop_task import search_corpus
 
 
@@ -33,24 +32,13 @@ def build_server(corpus: list[dict], median: float, sigma: float, fail: float, s
     from starlette.responses import JSONResponse
 
     server = MCPServer("fact-corpus")
-    rng = random.Random(seed)
-    stats = {"calls": 0, "failures": 0, "delay_s": 0.0, "in_flight": 0, "peak_in_flight": 0}
+    latency = Latency(median, sigma, fail, seed)
+    stats = latency.stats
 
     @server.tool()
     async def search(query: str, k: int = 1) -> str:
         """Search the fact corpus; returns the k best passages, one per line."""
-        stats["calls"] += 1
-        stats["in_flight"] += 1
-        stats["peak_in_flight"] = max(stats["peak_in_flight"], stats["in_flight"])
-        delay = lognormal_delay(rng, median, sigma)
-        failed = rng.random() < fail
-        try:
-            await asyncio.sleep(delay)
-        finally:
-            stats["in_flight"] -= 1
-        stats["delay_s"] += delay
-        if failed:
-            stats["failures"] += 1
+        if await latency.wait():
             raise ToolError("search service unavailable")  # an is_error result, not a crash
         return search_corpus(corpus, query, k)
 

@@ -26,23 +26,23 @@ def lognormal_delay(rng: random.Random, median: float, sigma: float) -> float:
     return median * math.exp(sigma * rng.gauss(0.0, 1.0))
 
 
-def build_app(median: float, sigma: float, fail: float, seed: int):
-    from fastapi import FastAPI
-    from fastapi.responses import JSONResponse
+class Latency:
+    """A service's simulated wait and failures, and the counts it reports at ``/stats``."""
 
-    from rltune.models.tasks import calculate
+    def __init__(self, median: float, sigma: float, fail: float, seed: int):
+        self.median, self.sigma, self.fail = median, sigma, fail
+        self.rng = random.Random(seed)
+        self.stats = {"calls": 0, "failures": 0, "delay_s": 0.0, "in_flight": 0,
+                      "peak_in_flight": 0}
 
-    app = FastAPI()
-    rng = random.Random(seed)
-    stats = {"calls": 0, "failures": 0, "delay_s": 0.0, "in_flight": 0, "peak_in_flight": 0}
-
-    @app.post("/calculator")
-    async def calculator(body: dict):
+    async def wait(self) -> bool:
+        """Wait one call's lognormal delay; True when this call is to fail."""
+        stats = self.stats
         stats["calls"] += 1
         stats["in_flight"] += 1
         stats["peak_in_flight"] = max(stats["peak_in_flight"], stats["in_flight"])
-        delay = lognormal_delay(rng, median, sigma)
-        failed = rng.random() < fail
+        delay = lognormal_delay(self.rng, self.median, self.sigma)
+        failed = self.rng.random() < self.fail
         try:
             await asyncio.sleep(delay)
         finally:
@@ -50,6 +50,22 @@ def build_app(median: float, sigma: float, fail: float, seed: int):
         stats["delay_s"] += delay
         if failed:
             stats["failures"] += 1
+        return failed
+
+
+def build_app(median: float, sigma: float, fail: float, seed: int):
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    from rltune.models.tasks import calculate
+
+    app = FastAPI()
+    latency = Latency(median, sigma, fail, seed)
+    stats = latency.stats
+
+    @app.post("/calculator")
+    async def calculator(body: dict):
+        if await latency.wait():
             return JSONResponse({"error": "tool service unavailable"}, status_code=503)
         try:
             return {"result": calculate(str(body.get("expression", "")))}

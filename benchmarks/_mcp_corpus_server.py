@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "agentic_ws"))
-from _tool_service import Latency
+from _tool_service import Latency, add_latency_args
 from functions.multihop_task import search_corpus
 
 
@@ -55,10 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, required=True)
     ap.add_argument("--port-file", type=Path, required=True)
-    ap.add_argument("--median", type=float, default=0.3)
-    ap.add_argument("--sigma", type=float, default=0.82)
-    ap.add_argument("--fail", type=float, default=0.01)
-    ap.add_argument("--seed", type=int, default=0)
+    add_latency_args(ap)
     args = ap.parse_args()
     logging.getLogger("mcp").setLevel(logging.WARNING)  # not a line per request
     corpus = [json.loads(line) for line in args.corpus.read_text().splitlines() if line]

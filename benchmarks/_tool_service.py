@@ -53,6 +53,14 @@ class Latency:
         return failed
 
 
+def add_latency_args(ap: argparse.ArgumentParser) -> None:
+    """A tool service's latency and failure options (``Latency``'s arguments)."""
+    ap.add_argument("--median", type=float, default=0.3)
+    ap.add_argument("--sigma", type=float, default=0.82)
+    ap.add_argument("--fail", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=0)
+
+
 def build_app(median: float, sigma: float, fail: float, seed: int):
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
@@ -84,10 +92,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port-file", type=Path, required=True)
-    ap.add_argument("--median", type=float, default=0.3)
-    ap.add_argument("--sigma", type=float, default=0.82)
-    ap.add_argument("--fail", type=float, default=0.01)
-    ap.add_argument("--seed", type=int, default=0)
+    add_latency_args(ap)
     args = ap.parse_args()
     config = uvicorn.Config(build_app(args.median, args.sigma, args.fail, args.seed),
                             host="127.0.0.1", port=0, log_level="warning", access_log=False)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _trl_side import _time_calls, agentic_result, step_clock
+from _trl_side import _time_calls, agentic_config, agentic_result, step_clock
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
     from trl.chat_template_utils import qwen3_template
 
     from rltune.models import load_tokenizer
@@ -73,16 +73,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
     clock = step_clock()
     with tempfile.TemporaryDirectory(prefix="trl-agentic-") as out_dir:
-        config = GRPOConfig(
-            output_dir=out_dir, use_cpu=True, bf16=False, seed=spec["seed"],
-            per_device_train_batch_size=spec["batch_size"] * spec["n_rollouts"],
-            gradient_accumulation_steps=1, num_generations=spec["n_rollouts"],
-            max_completion_length=spec["max_new_tokens"], temperature=1.0, top_p=1.0,
-            top_k=0, learning_rate=spec["learning_rate"], lr_scheduler_type="constant",
-            warmup_steps=0, max_grad_norm=1.0, beta=0.0, epsilon=0.2,
-            num_iterations=1, max_steps=spec["steps"], logging_steps=1, save_strategy="no",
-            report_to="none", disable_tqdm=True, dataloader_num_workers=0,
-            gradient_checkpointing=False, max_tool_calling_iterations=3)
+        config = agentic_config(spec, out_dir, spec["max_new_tokens"],
+                                max_tool_calling_iterations=3)
         trainer = GRPOTrainer(model=model, reward_funcs=exact_reward, args=config,
                               train_dataset=dataset, processing_class=tok, tools=[calculator],
                               callbacks=[clock])

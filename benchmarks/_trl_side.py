@@ -77,6 +77,25 @@ def step_clock() -> Any:
     return StepClock()
 
 
+def agentic_config(spec: dict[str, Any], out_dir: str, max_completion_length: int,
+                   **extra: Any) -> Any:
+    """The ``GRPOConfig`` both agentic TRL sides train with: ``agentic_compare.py``'s batch,
+    lr and steps, fp32 on the CPU, β = 0, ε = 0.2, one iteration, a constant lr, gradient
+    checkpointing off (as on rltune's side); ``extra`` adds the side's own settings."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=out_dir, use_cpu=True, bf16=False, seed=spec["seed"],
+        per_device_train_batch_size=spec["batch_size"] * spec["n_rollouts"],
+        gradient_accumulation_steps=1, num_generations=spec["n_rollouts"],
+        max_completion_length=max_completion_length, temperature=1.0, top_p=1.0,
+        top_k=0, learning_rate=spec["learning_rate"], lr_scheduler_type="constant",
+        warmup_steps=0, max_grad_norm=1.0, beta=0.0, epsilon=0.2,
+        num_iterations=1, max_steps=spec["steps"], logging_steps=1, save_strategy="no",
+        report_to="none", disable_tqdm=True, dataloader_num_workers=0,
+        gradient_checkpointing=False, **extra)
+
+
 def agentic_result(clock: Any, spec: dict[str, Any], train_s: float, generate_s: Any,
                    **extra: Any) -> dict[str, Any]:
     """The TRL side's answer to ``agentic_compare.py`` from its ``step_clock``: seconds per

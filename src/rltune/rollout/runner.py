@@ -16,6 +16,7 @@ import asyncio
 import json
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Optional, Protocol
 from urllib.parse import urlsplit
 
@@ -127,15 +128,13 @@ class BuiltinRollout:
         from rltune.functions.http import WorkerHTTPClient
 
         key = (parts.hostname, parts.port)
-        client = self._lean.get(key) or self._lean.setdefault(key, WorkerHTTPClient(*key))
+        client = self._lean.get(key)
+        if client is None:
+            client = self._lean[key] = WorkerHTTPClient(*key)
         payload = json.dumps(body).encode()
         path = parts.path + (f"?{parts.query}" if parts.query else "")
-        for _ in range(MAX_BUSY_RETRIES):
-            status, reply_headers, data = await client.exchange(
-                "POST", path, payload, headers, timeout=self.timeout)
-            if status != 429:
-                break
-            await asyncio.sleep(retry_after_s(reply_headers))
+        status, _, data = await while_busy(lambda: client.exchange(
+            "POST", path, payload, headers, timeout=self.timeout))
         if status >= 400:
             raise RuntimeError(f"HTTP {status} from {url}: {data[:500].decode(errors='replace')}")
         return json.loads(data)
@@ -153,14 +152,25 @@ MAX_BUSY_RETRIES = 20
 
 async def post_with_backoff(http: httpx.AsyncClient, url: str, *, json: Any,
                             headers: dict[str, str]) -> httpx.Response:
-    """POST, waiting out the gateway's 429 (backpressure) as its ``Retry-After`` advises; a
-    refused call was never captured, so its retry is not counted twice."""
-    for _ in range(MAX_BUSY_RETRIES):
+    """POST with httpx, waiting out the gateway's 429s (:func:`while_busy`)."""
+    async def send() -> tuple[int, Any, httpx.Response]:
         resp = await http.post(url, json=json, headers=headers)
-        if resp.status_code != 429:
-            return resp
-        await asyncio.sleep(retry_after_s(resp.headers))
-    return resp
+        return resp.status_code, resp.headers, resp
+
+    return (await while_busy(send))[2]
+
+
+async def while_busy(send: Callable[[], Awaitable[tuple[int, Any, Any]]]
+                     ) -> tuple[int, Any, Any]:
+    """Call ``send`` (answering status, headers, answer) again while the gateway answers 429
+    (backpressure), waiting as its ``Retry-After`` advises, at most ``MAX_BUSY_RETRIES`` times;
+    a refused call was never captured, so its retry is not counted twice."""
+    for _ in range(MAX_BUSY_RETRIES):
+        status, headers, answer = await send()
+        if status != 429:
+            break
+        await asyncio.sleep(retry_after_s(headers))
+    return status, headers, answer
 
 
 def retry_after_s(headers: Any, default: float = 0.5) -> float:

@@ -185,7 +185,9 @@ async def test_max_staleness_1_overlaps_steps_and_accounts_for_staleness(
     ahead, so a resumed job draws them again (checked once; the partial run is 3 steps)."""
     n = 3 if partial else 6
     ws = make_workspace(tmp_path, tiny_model_dir, eval_steps=3, max_staleness=1,
-                        partial_rollouts=partial, n_rollouts=4,
+                        # 8 per group: LengthParity leaves a group without signal with p = 2^-7
+                        # (4 per group, p = 1/8, failed a CI run: a step without an update)
+                        partial_rollouts=partial, n_rollouts=8,
                         save_strategy="no" if partial else "steps",
                         **({"max_steps": n} if partial else {"n_epochs": 1}))
     shutil.copytree(FIXTURES / "nanws" / "functions", ws / "functions", dirs_exist_ok=True)

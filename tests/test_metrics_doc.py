@@ -11,7 +11,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "metrics.md"
-GROUPS = "actor|critic|trace|train|training|trajectory|timing|perf|fully_async|validation"
+GROUPS = "actor|critic|engine|trace|train|training|trajectory|timing|perf|fully_async|validation"
 LITERAL = re.compile(rf"""f?["']((?:{GROUPS})/[A-Za-z0-9_/@{{}}.]*)["']""")
 #: A concrete name's variable parts, as the page writes them.
 PATTERNS = [
@@ -76,6 +76,11 @@ async def test_every_metric_a_real_tiny_job_logs_is_documented(tmp_path, tiny_mo
                                                 "eval_steps": 1})
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
     await Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws).run()
-    logged = {name for row in read_metrics(tmp_path / "job") for name in row["metrics"]}
+    rows = read_metrics(tmp_path / "job")
+    logged = {name for row in rows for name in row["metrics"]}
     assert {"critic/rewards/mean", "timing/s/step", "validation/data/reward/mean@1"} <= logged
+    # every step reports the engine's prompt tokens and the part of them it computed
+    steps = [row["metrics"] for row in rows if row["step"] > 0]
+    assert steps and all(0 < m["engine/prefill_tokens"] < m["engine/prompt_tokens"]
+                         for m in steps), steps
     assert not undocumented(logged), f"add to docs/metrics.md: {undocumented(logged)}"

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from rltune.engine.prefill import KeptPrefix, common_prefix, plan_prefill
+from rltune.engine.prefill import common_prefix, plan_prefill
 
 torch = pytest.importorskip("torch")
 
@@ -23,41 +23,23 @@ def test_plan_dedupes_and_shares_the_common_prefix():
     a, b = [1, 2, 3, 4, 5], [1, 2, 3, 9]
     p = plan_prefill([a, b, a, a], min_shared=2)
     assert p.unique == [a, b] and p.row_of == [0, 1, 0, 0] and p.duplicated
-    assert (p.shared, p.reused) == (3, 0)
-    assert p.computed_tokens() == 3 + 2 + 1  # the prefix once, then each distinct suffix
+    assert p.shared == 3
+    # the prefix once, then each distinct suffix
+    assert p.computed_tokens(starts=[3, 3], reused=0) == 3 + 2 + 1
+    # 2 of the prefix's tokens cached, and the first prompt cached up to its last token
+    assert p.computed_tokens(starts=[4, 3], reused=2) == 1 + 1 + 1
 
 
 def test_plan_keeps_a_token_per_row_and_respects_the_threshold():
     # one distinct prompt: all but its last token is the shared prefix
     p = plan_prefill([[1, 2, 3, 4]] * 3, min_shared=2)
-    assert (p.shared, p.computed_tokens()) == (3, 4)
+    assert (p.shared, p.computed_tokens([3], 0)) == (3, 4)
     # a prompt that is a prefix of another still keeps its own last token
     assert plan_prefill([[1, 2, 3], [1, 2, 3, 4, 5]], min_shared=1).shared == 2
-    # below the threshold the prompts run whole
+    # below the threshold the prompts run whole (unless cached)
     p = plan_prefill([[1, 2, 3, 4], [1, 2, 7, 8]], min_shared=3)
-    assert (p.shared, p.reused, p.computed_tokens()) == (0, 0, 8)
-
-
-def test_plan_reuses_the_kept_prefix_only_where_it_matches():
-    prompts = [[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 7]]
-    assert plan_prefill(prompts, kept=(1, 2, 3, 9), min_shared=2).reused == 3
-    assert plan_prefill(prompts, kept=(1, 2, 3, 4, 5, 6, 7), min_shared=2).reused == 5
-    assert plan_prefill(prompts, kept=(8, 2, 3), min_shared=2).reused == 0
-    assert plan_prefill(prompts, kept=(1, 9), min_shared=2).reused == 0  # under the threshold
+    assert (p.shared, p.computed_tokens([0, 0], 0)) == (0, 8)
     assert common_prefix([1, 2], [1, 2, 3]) == 2
-
-
-def test_kept_prefix_is_per_weight_version_and_keeps_the_longer_match():
-    t = torch.zeros(1, 1, 4, 2)
-    kept = KeptPrefix()
-    kept.keep([1, 2, 3, 4], [(t, t)], version=0)
-    assert kept.ids_for(0) == (1, 2, 3, 4) and kept.ids_for(1) == ()
-    kept.keep([1, 2], [(t[:, :, :2], t[:, :, :2])], version=0)  # already covered: kept
-    assert kept.ids == (1, 2, 3, 4)
-    kept.keep([5, 6], [(t[:, :, :2], t[:, :, :2])], version=1)
-    assert kept.ids_for(1) == (5, 6)
-    kept.clear()
-    assert kept.ids_for(1) == ()
 
 
 @pytest.fixture
@@ -99,7 +81,8 @@ async def test_one_admission_computes_the_shared_prefix_once_and_stays_exact(eng
 
 async def test_greedy_with_a_shared_prefix_equals_greedy_alone(random_model_dir):
     alone_engine = TransformersEngine.from_pretrained(random_model_dir, threads=1,
-                                                      admit_window_s=0, min_shared_prefix=10**6)
+                                                      admit_window_s=0, min_shared_prefix=10**6,
+                                                      prefix_cache_bytes=0)
     shared_engine = TransformersEngine.from_pretrained(random_model_dir, threads=1,
                                                        admit_window_s=0.5)
     try:
@@ -117,20 +100,23 @@ async def test_greedy_with_a_shared_prefix_equals_greedy_alone(random_model_dir)
         await shared_engine.close()
 
 
-async def test_a_later_admission_reuses_the_kept_prefix_until_the_weights_change(engine):
+async def test_a_later_admission_reuses_the_cached_prefix_until_the_weights_change(engine):
     ids, shared = prompts_sharing_a_prefix(engine.tokenizer)
     await engine.generate([req(p, max_tokens=3, seed=1) for p in ids[:2]])
     before = engine.stats["prefill_tokens"]
     # a later request sharing the prefix: only what is new runs (exact log-probs still)
     late = await engine.generate_one(req(ids[2], max_tokens=6, seed=2))
-    assert engine.stats["prefill_tokens"] - before == len(ids[2]) - shared
+    cached = max(common_prefix(ids[2], p) for p in ids[:2])
+    assert cached >= shared
+    assert engine.stats["prefill_tokens"] - before == len(ids[2]) - cached
     c = late.completions[0]
     ref = fresh_logprobs(engine.model, ids[2], c.completion_ids)
     assert max(abs(a - b) for a, b in zip(ref, c.logprobs, strict=True)) < 1e-4
-    # new weights: the kept prefix is stale, so the whole prompt runs again
+    # new weights: the cached KV is stale, so the whole prompt runs again
     state = {k: v.clone() for k, v in engine.model.state_dict().items()}
     state["model.norm.weight"].mul_(-2.0)
     await engine.update_weights(state)
+    assert engine.prefix_cache.tokens == 0 and engine.prefix_cache.stats["invalidations"] == 1
     before = engine.stats["prefill_tokens"]
     res = await engine.generate_one(req(ids[3], max_tokens=4, seed=3))
     assert engine.stats["prefill_tokens"] - before == len(ids[3])

@@ -87,6 +87,30 @@ async def test_health(gateway):
     async with httpx.AsyncClient() as http:
         r = await http.get(gateway.base_url.removesuffix("/v1") + "/health")
     assert r.status_code == 200 and r.json()["status"] == "ok"
+    cache = r.json()["stats"]["engine_prefix_cache"]
+    assert {"hits", "tokens", "bytes", "evictions", "prefill_tokens"} <= set(cache)
+
+
+async def test_a_later_turn_prefills_only_its_new_tokens(gateway):
+    """An agent that appends to its conversation: the engine computes the new turn only."""
+    gateway.register("rk", "rollout-kv")
+    client = openai.AsyncOpenAI(base_url=gateway.base_url, api_key="rk")
+    engine = gateway.engine
+    first = await client.chat.completions.create(model="m", messages=MSGS, max_tokens=8,
+                                                 seed=1)
+    turn = [*MSGS, first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "user", "content": "And times 2?"}]
+    before = engine.stats["prefill_tokens"]
+    second = await client.chat.completions.create(model="m", messages=turn, max_tokens=8,
+                                                  seed=2)
+    computed = engine.stats["prefill_tokens"] - before
+    seen = first.usage.prompt_tokens + first.usage.completion_tokens - 1  # KV of all but one
+    assert computed == second.usage.prompt_tokens - seen
+    async with httpx.AsyncClient() as http:
+        health = (await http.get(gateway.base_url.removesuffix("/v1") + "/health")).json()
+    cache = health["stats"]["engine_prefix_cache"]
+    assert cache["hits"] >= 1 and cache["hit_tokens"] >= seen and cache["tokens"] > 0
+    assert cache["prefill_tokens"] < cache["prompt_tokens"]
 
 
 @pytest.mark.parametrize("n_clients", [8])

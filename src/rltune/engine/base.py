@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from rltune.engine.types import GenerationRequest, GenerationResult, TokenDelta
 
@@ -62,6 +62,16 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     async def update_weights(self, weights: Any) -> int:
         """Load a state dict (or copy from a model) into the engine; returns the new version."""
+
+    def token_counters(self) -> dict[str, int]:
+        """Tokens counted since the engine started: ``prompt_tokens`` (every prompt submitted,
+        each of its ``n`` copies) and ``prefill_tokens`` (those actually computed in prefill);
+        empty where the engine does not count them."""
+        return {}
+
+    def prefix_cache_stats(self) -> Optional[dict[str, int]]:
+        """The engine's prefix KV cache (hits, size, evictions), or None if it has none."""
+        return None
 
     async def sleep(self) -> bool:
         """Free accelerator memory for a trainer update; returns whether anything was freed.

@@ -221,11 +221,19 @@ class EngineGroup(Engine):
             raise first
 
     def replica_stats(self) -> list[dict[str, Any]]:
-        """Per replica: requests in flight, requests routed so far, why it failed (if it did);
-        the gateway's ``/health`` shows them."""
+        """Per replica: requests in flight, requests routed so far, why it failed (if it did),
+        its prefix KV cache (where it has one here); the gateway's ``/health`` shows them."""
         return [{"replica": i, "in_flight": self.outstanding[i], "requests": self.assigned[i],
-                 "weight_version": r.weight_version, "failed": self.failed.get(i)}
+                 "weight_version": r.weight_version, "failed": self.failed.get(i),
+                 "prefix_cache": getattr(r, "prefix_cache_stats", lambda: None)()}
                 for i, r in enumerate(self.replicas)]
+
+    def token_counters(self) -> dict[str, int]:
+        """The replicas' counters summed; empty unless every replica counts them here."""
+        each = [getattr(r, "token_counters", dict)() for r in self.replicas]
+        if not each or not all(each):
+            return {}
+        return {k: sum(c.get(k, 0) for c in each) for k in each[0]}
 
     def describe(self) -> str:
         """One line for logs: how many replicas, of which kind, which are out."""

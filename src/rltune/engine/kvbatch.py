@@ -73,3 +73,35 @@ class KVBatch:
             layer.keys = layer.keys[:, :, first:]
             layer.values = layer.values[:, :, first:]
         self.mask = self.mask[:, first:]
+
+    def row_layers(self, row: int) -> list[tuple[Any, Any]]:
+        """Row ``row``'s KV without its padding: per layer (keys, values) [1, H, tokens, D]."""
+        columns = self.mask[row].nonzero().squeeze(1)
+        return [(layer.keys[row:row + 1].index_select(2, columns),
+                 layer.values[row:row + 1].index_select(2, columns)) for layer in self._layers()]
+
+
+def stack_left_padded(rows: list[list[tuple[Any, Any]]], lengths: list[int], device: Any
+                      ) -> tuple[list[tuple[Any, Any]], Any]:
+    """One batch of per-row KV runs (each [1, H, lengths[i], D] per layer; ``[]`` for a row of
+    length 0), left-padded with zeros to the longest: per layer (keys, values) [B, H, T, D],
+    and the [B, T] mask. Needs one row of length > 0."""
+    import torch
+
+    longest = max(lengths)
+    mask = torch.zeros((len(rows), longest), dtype=torch.long, device=device)
+    for i, n in enumerate(lengths):
+        mask[i, longest - n:] = 1
+    some = next(r for r, n in zip(rows, lengths, strict=True) if n)
+    layers: list[tuple[Any, Any]] = []
+    for layer, (k0, v0) in enumerate(some):
+        kz = k0.new_zeros(*k0.shape[:2], longest, k0.shape[3])
+        vz = v0.new_zeros(*v0.shape[:2], longest, v0.shape[3])
+        keys, values = [], []
+        for r, n in zip(rows, lengths, strict=True):
+            k, v = r[layer] if n else (kz[:, :, :0], vz[:, :, :0])
+            pad = longest - n
+            keys.append(torch.cat([kz[:, :, :pad], k], dim=2) if pad else k)
+            values.append(torch.cat([vz[:, :, :pad], v], dim=2) if pad else v)
+        layers.append((torch.cat(keys, dim=0), torch.cat(values, dim=0)))
+    return layers, mask

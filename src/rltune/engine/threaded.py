@@ -38,6 +38,9 @@ from rltune.sdk.errors import ConflictError, ValidationError
 
 log = logging.getLogger(__name__)
 
+#: The counters :meth:`Engine.token_counters` reports, where a subclass keeps them in ``stats``.
+TOKEN_COUNTERS = ("prompt_tokens", "prefill_tokens")
+
 
 class Job:
     """One request: its ``n`` choices report back to the asyncio loop that submitted it."""
@@ -151,6 +154,9 @@ class ThreadedEngine(Engine):
     @property
     def weight_version(self) -> int:
         return self._version
+
+    def token_counters(self) -> dict[str, int]:
+        return {k: self.stats[k] for k in TOKEN_COUNTERS if k in self.stats}
 
     def rows_in_flight(self) -> int:
         """Rows waiting or being generated (0 once every caller is served or gone)."""

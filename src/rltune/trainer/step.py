@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from rltune.config.data import DataRow, EpochSampler
+from rltune.engine.meter import EngineTokenMeter
 from rltune.rollout.groups import run_group
 from rltune.rollout.results import RolloutResult, has_signal
 from rltune.sdk.data import validation_sample_id
@@ -66,6 +67,7 @@ class StepRunner:
         self.hp, self.knobs = rt.hp, rt.knobs
         self.job_id, self.train_rows, self.sampler = job_id, train_rows, sampler
         self.memory = MemoryMeter(rt.device)
+        self.engine_tokens = EngineTokenMeter(rt.engine)  # engine/prompt_tokens, prefill_tokens
         self._asleep = False  # the engine was put to sleep for this step's update
 
     async def train(self, step: int) -> StepResult:
@@ -124,6 +126,7 @@ class StepRunner:
         tokens = sum(r.response_tokens for r in result.results if r.ok)
         metrics["perf/throughput"] = tokens / max(metrics["timing/s/step"], 1e-9)
         metrics.update(self.memory.metrics())
+        metrics.update(self.engine_tokens.metrics())
         return result
 
     def _failures(self, step: int, results: list[RolloutResult]) -> Counter:

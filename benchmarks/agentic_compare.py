@@ -136,8 +136,11 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     curve, clock, step_s = [], 0.0, []
     idle = {"engine": 0.0, "trainer": 0.0}
     rewards, parts = [], {}
+    engine_tokens = {"prompt": 0.0, "prefill": 0.0}  # since the job began, validation included
     for row in read_metrics(job_dir):
         m = row["metrics"]
+        for kind in engine_tokens:
+            engine_tokens[kind] += m.get(f"engine/{kind}_tokens", 0.0)
         if row["step"] == 0:
             curve.append((0, 0.0, m.get(VAL)))
             continue
@@ -160,7 +163,8 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
             "reward_parts": parts,
             "idle_share": {k: v / max(sum(step_s), 1e-9) for k, v in idle.items()},
             "peak_rss_mb": _rss_mb(resource.RUSAGE_SELF),
-            "peak_child_rss_mb": _rss_mb(resource.RUSAGE_CHILDREN), "episodes": shapes}
+            "peak_child_rss_mb": _rss_mb(resource.RUSAGE_CHILDREN), "episodes": shapes,
+            "engine_tokens": engine_tokens}
 
 
 def episode_shapes(job_dir: Path) -> list[dict[str, float]]:

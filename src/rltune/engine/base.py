@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, Optional
 
 from rltune.engine.types import GenerationRequest, GenerationResult, TokenDelta
@@ -40,7 +40,7 @@ class Engine(abc.ABC):
         """Sample ``request.sampling.n`` completions of one prompt."""
 
     @abc.abstractmethod
-    def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
+    def stream(self, request: GenerationRequest) -> AsyncGenerator[TokenDelta, None]:
         """Yield token deltas as sampled; each choice's last delta carries ``finished``."""
 
     async def generate(

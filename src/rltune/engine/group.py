@@ -28,8 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any, NoReturn
 
 from rltune.engine.base import Engine
 from rltune.engine.types import GenerationRequest, GenerationResult, TokenDelta
@@ -131,7 +131,7 @@ class EngineGroup(Engine):
         finally:
             self.outstanding[index] -= 1
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[TokenDelta, None]:
         index = self._pick()
         try:
             async with contextlib.aclosing(self.replicas[index].stream(request)) as deltas:
@@ -144,7 +144,7 @@ class EngineGroup(Engine):
         finally:
             self.outstanding[index] -= 1
 
-    def _raise_failure(self, index: int, exc: BaseException) -> None:
+    def _raise_failure(self, index: int, exc: BaseException) -> NoReturn:
         """Re-raise a generation failure: as is, or as the replica error ``_failure`` names."""
         err = self._failure(index, exc, "generation")
         if err is exc:
@@ -230,7 +230,8 @@ class EngineGroup(Engine):
 
     def token_counters(self) -> dict[str, int]:
         """The replicas' counters summed; empty unless every replica counts them here."""
-        each = [getattr(r, "token_counters", dict)() for r in self.replicas]
+        each: list[dict[str, int]] = [getattr(r, "token_counters", dict)()
+                                      for r in self.replicas]
         if not each or not all(each):
             return {}
         return {k: sum(c.get(k, 0) for c in each) for k in each[0]}

@@ -21,7 +21,7 @@ import asyncio
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -58,7 +58,7 @@ class EngineActor:
     async def generate_one(self, request: GenerationRequest) -> GenerationResult:
         return await self.engine.generate_one(request)
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[TokenDelta, None]:
         async for delta in self.engine.stream(request):
             yield delta
 
@@ -137,9 +137,10 @@ class RayEngineReplica(Engine):
             raise err from None
 
     async def generate_one(self, request: GenerationRequest) -> GenerationResult:
-        return await self._call("generate_one", request)
+        result: GenerationResult = await self._call("generate_one", request)
+        return result
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[TokenDelta, None]:
         gen = self.actor.stream.options(num_returns="streaming").remote(request)
         remaining = request.sampling.n
         try:

@@ -28,7 +28,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -49,8 +49,9 @@ class Job:
                  stream: bool, version: int = 0):
         self.request = request
         self.loop = loop
-        self.future: asyncio.Future = loop.create_future()
-        self.queue: Optional[asyncio.Queue] = asyncio.Queue() if stream else None
+        self.future: asyncio.Future[GenerationResult] = loop.create_future()
+        self.queue: Optional[asyncio.Queue[TokenDelta | BaseException]] = (
+            asyncio.Queue() if stream else None)
         self.started = time.perf_counter()
         self.done: dict[int, Completion] = {}
         self.weight_version = version
@@ -76,7 +77,7 @@ class Job:
             self.loop.call_soon_threadsafe(self.queue.put_nowait, exc)
 
 
-def _settle(fut: asyncio.Future, value: Any, exc: Optional[BaseException]) -> None:
+def _settle(fut: asyncio.Future[Any], value: Any, exc: Optional[BaseException]) -> None:
     if fut.done():
         return
     if exc is not None:
@@ -171,13 +172,15 @@ class ThreadedEngine(Engine):
             self._abort(job)
             raise
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[TokenDelta]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[TokenDelta, None]:
         """Tokens as they come; closing or cancelling the iteration aborts the request."""
         job = self._submit(request, stream=True)
+        queue = job.queue
+        assert queue is not None  # a streaming job has one
         remaining = request.sampling.n
         try:
             while remaining:
-                item = await job.queue.get()
+                item = await queue.get()
                 if isinstance(item, BaseException):
                     raise item
                 if item.finished is not None:

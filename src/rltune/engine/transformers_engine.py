@@ -45,7 +45,7 @@ from rltune.engine.threaded import (
     eos_ids,
     find_stop,
 )
-from rltune.engine.types import Completion, TokenDelta, TopLogprob
+from rltune.engine.types import Completion, FinishReason, TokenDelta, TopLogprob
 from rltune.sdk.errors import DependencyError
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class _Seq:
             self.top.append(top)
         if len(self.out_ids) == self.sp.min_tokens:
             self._update_banned()
-        reason: Optional[str] = None
+        reason: Optional[FinishReason] = None
         stop_reason: Optional[str | int] = None
         if token in self.stop_ids:
             reason = "stop"
@@ -111,7 +111,8 @@ class _Seq:
             return None
         return self.completion(reason, stop_reason)
 
-    def completion(self, reason: str, stop_reason: Optional[str | int] = None) -> Completion:
+    def completion(self, reason: FinishReason,
+                   stop_reason: Optional[str | int] = None) -> Completion:
         return Completion(index=self.index, completion_ids=list(self.out_ids),
                           logprobs=list(self.out_lps), finish_reason=reason,
                           stop_reason=stop_reason, top_logprobs=self.top,
@@ -180,7 +181,8 @@ class TransformersEngine(ThreadedEngine):
         path = check_model_dir(path, "pass a directory saved with save_pretrained, or a model "
                                "name under $RLTUNE_HOME/models")
         check_builtin_cache(path)  # sliding-window or hybrid caches: engine: vllm
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+        loader: Any = AutoModelForCausalLM  # its decorated from_pretrained confuses type checkers
+        model = loader.from_pretrained(path, dtype=getattr(torch, dtype))
         model.to(device)
         kwargs.setdefault("model_name", path.name)
         return cls(model, load_tokenizer(path), **kwargs)
@@ -194,7 +196,7 @@ class TransformersEngine(ThreadedEngine):
         return [_Seq(job, i, self.eos_ids, self._decode) for i in range(job.request.sampling.n)]
 
     def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=False)
+        return str(self.tokenizer.decode(ids, skip_special_tokens=False))
 
     def _load_state(self, state: dict[str, Any]) -> None:
         import torch
@@ -353,7 +355,7 @@ class TransformersEngine(ThreadedEngine):
         reused, layers = self.prefix_cache.lookup(prefix, self._version, count=False)
         if reused == plan.shared:
             return reused, layers
-        cache = DynamicCache(config=self.model.config)
+        cache: Any = DynamicCache(config=self.model.config)
         for i, (k, v) in enumerate(layers):
             cache.update(k, v, i)
         mask = torch.ones((1, plan.shared), dtype=torch.long, device=self.device)

@@ -31,17 +31,17 @@ class SamplingParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    temperature: float = Field(1.0, ge=0.0, le=100.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    top_k: int = Field(0, ge=0)
-    max_tokens: int = Field(256, ge=1)
-    min_tokens: int = Field(0, ge=0)
+    temperature: float = Field(default=1.0, ge=0.0, le=100.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int = Field(default=0, ge=0)
+    max_tokens: int = Field(default=256, ge=1)
+    min_tokens: int = Field(default=0, ge=0)
     stop: list[str] = Field(default_factory=list)
     stop_token_ids: list[int] = Field(default_factory=list)
     ignore_eos: bool = False
     seed: Optional[int] = None
-    n: int = Field(1, ge=1, le=128)
-    top_logprobs: int = Field(0, ge=0, le=20)
+    n: int = Field(default=1, ge=1, le=128)
+    top_logprobs: int = Field(default=0, ge=0, le=20)
 
 
 class GenerationRequest(BaseModel):

@@ -47,7 +47,13 @@ from rltune.engine.threaded import (
     eos_ids,
     find_stop,
 )
-from rltune.engine.types import Completion, GenerationRequest, TokenDelta, TopLogprob
+from rltune.engine.types import (
+    Completion,
+    FinishReason,
+    GenerationRequest,
+    TokenDelta,
+    TopLogprob,
+)
 from rltune.engine.vllm_support import require_vllm
 from rltune.sdk.errors import DependencyError, ValidationError
 
@@ -244,7 +250,8 @@ class VLLMEngine(ThreadedEngine):
                 self._llm.abort_request([out.request_id])
             finished = self._completion(choice, "stop", hit)
         elif out.finished:
-            reason = co.finish_reason if co.finish_reason in ("stop", "length") else "abort"
+            reason: FinishReason = (co.finish_reason if co.finish_reason in ("stop", "length")
+                                    else "abort")
             stop_reason = co.stop_reason
             if isinstance(stop_reason, int) and stop_reason in self._eos_ids:
                 stop_reason = None  # end of sequence, as the built-in engine reports it
@@ -257,10 +264,10 @@ class VLLMEngine(ThreadedEngine):
             choice.job.finish_choice(finished)
 
     def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=False)
+        return str(self.tokenizer.decode(ids, skip_special_tokens=False))
 
     @staticmethod
-    def _completion(choice: _Choice, reason: str, stop_reason: Any) -> Completion:
+    def _completion(choice: _Choice, reason: FinishReason, stop_reason: Any) -> Completion:
         return Completion(index=choice.index, completion_ids=list(choice.ids),
                           logprobs=list(choice.lps), finish_reason=reason,
                           stop_reason=stop_reason, top_logprobs=choice.top)

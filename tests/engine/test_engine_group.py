@@ -63,6 +63,16 @@ async def test_streaming_is_routed_and_counted_too(group):
     assert sum(group.assigned) == 1 and group.outstanding == [0, 0]
 
 
+async def test_the_group_sums_its_replicas_token_counters(group):
+    ids = group.tokenizer.encode("count the tokens of this prompt")
+    await asyncio.gather(*(group.generate_one(req(ids, max_tokens=2, seed=i)) for i in range(2)))
+    counters = group.token_counters()
+    assert counters["prompt_tokens"] == 2 * len(ids)
+    assert counters["prompt_tokens"] == sum(r.stats["prompt_tokens"] for r in group.replicas)
+    assert counters["prefill_tokens"] == sum(r.stats["prefill_tokens"] for r in group.replicas)
+    assert all(s["prefix_cache"]["tokens"] > 0 for s in group.replica_stats())
+
+
 async def test_weight_sync_reaches_every_replica_before_the_version_moves(
         group, random_model_dir):
     from transformers import AutoModelForCausalLM

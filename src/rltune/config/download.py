@@ -4,8 +4,11 @@
 ``s3://`` is read with ``fsspec``/``s3fs`` (``pip install 'rltune[s3]'``); the store is the one
 the environment names: ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` (Volcano TOS:
 ``https://tos-s3-cn-beijing.volces.com``, MinIO, …) with the usual ``AWS_ACCESS_KEY_ID`` /
-``AWS_SECRET_ACCESS_KEY``. The operator sets these, so the address policy of the job server
-does not apply to them.
+``AWS_SECRET_ACCESS_KEY``. On the job server these are the operator's, so ``s3://`` is read
+there only from the buckets (or prefixes) the operator gave the caller's workspace
+(``rltune.config.s3grants``), refused before any request otherwise, and the endpoint must be an
+address the server's address policy allows (a private MinIO: add its network to
+``RLTUNE_URL_ALLOW_NETWORKS``). ``rltune train`` reads any bucket with the user's own keys.
 
 The job server fetches at submit time and stores the file like an upload (rows validated, a
 ``file-…`` id recorded in the job); ``rltune train`` fetches into ``<job dir>/data/``.
@@ -24,6 +27,7 @@ from urllib.parse import urlsplit
 
 from rltune.config.datasets import DataSourceType
 from rltune.config.netguard import AddressPolicy
+from rltune.config.s3grants import S3Grants
 from rltune.sdk.errors import DatasetError
 
 MAX_BYTES = 1 << 30  # the cloud's dataset size limit (1 GB)
@@ -38,17 +42,21 @@ def local_name(url: str) -> str:
 
 
 def fetch(url: str, *, where: str, max_bytes: int = MAX_BYTES, timeout: float = TIMEOUT_S,
-          policy: Optional[AddressPolicy] = None) -> bytes:
+          policy: Optional[AddressPolicy] = None, s3_grants: Optional[S3Grants] = None,
+          workspace: str = "") -> bytes:
     """The body of ``url``; ``DatasetError`` for a bad scheme, an HTTP error, a network
     failure or a body over ``max_bytes``.
 
     With ``policy`` (the job server), every address, the first and each redirect's, must be
     one the policy allows: the host is resolved once, checked, and connected to by that
-    address (TLS still checks the certificate against the host name); no proxy is used."""
+    address (TLS still checks the certificate against the host name); no proxy is used. With
+    a policy, ``s3://`` is read only where ``s3_grants`` gives ``workspace`` the bucket."""
     import httpx
 
     if urlsplit(url).scheme == "s3":
-        return fetch_s3(url, where=where, max_bytes=max_bytes)
+        if policy is not None:  # the job server: its operator's credentials sign the request
+            (s3_grants or S3Grants()).check(workspace, url, where=where)
+        return fetch_s3(url, where=where, max_bytes=max_bytes, policy=policy)
     _check_scheme(url, url, where)
     try:
         with httpx.Client(timeout=timeout, follow_redirects=policy is None,
@@ -71,8 +79,10 @@ def fetch(url: str, *, where: str, max_bytes: int = MAX_BYTES, timeout: float = 
                            where=where, hint="check the URL and the network") from None
 
 
-def fetch_s3(url: str, *, where: str, max_bytes: int = MAX_BYTES) -> bytes:
-    """The object at ``s3://bucket/key`` of the S3-compatible store the environment names."""
+def fetch_s3(url: str, *, where: str, max_bytes: int = MAX_BYTES,
+             policy: Optional[AddressPolicy] = None) -> bytes:
+    """The object at ``s3://bucket/key`` of the S3-compatible store the environment names;
+    with ``policy``, its endpoint must be an address the policy allows."""
     import os
 
     try:
@@ -83,6 +93,9 @@ def fetch_s3(url: str, *, where: str, max_bytes: int = MAX_BYTES) -> bytes:
                            where=where, hint="pip install 'rltune[s3]', or copy the data "
                            "locally and list it under local_files") from None
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if policy is not None and endpoint:
+        parts = urlsplit(endpoint)
+        policy.resolve(parts.hostname or "", parts.port or 443, where=where)
     fs = fsspec.filesystem("s3", client_kwargs={"endpoint_url": endpoint} if endpoint else {},
                            skip_instance_cache=True)
     try:

@@ -67,7 +67,9 @@ async def fetch_url_datasets(ctx: ServerContext, workspace: str, job: JobConfig)
             where = f"datasets[{i}].download_url"
             body = await asyncio.to_thread(fetch, ds.download_url, where=where,
                                            max_bytes=ctx.settings.max_upload_bytes,
-                                           policy=ctx.settings.address_policy)
+                                           policy=ctx.settings.address_policy,
+                                           s3_grants=ctx.settings.s3_grants,
+                                           workspace=workspace)
             rec = store_file(ctx, workspace, local_name(ds.download_url), body,
                              description=f"downloaded from {ds.download_url}")
             ds = ds.model_copy(update={"data_source_type": DataSourceType.FILE_ID,

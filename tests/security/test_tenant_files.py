@@ -193,3 +193,52 @@ async def test_a_job_whose_function_plants_links_in_traces_touches_nothing_outsi
     _check_untouched(victim, made)
     text = (job_dir / "trajectories" / "step_000001.jsonl").read_text()
     assert "VICTIMROW" not in text and text.count("rollout_id") >= 4
+
+
+PLANTING_BACKEND = '''
+import io, os, zipfile
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    os.symlink({made!r}, "/venv/{marker}")  # the marker trusted code writes after the build
+    os.symlink({victim_dir!r}, "/workspace/linked-dir")  # the copy is removed after it
+    name = "planter-1.0-py3-none-any.whl"
+    dist = "planter-1.0.dist-info"
+    files = {{"planter.py": "X = 1\\n",
+             dist + "/METADATA": "Metadata-Version: 2.1\\nName: planter\\nVersion: 1.0\\n",
+             dist + "/WHEEL": "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\n"
+                              "Tag: py3-none-any\\n"}}
+    files[dist + "/RECORD"] = "".join(n + ",,\\n" for n in files) + dist + "/RECORD,,\\n"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as zf:
+        for n, text in files.items():
+            zf.writestr(n, text)
+    return name
+'''
+
+
+def test_a_build_that_plants_links_in_its_venv_and_workspace_touches_nothing_outside(
+        tmp_path, outside, monkeypatch):
+    """The /venv and /workspace rows with a real sandboxed build (pip runs the backend)."""
+    import concurrent.futures
+
+    from rltune.functions.requirements import ensure_venv
+    from rltune.functions.sandbox import active_isolation
+
+    if active_isolation() != "bwrap":
+        pytest.skip("the build writes /venv and /workspace only in the sandbox")
+    victim, made = outside
+    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path / "home"))
+    ws = tmp_path / "ws"
+    (ws / "planter").mkdir(parents=True)
+    (ws / "requirements.txt").write_text("--no-index\n./planter\n")
+    (ws / "planter" / "pyproject.toml").write_text(
+        '[project]\nname = "planter"\nversion = "1.0"\n[build-system]\nrequires = []\n'
+        'build-backend = "backend"\nbackend-path = ["."]\n')
+    (ws / "planter" / "backend.py").write_text(PLANTING_BACKEND.format(
+        made=str(made), marker=READY_MARKER, victim_dir=str(victim.parent)))
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        python = pool.submit(ensure_venv, ws, tmp_path / "venvs").result(timeout=300)
+    venv = python.parent.parent
+    assert TenantFolder(venv, max_bytes=4096).is_file(READY_MARKER)
+    assert (venv / READY_MARKER).read_text().endswith("pip\n")
+    _check_untouched(victim, made)
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["dataset.jsonl"]

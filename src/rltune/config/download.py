@@ -49,9 +49,6 @@ class _Clock:
         self.start = time.monotonic()
         self.bytes = 0
 
-    def left(self) -> float:
-        return max(0.001, self.deadline - (time.monotonic() - self.start))
-
     def tick(self, n: int) -> None:
         """``n`` more bytes arrived; stop a download past its deadline or below the rate."""
         self.bytes += n
@@ -131,7 +128,8 @@ def fetch_s3(url: str, *, where: str, max_bytes: int = MAX_BYTES,
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if policy is not None and endpoint:
         parts = urlsplit(endpoint)
-        policy.resolve(parts.hostname or "", parts.port or 443, where=where)
+        port = parts.port or (80 if parts.scheme == "http" else 443)
+        policy.resolve(parts.hostname or "", port, where=where)
     fs = fsspec.filesystem("s3", client_kwargs={"endpoint_url": endpoint} if endpoint else {},
                            skip_instance_cache=True)
     try:

@@ -35,6 +35,7 @@ ROLLOUT_ATTR = "bailian.agentic_rl.rollout_id"
 #: The most one span file holds (a rollout's spans are a few kB each).
 MAX_FILE_BYTES = 64 * 2**20
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_MAX_WARNINGS = 20  # a function could plant a link per rollout: the log stays readable
 
 
 class SpanStore:
@@ -48,9 +49,10 @@ class SpanStore:
         return f"{name}.jsonl"
 
     def _warn(self, exc: UnsafeFileError) -> None:
-        if str(exc) not in self._warned:
+        if len(self._warned) < _MAX_WARNINGS and str(exc) not in self._warned:
             self._warned.add(str(exc))
-            log.warning("spans not kept: %s", exc)
+            log.warning("spans not kept: %s%s", exc, " (no more such warnings)"
+                        if len(self._warned) == _MAX_WARNINGS else "")
 
     def append(self, span: dict[str, Any]) -> None:
         line = (json.dumps(span, default=str) + "\n").encode()

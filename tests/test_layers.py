@@ -5,8 +5,8 @@ The layers, bottom to top (a package may import its own layer and those below it
 
  0. ``sdk``: user-facing types; imports nothing else of rltune.
  1. ground floor: ``errors``, ``_process``, ``_lazy``, ``_alias``, ``_ray``, ``_fastapi``,
-    ``paths``, ``jobdir``, ``names``, ``modelcodes`` (plumbing and the name lists). A new
-    package or top-level module fails the test until it is given a layer here.
+    ``paths``, ``jobdir``, ``names``, ``modelcodes``, ``safefs`` (plumbing and the name
+    lists). A new package or top-level module fails the test until it is given a layer here.
  2. ``config``: the job schema (Volcano Ark's job.yaml shape included, ``config/ark_job.py``).
  3. cloud adapters ``ark``, ``reinforcement``: the clouds' names and module paths over sdk and
     config. They sit below ``functions`` because function workers install their import
@@ -42,7 +42,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rltune"
 LAYERS: list[tuple[str, ...]] = [
     ("sdk",),
     ("errors", "_process", "_lazy", "_alias", "_ray", "_fastapi", "paths", "jobdir", "names",
-     "modelcodes"),
+     "modelcodes", "safefs"),
     ("config",),
     ("ark", "reinforcement"),
     ("observability", "doctor"),

@@ -19,8 +19,11 @@ Example:
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import AfterValidator, Field
 
 #: Inference engines (``rltune.engine.select``).
 ENGINES: tuple[str, ...] = ("builtin", "vllm")
@@ -73,3 +76,33 @@ def check_registry(what: str, names: tuple[str, ...], keys: Iterable[str]) -> No
         parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
             [f"not declared {', '.join(extra)}"] if extra else [])
         raise RuntimeError(f"{what} registry does not match rltune.names: {'; '.join(parts)}")
+
+
+#: Unicode categories a name may not hold: controls (NUL, newlines, escapes), format
+#: characters (bidi overrides, zero-width spaces and joiners), separators of lines and
+#: paragraphs, surrogates, private-use and unassigned code points.
+_NOT_PLAIN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def plain_text(value: str) -> str:
+    """``value``, unless it holds a character of ``_NOT_PLAIN``: ``ValueError`` naming it.
+
+    >>> plain_text("calc run 2")
+    'calc run 2'
+    >>> try:
+    ...     plain_text("calc\u202egnp.exe")
+    ... except ValueError as exc:
+    ...     print(str(exc).split(":")[0])
+    holds U+202E (RIGHT-TO-LEFT OVERRIDE) at character 5
+    """
+    for i, ch in enumerate(value):
+        if unicodedata.category(ch) in _NOT_PLAIN:
+            what = unicodedata.name(ch, "a control character")
+            raise ValueError(f"holds U+{ord(ch):04X} ({what}) at character {i + 1}: use plain "
+                             "text (no control, bidi or zero-width characters)")
+    return value
+
+
+#: A job's name (``name`` of a job, ``job_name`` of a submit or a copy).
+JobName = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(plain_text)]
+OptionalJobName = Optional[JobName]

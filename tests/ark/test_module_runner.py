@@ -40,3 +40,16 @@ def test_a_job_rltune_refuses_is_one_line_naming_the_key(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("error: ") and "Ark job key 'custom_rl_pipeline'" in proc.stderr
+
+
+def test_a_bad_hyper_parameter_value_is_named_before_missing_keys(tmp_path):
+    """Issue 37 item 11: ``num_steps: 'zz'`` names ``num_steps`` (the job also lacks its
+    pipeline: the bad value is what the user typed, so it is reported first)."""
+    proc = _run(tmp_path, """
+        ModelCustomizationJob(name="x", customization_type=CustomizationType.GRPO,
+                              model_reference=ref, hyperparameters={"num_steps": "zz"},
+                              data=Data(training_set=TrainingDataset(local_files=[]))).submit()
+    """)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "hyperparameters.num_steps" in proc.stderr and "'zz'" in proc.stderr, proc.stderr
+    assert "custom_rl_pipeline" not in proc.stderr

@@ -190,3 +190,40 @@ def test_auto_publish_takes_the_last_when_the_config_asks(tmp_path):
         load_job_config_text("model: nano\npublish_checkpoint: last\n")
     assert load_job_config_text("model: nano\ntuned_model_name: m\npublish_checkpoint: last\n"
                                 ).publish_checkpoint == "last"
+
+
+def test_a_deployment_and_a_lone_gateway_answer_bad_responses_bodies_alike(tmp_path,
+                                                                          tiny_model_dir):
+    """Issue 37 items 6 and 11: a body nested 50,000 deep is a 400 ``too_deep`` (not a 500)
+    and ``input: ""`` a 400 naming ``input``, from a deployment's router and from the gateway
+    alone (``rltune serve``)."""
+    from rltune.engine.transformers_engine import TransformersEngine
+    from rltune.gateway.server import Gateway
+    from rltune.lifecycle.serveproc import KeyRing, Router
+
+    (tmp_path / "internal.key").write_text("internal-secret")
+    (tmp_path / "keys.json").write_text(json.dumps({"sha256": []}))
+    deep = b'{"model": "m", "input": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+
+    async def go():
+        engine = TransformersEngine.from_pretrained(tiny_model_dir, threads=1, model_name="m")
+        gws = {n: Gateway(engine, open_access=True) for n in ("m", "n")}
+        auth = {"Authorization": "Bearer internal-secret", "content-type": "application/json"}
+        answers = []
+        try:
+            for app in (Router(gws, KeyRing(tmp_path)), Router({"m": gws["m"]},
+                                                               KeyRing(tmp_path)), gws["m"].app):
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                    r = await c.post("/v1/responses", headers=auth, content=deep)
+                    e = await c.post("/v1/responses", headers=auth,
+                                     json={"model": "m", "input": ""})
+                    answers.append(((r.status_code, r.json()["error"]["code"]),
+                                    (e.status_code, e.json()["error"]["param"])))
+                    assert "nested more than" in r.json()["error"]["message"]
+                    assert "input: is empty" in e.json()["error"]["message"]
+        finally:
+            await engine.close()
+        assert answers == [((400, "too_deep"), (400, "input"))] * 3, answers
+
+    asyncio.run(go())

@@ -75,7 +75,16 @@ def loopback():
 @pytest.mark.parametrize("ip, kind", [("169.254.169.254", "link-local"),
                                       ("10.0.0.5", "private"), ("127.0.0.1", "loopback"),
                                       ("224.0.0.1", "multicast"), ("::1", "loopback"),
-                                      ("240.0.0.1", "reserved"), ("0.0.0.0", "unspecified")])
+                                      ("240.0.0.1", "reserved"), ("0.0.0.0", "unspecified"),
+                                      # IPv6 forms that carry an IPv4 address (issue 37 item 5)
+                                      ("::7f00:1", "IPv4-compatible"),
+                                      ("::ffff:0:7f00:1", "IPv4-translated"),
+                                      ("64:ff9b::7f00:1", "NAT64"),
+                                      ("64:ff9b::a9fe:a9fe", "NAT64"),
+                                      ("64:ff9b:1::a00:1", "local NAT64"),
+                                      ("2002:7f00:1::", "6to4"), ("2002:808:808::1", "6to4"),
+                                      ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"),
+                                      ("fec0::1", "site-local")])
 def test_a_name_that_resolves_to_a_non_public_address_is_refused_unsent(net, ip, kind):
     names, connects = net
     names["metadata.test"] = ip

@@ -85,3 +85,66 @@ def test_local_training_downloads_into_the_job_dir(tmp_path, http_data):
     assert Path(path).read_text().count("\n") == 4
     with pytest.raises(DatasetError, match="failed: ConnectError"):
         download_to_files(load_job_config_text(job_yaml("http://127.0.0.1:9/x.jsonl")), tmp_path)
+
+
+@pytest.fixture
+def trickle():
+    """An HTTP server that sends a valid row's bytes one every 0.2 s, for ever (until shut)."""
+    stop = threading.Event()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            try:
+                while not stop.wait(0.2):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+            except OSError:
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/slow.jsonl"
+    stop.set()
+    srv.shutdown()
+
+
+def test_a_trickling_download_stops_at_the_minimum_rate_and_the_deadline(trickle):
+    """Issue 37 item 4: one byte every 0.2 s never passes the per-read timeout."""
+    import time
+
+    from rltune.config.download import fetch
+
+    started = time.monotonic()
+    with pytest.raises(DatasetError, match="slower than 1000 bytes/s") as err:
+        fetch(trickle, where="datasets[0].download_url", min_rate=1000, rate_grace=1.0)
+    assert time.monotonic() - started < 5 and err.value.where == "datasets[0].download_url"
+    started = time.monotonic()
+    with pytest.raises(DatasetError, match=r"took longer than 1\.5 s"):
+        fetch(trickle, where="d", deadline=1.5, min_rate=1, rate_grace=0.5)
+    assert time.monotonic() - started < 5
+
+
+def test_slow_downloads_leave_other_submits_their_threads(server, trickle):
+    """Issue 37 item 4: more trickling downloads than the default thread pool has threads;
+    a submit that needs none still answers at once."""
+    import concurrent.futures
+    import os
+    import time
+
+    n = min(32, (os.cpu_count() or 1) + 4) + 2  # asyncio's default pool size, and more
+    with server.client() as c, concurrent.futures.ThreadPoolExecutor(n) as pool:
+        slow = [pool.submit(c.post, "/v1/jobs", json={"config_yaml": job_yaml(trickle)})
+                for _ in range(n)]
+        time.sleep(1.5)  # every slow submit is downloading
+        assert not any(f.done() for f in slow)
+        started = time.monotonic()
+        res = c.post("/v1/jobs", json={"config_yaml": "model: [unclosed"})
+        assert res.status_code == 422 and time.monotonic() - started < 3, res.text
+        server.kill()  # the trickles would go on until the rate check (10 s)
+        concurrent.futures.wait(slow, timeout=30)

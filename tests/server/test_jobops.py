@@ -47,6 +47,14 @@ def test_copy_a_job_with_one_override(server, tmp_path, tiny_model_dir):
         r = c.post(f"/v1/jobs/{src}/copy",
                    json={"overrides": {"training.hyper_parameters.learnin_rate": 1}})
         assert r.status_code == 422 and "learnin_rate" in json.dumps(r.json()["error"])
+        # issue 37 item 7: a name with NUL, bidi, zero-width or line characters, named
+        for bad in ("a\x00b", "run\u202egnp.exe", "zero\u200bwidth", "two\nlines"):
+            r = c.post(f"/v1/jobs/{src}/copy", json={"job_name": bad})
+            err = r.json()["error"]
+            assert r.status_code == 422 and "job_name" in str(err["where"]), err
+            assert f"U+{ord(next(ch for ch in bad if not ch.isalnum())):04X}" in err["message"]
+            r = c.post(f"/v1/jobs/{src}/copy", json={"overrides": {"name": bad}})
+            assert r.status_code == 422 and "name = " in r.json()["error"]["message"], r.text
         assert c.get("/v1/jobs").json()["total"] == total
         assert c.post("/v1/jobs/ft-missing/copy", json={}).status_code == 404
 

@@ -171,11 +171,11 @@ def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, A
     renames = {**_HP_RENAMES, **(_SFT_RENAMES if _CTYPES[ctype] == "sft" else {})}
     for key, value in hp.items():
         if key in renames:
-            out[renames[key]] = value
+            out[renames[key]] = _value(key, renames[key], value, source)
         elif key in _HP_SPECIAL:
             continue
         elif key in own:
-            out[key] = value
+            out[key] = _value(key, key, value, source)
         else:
             raise _err(f"hyperparameters.{key}", "has no counterpart in rltune",
                        f"use one of Ark's {sorted([*_HP_RENAMES, *_HP_SPECIAL])} or an rltune "
@@ -205,6 +205,24 @@ def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, A
     if ctype in ("GRPOLoRA", "FinetuneLoRA"):
         out.setdefault("lora_rank", _LORA_DEFAULT_RANK)
     return out
+
+
+def _value(ark_key: str, key: str, value: Any, source: Optional[str]) -> Any:
+    """``value`` unless it is not of the rltune field's type: an error naming the Ark key."""
+    from typing import Annotated
+
+    import pydantic
+
+    from rltune.config.hyperparams import HyperParameters
+
+    field = HyperParameters.model_fields[key]
+    try:
+        pydantic.TypeAdapter(Annotated[(field.annotation, *field.metadata)]).validate_python(
+            value)
+    except pydantic.ValidationError as exc:
+        raise _err(f"hyperparameters.{ark_key}", f"{value!r}: {exc.errors()[0]['msg']}",
+                   f"fix the value of {ark_key} (docs/ark.md)", source) from None
+    return value
 
 
 def _runtime(ps: PluginSource) -> tuple[dict[str, Any], Optional[int]]:
@@ -307,9 +325,9 @@ def ark_job_to_config(data: dict[str, Any], *, root: Path | str,
         raise _err("enable_trajectory", f"{data['enable_trajectory']!r} is not true or false",
                    "write enable_trajectory: false (or true)", source)
     sft = _CTYPES[ctype] == "sft"
+    hp = _hyper_parameters(data.get("hyperparameters"), ctype, source)  # a bad value first
     if "custom_rl_pipeline" not in data and not sft:
         raise _err("custom_rl_pipeline", "is missing", "add graders (and a rollout)", source)
-    hp = _hyper_parameters(data.get("hyperparameters"), ctype, source)
     datasets, data_options = ark_data(data.get("data"), source)
     if data.get("save_model_limit") is not None:
         hp["save_total_limit"] = data["save_model_limit"]

@@ -68,7 +68,7 @@ from rltune.config.job_rules import (
 )
 from rltune.config.observability import Observability
 from rltune.config.yaml_io import YamlDocument, dump_yaml, read_yaml_file, read_yaml_text
-from rltune.names import ENGINES, MODEL_NAME_PATTERN, TOOL_PARSERS, literal
+from rltune.names import ENGINES, MODEL_NAME_PATTERN, TOOL_PARSERS, JobName, literal
 from rltune.sdk.errors import ConfigError, DatasetError
 
 #: Arguments of ``apply_chat_template`` the gateway sets itself.
@@ -163,7 +163,8 @@ class JobConfig(StrictModel):
 
     _extra_input_keys = frozenset({"job_name", "mode"})
 
-    name: str = Field("agentic-rl", min_length=1, max_length=256)
+    name: JobName = Field("agentic-rl", description="plain text: no control, bidi or "
+                          "zero-width characters")
     model: FoundationModel
     teacher_model: Optional[str] = None
     workspace_dir: Optional[str] = None

@@ -4,7 +4,11 @@ The job server fetches ``download_url`` datasets and checks MLflow ``uri`` track
 tenants. An address is allowed when it is public (``ipaddress``'s ``is_global``, not
 multicast); private, loopback, link-local (cloud metadata at 169.254.169.254), multicast,
 reserved and unspecified addresses are refused, unless they fall in one of the networks the
-operator allows (``--url-allow-networks``, ``RLTUNE_URL_ALLOW_NETWORKS``; default none).
+operator allows (``--url-allow-networks``, ``RLTUNE_URL_ALLOW_NETWORKS``; default none). IPv6
+forms that carry an IPv4 address (``EMBEDDING``: IPv4-compatible ``::a.b.c.d``, IPv4-translated,
+NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``, Teredo) and the deprecated site-local
+``fec0::/10`` are refused too, whatever they embed; an IPv4-mapped address
+(``::ffff:a.b.c.d``) is judged as the IPv4 address it maps.
 
 The host is resolved once and the connection goes to the address that was checked (no second
 lookup that DNS rebinding could answer differently); each redirect is checked the same way.
@@ -13,8 +17,8 @@ Example:
     >>> p = AddressPolicy.parse("10.0.0.0/8")
     >>> p.permits("10.1.2.3"), p.permits("127.0.0.1"), p.permits("169.254.169.254")
     (True, False, False)
-    >>> p.permits("8.8.8.8"), p.permits("::ffff:127.0.0.1")
-    (True, False)
+    >>> p.permits("8.8.8.8"), p.permits("::ffff:127.0.0.1"), p.permits("64:ff9b::808:808")
+    (True, False, False)
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ from rltune.sdk.errors import ConfigError, ValidationError
 
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 ENV_VAR = "RLTUNE_URL_ALLOW_NETWORKS"
+#: IPv6 networks whose addresses carry an IPv4 address (or route to one), and site-local.
+EMBEDDING: dict[str, ipaddress.IPv6Network] = {name: ipaddress.IPv6Network(net) for name, net in (
+    ("IPv4-compatible", "::/96"), ("IPv4-translated", "::ffff:0:0:0/96"),
+    ("NAT64", "64:ff9b::/96"), ("local NAT64", "64:ff9b:1::/48"), ("6to4", "2002::/16"),
+    ("Teredo", "2001::/32"), ("site-local", "fec0::/10"))}
 
 
 def _address(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
@@ -39,7 +48,16 @@ def _address(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     return addr
 
 
+def _embedding(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    if isinstance(addr, ipaddress.IPv6Address):
+        return next((name for name, net in EMBEDDING.items() if addr in net), None)
+    return None
+
+
 def _kind(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    embedding = _embedding(addr)
+    if embedding and not (addr.is_loopback or addr.is_unspecified):  # ::1 and :: in ::/96
+        return f"{embedding} IPv6"
     for attr in ("loopback", "link_local", "multicast", "unspecified", "reserved", "private"):
         if getattr(addr, f"is_{attr}"):
             return attr.replace("_", "-")
@@ -72,7 +90,7 @@ class AddressPolicy:
         addr = _address(ip)
         if any(addr in net for net in self.allow):
             return True
-        return addr.is_global and not addr.is_multicast
+        return addr.is_global and not addr.is_multicast and _embedding(addr) is None
 
     def resolve(self, host: str, port: int, *, where: str) -> str:
         """The address to connect to for ``host``: every address it resolves to must be

@@ -26,7 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from rltune.safefs import TenantFolder
+
 REQUIREMENTS_FILE = "requirements.txt"
+#: Written into a venv once its build succeeded (a regular file, written by trusted code).
+READY_MARKER = ".rltune-ready"
 # Present in every worker environment; the cloud docs also tell users not to list them.
 # ``ark-sdk`` is Volcano Ark's SDK, which rltune serves itself (``rltune.ark``).
 _PREINSTALLED = {"dashscope", "rltune", "fastapi", "uvicorn", "pyyaml", "ark-sdk"}
@@ -150,15 +154,16 @@ def ensure_venv(workspace: str | Path, cache_dir: str | Path) -> Path:
     digest = venv_digest(workspace, cache_dir)
     venv = Path(cache_dir) / f"venv-{digest}"
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    if (venv / ".rltune-ready").exists():
+    marker = TenantFolder(venv, max_bytes=4096)  # the build (tenant code) wrote the venv
+    if marker.is_file(READY_MARKER):
         return python
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(venv.parent / f"venv-{digest}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be building the same one
-        if (venv / ".rltune-ready").exists():
+        if marker.is_file(READY_MARKER):
             return python
         shutil.rmtree(venv, ignore_errors=True)  # a build that died half-way
         uv = uv_executable()
         build(workspace, venv, uv, digest)
-        (venv / ".rltune-ready").write_text(f"{digest} {'uv' if uv else 'pip'}\n")
+        marker.replace(READY_MARKER, f"{digest} {'uv' if uv else 'pip'}\n".encode())
     return python

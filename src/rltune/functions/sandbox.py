@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Optional
 
 from rltune.functions import seccomp
+from rltune.safefs import TENANT_WRITABLE
 from rltune.sdk.errors import ConfigError
 
 log = logging.getLogger("rltune.functions.sandbox")
@@ -227,7 +228,9 @@ def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path, *,
     ``workspace`` shows at ``/workspace`` (read-only unless ``workspace_writable``: the code
     of a registered function is shared by every instance of it), ``venv`` at ``/venv``,
     ``private_dir`` (the worker's ``HOME``) at ``/worker``, each of ``writable`` at the path it
-    maps to. ``/tmp`` is a tmpfs of ``tmp_bytes``. ``cmd`` must name these inside paths.
+    maps to (each must be one of ``rltune.safefs.TENANT_WRITABLE``: trusted code touches the
+    files of a writable folder only through ``rltune.safefs``). ``/tmp`` is a tmpfs of
+    ``tmp_bytes``. ``cmd`` must name these inside paths.
     ``$RLTUNE_HOME`` is not mounted; where a mounted Python folder contains it, an empty
     tmpfs hides it.
     """
@@ -259,6 +262,11 @@ def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path, *,
     for d in pydirs:
         if any(_inside(Path(d), h) for h in hidden):
             args += ["--ro-bind", d, d]
+    unlisted = sorted(set((writable or {}).values()) - set(TENANT_WRITABLE))
+    if unlisted:  # trusted code touches each listed folder through rltune.safefs only
+        raise ValueError(f"{', '.join(unlisted)} is not a tenant-writable folder of "
+                         "rltune.safefs.TENANT_WRITABLE; list it there with the code that "
+                         "reads it")
     args += ["--bind" if workspace_writable else "--ro-bind", str(workspace), WORKSPACE]
     if venv is not None:
         args += ["--bind" if venv_writable else "--ro-bind", str(venv), VENV]

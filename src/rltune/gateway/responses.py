@@ -56,6 +56,9 @@ def _refuse(field: str, why: str, hint: str) -> ValidationError:
 
 
 def _check(req: ResponsesRequest) -> None:
+    if req.input in ("", []):
+        raise _refuse("input", "is empty: there is nothing to answer",
+                      "send the user's message as a string, or a list of input items")
     if req.stream:
         raise _refuse("stream", "streaming responses are not served", "call with stream=false "
                       "(the Agents SDK's Runner.run does)")

@@ -110,11 +110,14 @@ class Router:
                     413, f"request body is larger than {limit} bytes", "request_too_large"))
             if not msg.get("more_body"):
                 break
+        too_deep = False
         try:
             model = json.loads(body).get("model")
         except (ValueError, AttributeError):
             model = None  # the gateway reports the bad body
-        if model is None and len(self.gateways) == 1:
+        except RecursionError:  # any gateway answers it with 400 too_deep, model unread
+            model, too_deep = None, True
+        if (model is None and len(self.gateways) == 1) or too_deep:
             model = next(iter(self.gateways))
         gw = self.gateways.get(model)
         if gw is None:

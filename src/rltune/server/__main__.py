@@ -1,6 +1,6 @@
 """``python -m rltune.server [--port N] [--host H] [--db URL] [--max-concurrent-jobs N]
-[--ray-address HOST:PORT] [--url-allow-networks CIDRS] [--max-json-bytes N]
-[--max-deployments N] [--max-deployments-per-workspace N]``.
+[--ray-address HOST:PORT] [--url-allow-networks CIDRS] [--s3-workspace-buckets GRANTS]
+[--max-json-bytes N] [--max-deployments N] [--max-deployments-per-workspace N]``.
 
 Port 0 picks a free port; the chosen address is written to ``$RLTUNE_HOME/server/server.json``.
 """
@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url-allow-networks", default=None,
                         help="CIDR networks a tenant's download_url / MLflow uri may reach "
                              "besides public addresses (default: none)")
+    parser.add_argument("--s3-workspace-buckets", default=None,
+                        help="workspace=bucket[/prefix],...: the s3:// datasets the server "
+                             "reads for each workspace with its AWS_* keys (default: none)")
     parser.add_argument("--max-json-bytes", type=int, default=None)
     parser.add_argument("--max-deployments", type=int, default=None,
                         help="live deployments on the server (default 8)")
@@ -42,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
                                        allow_unisolated=args.allow_unisolated,
                                        ray_address=args.ray_address,
                                        url_allow_networks=args.url_allow_networks,
+                                       s3_workspace_buckets=args.s3_workspace_buckets,
                                        max_json_bytes=args.max_json_bytes,
                                        max_deployments=args.max_deployments,
                                        max_deployments_per_workspace=(

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from rltune.config.overrides import apply_overrides
 from rltune.jobdir import JobDir
+from rltune.names import OptionalJobName
 from rltune.sdk.errors import ConflictError, ValidationError
 from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
@@ -43,7 +44,7 @@ class JobCopy(BaseModel):
     config_yaml: Optional[str] = Field(
         None, max_length=1_000_000, description="the source's config as edited (the console's "
         "editor); masked secrets (***) keep the source's values")
-    job_name: Optional[str] = Field(None, min_length=1, max_length=256)
+    job_name: OptionalJobName = None
 
 
 def unmasked(edited: Any, source: Any) -> Any:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from rltune.jobdir import JobDir
+from rltune.names import OptionalJobName
 from rltune.sdk.errors import ConflictError, ValidationError
 from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
@@ -63,7 +64,7 @@ def job_view(ctx: ServerContext, rec: dict, detail: bool = False) -> dict[str, A
 class JobCreate(BaseModel):
     config: Optional[dict[str, Any]] = Field(None, description="a JobConfig (SDK YAML shape)")
     config_yaml: Optional[str] = Field(None, max_length=1_000_000)
-    job_name: Optional[str] = Field(None, min_length=1, max_length=256)
+    job_name: OptionalJobName = None
 
 
 async def _create(body: JobCreate, request: Request, caller: Caller,

@@ -10,6 +10,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from rltune.config.netguard import ENV_VAR as NETWORKS_ENV
 from rltune.config.netguard import AddressPolicy
+from rltune.config.s3grants import ENV_VAR as S3_GRANTS_ENV
+from rltune.config.s3grants import S3Grants
 from rltune.paths import rltune_home, server_home
 
 DEFAULT_PORT = 8600
@@ -42,6 +44,9 @@ class ServerSettings(BaseModel):
     #: Networks (CIDR, comma-separated) a tenant's ``download_url`` and MLflow ``uri`` may
     #: reach besides public addresses; default none (docs/security.md).
     url_allow_networks: str = ""
+    #: ``workspace=bucket[/prefix]`` grants (comma-separated): the only ``s3://`` datasets the
+    #: server reads for a workspace, with its own ``AWS_*`` keys; default none.
+    s3_workspace_buckets: str = ""
     #: Largest JSON request body (job configs, every JSON route), bytes.
     max_json_bytes: int = Field(2**20, ge=1024)
     #: Live (STARTING or RUNNING) deployments per workspace and on the whole server.
@@ -53,6 +58,16 @@ class ServerSettings(BaseModel):
     def _networks(cls, value: str) -> str:
         AddressPolicy.parse(value)  # a bad network is refused at start, naming it
         return value
+
+    @field_validator("s3_workspace_buckets")
+    @classmethod
+    def _s3_grants(cls, value: str) -> str:
+        S3Grants.parse(value)  # a bad grant is refused at start, naming it
+        return value
+
+    @property
+    def s3_grants(self) -> S3Grants:
+        return S3Grants.parse(self.s3_workspace_buckets)
 
     @property
     def address_policy(self) -> AddressPolicy:
@@ -89,6 +104,7 @@ class ServerSettings(BaseModel):
             "allow_unisolated": os.environ.get("RLTUNE_ALLOW_UNISOLATED"),
             "ray_address": os.environ.get("RLTUNE_RAY_ADDRESS"),
             "url_allow_networks": os.environ.get(NETWORKS_ENV),
+            "s3_workspace_buckets": os.environ.get(S3_GRANTS_ENV),
             "max_json_bytes": os.environ.get("RLTUNE_MAX_JSON_BYTES"),
             "max_deployments_per_workspace":
                 os.environ.get("RLTUNE_MAX_DEPLOYMENTS_PER_WORKSPACE"),

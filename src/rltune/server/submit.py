@@ -11,6 +11,7 @@ fit ``max_length``; both are checked here, at submit, not when the job runs, as 
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 from pathlib import Path
 from typing import Any, Optional
@@ -54,9 +55,24 @@ def check_context(job: JobConfig, model_dir: Path) -> None:
             hint=f"set max_length to at most {limit}")
 
 
+#: Downloads run on their own threads: a slow ``download_url`` (up to the deadline of
+#: ``rltune.config.download``) never holds a thread of the pool every other request uses.
+DOWNLOAD_THREADS = 4
+_downloads: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+
+def _download_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _downloads
+    if _downloads is None:
+        _downloads = concurrent.futures.ThreadPoolExecutor(
+            DOWNLOAD_THREADS, thread_name_prefix="rltune-download")
+    return _downloads
+
+
 async def fetch_url_datasets(ctx: ServerContext, workspace: str, job: JobConfig) -> JobConfig:
     """Download ``download_url`` datasets and keep them as files (``file_id`` datasets)."""
     import asyncio
+    import functools
 
     from rltune.config.download import fetch, local_name
     from rltune.server.routes_files import store_file
@@ -65,9 +81,11 @@ async def fetch_url_datasets(ctx: ServerContext, workspace: str, job: JobConfig)
     for i, ds in enumerate(job.datasets):
         if ds.data_source_type is DataSourceType.DOWNLOAD_URL:
             where = f"datasets[{i}].download_url"
-            body = await asyncio.to_thread(fetch, ds.download_url, where=where,
-                                           max_bytes=ctx.settings.max_upload_bytes,
-                                           policy=ctx.settings.address_policy)
+            body = await asyncio.get_running_loop().run_in_executor(
+                _download_pool(), functools.partial(
+                    fetch, ds.download_url, where=where, max_bytes=ctx.settings.max_upload_bytes,
+                    policy=ctx.settings.address_policy, s3_grants=ctx.settings.s3_grants,
+                    workspace=workspace))
             rec = store_file(ctx, workspace, local_name(ds.download_url), body,
                              description=f"downloaded from {ds.download_url}")
             ds = ds.model_copy(update={"data_source_type": DataSourceType.FILE_ID,

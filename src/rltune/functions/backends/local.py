@@ -27,6 +27,7 @@ from rltune.functions import sandbox
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.output import JobLogPipe, job_log, worker_args
 from rltune.functions.spec import FunctionComponentSpec
+from rltune.safefs import TenantFolder, UnsafeFileError
 from rltune.sdk.errors import UserCodeError
 
 # How often rss_bytes looks for the worker's child processes again. Finding them walks every
@@ -36,6 +37,24 @@ CHILDREN_REFRESH_S = 2.0
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "NUMEXPR_NUM_THREADS", "RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM")
+
+
+#: The most a worker's ready file may hold (it is a few dozen bytes of JSON).
+READY_MAX_BYTES = 64 * 1024
+
+
+def _ready_info(folder: TenantFolder, name: str, where: str) -> dict:
+    """The worker's ready file, read without following what the worker may have put there."""
+    try:
+        info = json.loads(folder.read(name) or b"{}")
+    except (UnsafeFileError, ValueError) as exc:
+        raise UserCodeError(f"the worker's ready file is unusable: {exc}", where=where,
+                            hint="function code must leave the worker's /worker/ready.json "
+                                 "alone") from None
+    if not isinstance(info, dict):
+        raise UserCodeError("the worker's ready file is not a JSON object", where=where,
+                            hint="function code must leave /worker/ready.json alone")
+    return info
 
 
 class LocalProcessHandle(WorkerHandle):
@@ -217,9 +236,10 @@ class LocalProcessBackend(WorkerBackend):
             log_pipe.started()
         deadline = time.monotonic() + spec.start_timeout
         delay = 0.01
+        folder = TenantFolder(private, max_bytes=READY_MAX_BYTES)  # the worker writes it
         while True:
-            if ready.exists():
-                info = json.loads(ready.read_text())
+            if folder.has(ready.name):
+                info = _ready_info(folder, ready.name, spec.display_name)
                 if info.get("ok"):
                     return LocalProcessHandle(worker_id, proc, int(info["port"]), log_path,
                                               sandboxed=isolation == "bwrap")

@@ -76,3 +76,25 @@ def test_the_ark_path_and_a_request_without_a_proxy(server, monkeypatch):
         instance.stop()
         for name in [n for n in sys.modules if n == "plugins" or n.startswith("plugins.")]:
             del sys.modules[name]  # the template's package: not left for other tests
+
+
+def test_search_demo_test_faas_starts_its_mcp_server_in_the_worker(server, tmp_path):
+    """The search rollout's MCP server (``mcp_server.py`` over ``corpus/corpus.jsonl``) runs
+    from the registered archive, which leaves ``data/`` out."""
+    pytest.importorskip("mcp")
+    env = {**os.environ, "RLTUNE_HOME": str(server.home), "RLTUNE_BASE_URL": server.url}
+    env.pop("RLTUNE_API_KEY", None)
+    ws = tmp_path / "ws"
+    res = subprocess.run([*ARK, "init", "workspace", str(ws), "--template",
+                          "rl_search_mcp_demo"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    with serve(calc_edge_app([])) as base_url:
+        res = subprocess.run([*ARK, "test_faas.py"], cwd=ws, capture_output=True, text=True,
+                             env={**env, "ARK_BASE_URL": base_url}, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = {line.split(":", 1)[0]: json.loads(line.split(":", 1)[1])
+           for line in res.stdout.splitlines() if ": {" in line}
+    assert out["rollout"]["status"] == "success", out["rollout"]["error"][-2000:]
+    assert out["rollout"]["trajectory"]["extra"] == {"searches": 0}
+    assert out["contains_answer"]["status"] == "success"

@@ -96,7 +96,8 @@ def _ark_search_workspace(directory: Path, rows: int) -> None:
     shutil.copy2(src / "mcp_server.py", directory / "mcp_server.py")
     shutil.copy2(TEMPLATES_DIR / "rl_demo" / "plugins" / "test_utils.py",
                  directory / "plugins" / "test_utils.py")
-    shutil.copy2(src / "data" / "corpus.jsonl", directory / "data" / "corpus.jsonl")
+    (directory / "corpus").mkdir(exist_ok=True)
+    shutil.copy2(src / "corpus" / "corpus.jsonl", directory / "corpus" / "corpus.jsonl")
     qs = [json.loads(x) for x in (src / "data" / "questions.jsonl").read_text().splitlines()
           if x]
     write_jsonl(({"messages": [{"role": "system", "content": SEARCH_PROMPT},

@@ -1,5 +1,5 @@
 """Search rollout (Ark's ``rl_search_mcp_demo``): the model calls the ``search`` tool of the MCP
-server named in ``mcp_config.json`` (``mcp_server.py`` over ``data/corpus.jsonl``), reads the
+server named in ``mcp_config.json`` (``mcp_server.py`` over ``corpus/corpus.jsonl``), reads the
 passages and answers. Async, wrapped-client mode; one MCP session per rollout."""
 
 from __future__ import annotations

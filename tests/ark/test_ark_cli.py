@@ -160,3 +160,38 @@ def test_mcj_verbs_against_a_server(rl_demo, server, tiny_model_dir, tmp_path):
         "job.yaml"]
     with server.client() as c:
         c.post(f"/v1/jobs/{job_id}/cancel")
+
+
+def test_login_saves_the_url_and_key_the_verbs_use(server, tmp_path):
+    """`ark login` as the docs run it (prompts answered on stdin), from a home with no local
+    server: the key is checked first, saved 0600, and the verbs then find the server by it."""
+    home = tmp_path / "client-home"
+    env = _env(home)
+    env.pop("RLTUNE_BASE_URL", None)
+
+    def ark(*args, stdin=""):
+        return subprocess.run([*ARK, *args], env=env, input=stdin, capture_output=True,
+                              text=True, timeout=120, start_new_session=True)  # no tty
+
+    res = ark("login", stdin=f"{server.url}\nrlt-not-a-key\n")
+    assert res.returncode == 1 and "invalid or revoked API key" in res.stderr
+    assert not (home / "login.json").exists()
+    res = ark("login", stdin=f"{server.url}\n{server.key}\n")
+    assert res.returncode == 0, res.stderr
+    assert "workspace 'default', admin" in res.stdout and server.key not in res.stdout
+    saved = home / "login.json"
+    assert json.loads(saved.read_text()) == {"url": server.url, "api_key": server.key}
+    assert saved.stat().st_mode & 0o777 == 0o600
+    res = ark("list", "mcj", "-o", "json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["total"] == 0
+    # the saved key goes only to the server it was saved with
+    from rltune.client import discovery
+
+    os.environ["RLTUNE_HOME"] = str(home)  # the server fixture's monkeypatch restores it
+    assert discovery.api_key(required=False) == server.key
+    assert discovery.api_key(required=False, url="http://127.0.0.1:9") is None
+    res = ark("logout")
+    assert res.returncode == 0 and not saved.exists()
+    res = ark("login", "--url", "ftp://x", "--api-key", "k")
+    assert res.returncode == 2 and "is not an http(s) URL" in res.stderr

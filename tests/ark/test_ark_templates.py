@@ -150,3 +150,31 @@ def test_bailian_agentic_rl_example_workspace(tmp_path):
             assert out["reward"]["reward_score"] == pytest.approx(score)
         else:
             assert out["reward"]["rewards"][0]["reward_score"] > 0
+
+
+def test_search_demo_judge_says_what_was_wrong_with_an_unreadable_reply(tmp_path):
+    """A judge reply without {"scores": [...]}: RETRY naming the shape and quoting the reply
+    (not an AttributeError of the regex)."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        return {"id": "j", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": "Both answers look fine to me."}}]}
+
+    ws = create_workspace(tmp_path / "s", "rl_search_mcp_demo", train_rows=4, val_rows=2)
+    sample = {"messages": [{"role": "user", "content": "q"}], "extra": {"answer": "Porto"}}
+    trajectory = {"messages": [{"role": "assistant", "content": "Porto"}]}
+    with serve(app) as judge:
+        res = subprocess.run(
+            [*ARK, "test", "pipeline_plugin", "--fn", "plugins.llm_grader:llm_grader",
+             "--request", json.dumps({"sample": sample, "trajectories": [trajectory] * 2})],
+            cwd=ws, capture_output=True, text=True, timeout=120,
+            env={**os.environ, "JUDGE_BASE_URL": judge, "JUDGE_MODEL": "judge"})
+    assert res.returncode == 1, res.stderr
+    out = json.loads(res.stdout)
+    assert out["status"] == "retry"
+    assert out["error"] == ("judge failed: the judge's reply is not {\"scores\": [2 numbers]}: "
+                            "'Both answers look fine to me.'")

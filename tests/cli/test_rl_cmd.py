@@ -76,3 +76,21 @@ def test_cloud_flow_end_to_end(server, tmp_path, tiny_model_dir):
         assert "hyper_parameters" in detail["config_yaml"] and detail["latest_reward"] is not None
     r = rl(ws, "list", "-o", "json", env=env)
     assert [j["job_id"] for j in json.loads(r.stdout)["items"]] == [job_id]
+
+
+def test_run_verbose_prints_no_line_per_http_request(server, tmp_path, tiny_model_dir):
+    """`rl run --verbose` says where the job went; httpx's INFO line per request (per poll
+    when following) stays off unless LOG_LEVEL=debug."""
+    ws = make_workspace(tmp_path, tiny_model_dir)
+    env = {**os.environ, "RLTUNE_HOME": str(server.home), "RLTUNE_BASE_URL": server.url}
+    for var in ("RLTUNE_API_KEY", "LOG_LEVEL", "RLTUNE_LOG_LEVEL"):
+        env.pop(var, None)
+    r = rl(ws, "rl", "run", "-c", "job.yaml", "--verbose", "--no-follow", "-o", "json", env=env)
+    assert r.returncode == 0, r.stderr
+    job_id = json.loads(r.stdout)["job_id"]
+    try:
+        assert f"submitted {job_id} to {server.url}" in r.stderr
+        assert "HTTP Request" not in r.stderr and "httpx" not in r.stderr, r.stderr
+    finally:
+        with server.client() as c:
+            c.post(f"/v1/jobs/{job_id}/cancel")

@@ -1,7 +1,8 @@
 """``python -m rltune.ark SCRIPT [ARGS…]``: run an Ark script (``job.py``, a plugin's local
 test) with ``import ark_sdk…`` served by rltune and the script's folder on ``sys.path``.
 
-``python -m rltune.ark VERB …`` (``init``, ``create``, ``list``, ``get``, ``pull``, ``test``):
+``python -m rltune.ark VERB …`` (``login``, ``logout``, ``init``, ``create``, ``list``, ``get``,
+``pull``, ``test``):
 Ark's CLI verbs, the same as ``rltune ark VERB …`` (this entry point hands them to the rltune
 command line)."""
 
@@ -17,7 +18,7 @@ from rltune.ark import install_as_ark_sdk
 from rltune.sdk.errors import RltuneError
 
 #: Ark's CLI verbs (``ark VERB NOUN``), served by ``rltune ark``.
-VERBS = ("init", "create", "list", "get", "pull", "test")
+VERBS = ("login", "logout", "init", "create", "list", "get", "pull", "test")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,11 @@ MODULES: dict[str, list[tuple[str, list[str] | None]]] = {
     "ark_sdk.types.pipeline_plugin.rollout": [_TYPES, _PROXY_TYPE],
     "ark_sdk.core.plugin.rollout.proxy": [("rltune.ark.proxy", None)],
     "ark_sdk.core.plugin.rollout.trace": [("rltune.ark.trace", None)],
+    # The online test needs the job server's REST client (a layer above this one): loaded
+    # only when a script imports this path, never by a function worker.
+    "ark_sdk.resources.pipeline_plugin.test_instance": [(
+        "rltune.client.ark_test_instance",
+        ["get_or_create_pipeline_plugin_test_instance", "PipelinePluginTestInstance"])],
 }
 _PACKAGES = {".".join(name.split(".")[:i]) for name in MODULES
              for i in range(1, name.count(".") + 1)}

@@ -15,6 +15,9 @@ Ark                                                rltune
 ``ark get foundation-model --model M               the hyper-parameters an Ark job may set, with
 --fields hyperparameters``                         rltune's name, default and range
 ``ark test pipeline_plugin --fn M:F --request J``  one local call with Ark's request shape
+``ark login [--url U] [--api-key K]``              check the key (``GET /v1/whoami``) and save
+                                                   the URL and key for every client
+                                                   (``$RLTUNE_HOME/login.json``); ``ark logout``
 =================================================  =============================================
 """
 
@@ -31,7 +34,7 @@ import typer
 
 from rltune.sdk.errors import RltuneError
 
-ark_app = typer.Typer(help="Volcano Ark's CLI verbs (ark init/create/list/get/pull/test).",
+ark_app = typer.Typer(help="Volcano Ark's CLI verbs (ark login/init/create/list/get/pull/test).",
                       no_args_is_help=True)
 _init = typer.Typer(help="init workspace", no_args_is_help=True)
 _create = typer.Typer(help="create mcj", no_args_is_help=True)
@@ -262,6 +265,49 @@ def test_pipeline_plugin(fn: str = typer.Option(..., "--fn", help="module:functi
 
 # Ark's older docs call it `ark test plugin`.
 _test.command("plugin", hidden=True)(test_pipeline_plugin)
+
+
+@ark_app.command("login")
+def login(url: Optional[str] = typer.Option(None, "--url", envvar="RLTUNE_BASE_URL",
+                                            help="the rltune server (asked when not given)"),
+          api_key: Optional[str] = typer.Option(None, "--api-key",
+                                                envvar=["RLTUNE_API_KEY", "ARK_API_KEY"],
+                                                help="asked, hidden, when not given")) -> None:
+    """Save the server URL and API key that `rltune ark …`, `rltune …` and the SDK use.
+
+    Ark asks for AK/SK, region and project; rltune needs the server's URL and one API key (its
+    workspace is the project). The key is checked with the server before it is saved."""
+    from rltune.client import discovery
+    from rltune.client.agentic_rl import run_sync
+    from rltune.client.http import Transport
+
+    if url is None:
+        url = typer.prompt("rltune server URL", default=discovery.base_url())
+    url = url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        _fail(RltuneError(f"--url {url!r} is not an http(s) URL", where="--url",
+                          hint="e.g. http://127.0.0.1:8600"), 2)
+    if not api_key:
+        api_key = typer.prompt("API key", hide_input=True).strip()
+    try:
+        who = run_sync(Transport(url, api_key, timeout=30, retries=1).request("GET",
+                                                                               "/v1/whoami"))
+    except RltuneError as exc:
+        _fail(exc)
+    path = discovery.save_login(url, api_key)
+    typer.echo(f"logged in to {url} as {who['key_id']} (workspace {who['workspace']!r}"
+               f"{', admin' if who.get('admin') else ''}); saved in {path}")
+
+
+@ark_app.command("logout")
+def logout() -> None:
+    """Forget the saved login (the clients fall back to RLTUNE_* and the local server)."""
+    from rltune.client import discovery
+
+    path = discovery.login_path()
+    existed = path.is_file()
+    path.unlink(missing_ok=True)
+    typer.echo(f"removed {path}" if existed else "no saved login")
 
 
 def register(app: typer.Typer) -> None:

@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"rltune console: {page}")
         key_file = server_home() / "admin.key"
         if show_key:
-            key = discovery.api_key(required=False)
+            key = discovery.api_key(required=False, url=base)
             typer.echo(f"API key: {key}" if key else "no local API key found")
         elif key_file.is_file():
             typer.echo(f"sign in with an API key (the local admin key is in {key_file})")

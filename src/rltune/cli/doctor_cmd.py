@@ -129,7 +129,7 @@ def _server_alerts(job_id: str, server: Optional[str],
 
     url = discovery.base_url(server)
     try:
-        key = discovery.api_key(api_key, required=False)
+        key = discovery.api_key(api_key, required=False, url=url)
         res = run_sync(Transport(url, key, timeout=30, retries=1).request(
             "GET", f"/v1/jobs/{job_id}/alerts"))
     except RltuneError as exc:

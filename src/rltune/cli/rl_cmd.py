@@ -60,12 +60,12 @@ def _fail(exc: Exception, code: int = FAILED) -> None:
     raise typer.Exit(for_error(exc, code))
 
 
-def _client(api_key: Optional[str], ensure_server: bool = False, verbose: bool = False):
+def _client(api_key: Optional[str], ensure_server: bool = False):
     from rltune.client import AgenticRL, discovery
     from rltune.sdk.log_level import configure_logging
 
-    try:  # LOG_LEVEL=debug (or -v): the HTTP requests too
-        configure_logging("%(levelname)s %(name)s: %(message)s", verbose=verbose)
+    try:  # LOG_LEVEL=debug: the HTTP requests too
+        configure_logging("%(levelname)s %(name)s: %(message)s")
     except RltuneError as exc:
         _fail(exc, 2)
 
@@ -260,7 +260,7 @@ def run(
                           _split(group_reward_names, "--group-reward-names"),
                           _split(group_reward_weights, "--group-reward-weights"),
                           group_reward_runtimes or "", ""))
-        client = _client(api_key, ensure_server=True, verbose=verbose)
+        client = _client(api_key, ensure_server=True)
         if config is not None:
             client.init(config)
         else:

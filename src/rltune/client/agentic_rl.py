@@ -119,7 +119,7 @@ class AgenticRL(LifecycleMixin):
     @property
     def http(self) -> Transport:
         """One transport (one pooled HTTP client) for this client's server and key."""
-        key = discovery.api_key(self._api_key)
+        key = discovery.api_key(self._api_key, url=self.base_url)
         cached = self.__dict__.get("_transport")
         if cached is None or (cached.base_url, cached.api_key) != (self.base_url.rstrip("/"),
                                                                    key):

@@ -46,12 +46,16 @@ class RolloutResult:
     #: ``FAILURE_ERROR_CODE`` for an Ark plugin's FAILURE.
     error_code: Optional[str] = None
     latency_s: float = 0.0
+    #: Seconds the successful attempt waited for the policy model (its calls' latencies).
+    model_latency_s: float = 0.0
     traceparent: Optional[str] = None  # the rollout span, parent of its reward spans
     # filled by the reward stage
     score: Optional[float] = None
     component_scores: dict[str, float] = field(default_factory=dict)
     component_metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     reward_error: Optional[str] = None
+    #: Seconds scoring the rollout's group (its reward functions run concurrently).
+    reward_latency_s: float = 0.0
     #: The rollout or a reward asked to drop this prompt's group (``is_discard``).
     discarded: bool = False
     # filled by the step's signal

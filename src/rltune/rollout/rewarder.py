@@ -13,6 +13,7 @@ Scores combine per DESIGN.md §5.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -88,10 +89,13 @@ class Rewarder:
                         "agent_output.reward_score"
                     )
             return
+        started = time.perf_counter()
         await asyncio.gather(
             *(self._score_component(c, valid, ground_truth, trainer_state or {})
               for c in self.components)
         )
+        for r in valid:
+            r.reward_latency_s = time.perf_counter() - started
         if _discard_group(results, next((r.reward_error for r in valid if r.discarded), None)):
             return
         weights = {c.name: c.weight for c in self.components}

@@ -185,6 +185,23 @@ def retry_after_s(headers: Any, default: float = 0.5) -> float:
     return default
 
 
+def model_seconds(calls: list[CapturedCall]) -> float:
+    """Seconds a rollout waited for the policy model: its calls' latencies (the choices of one
+    ``n > 1`` call share one wait).
+
+    >>> c = dict(rollout_id="r", prompt_ids=[], completion_ids=[], completion_logprobs=[],
+    ...          finish_reason="stop")
+    >>> model_seconds([CapturedCall(call_index=0, latency_s=0.5, **c),
+    ...                CapturedCall(call_index=0, choice_index=1, latency_s=0.5, **c),
+    ...                CapturedCall(call_index=1, latency_s=0.25, **c)])
+    0.75
+    """
+    per_call: dict[int, float] = {}
+    for call in calls:
+        per_call[call.call_index] = max(per_call.get(call.call_index, 0.0), call.latency_s)
+    return sum(per_call.values())
+
+
 class RolloutRunner:
     """Runs rollout attempts against one endpoint with a caller (pool or built-in)."""
 
@@ -284,6 +301,7 @@ class RolloutRunner:
                 template_rewrites=built.template_rewrites,
                 attempts=attempt + 1,
                 latency_s=time.perf_counter() - started,
+                model_latency_s=model_seconds(calls),
                 traceparent=traceparent,
             )
         return RolloutResult(

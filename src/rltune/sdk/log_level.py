@@ -41,30 +41,30 @@ def log_level(environ: Optional[Mapping[str, str]] = None) -> int:
     return logging.INFO
 
 
-#: Third-party libraries whose INFO lines (one per HTTP request for httpx) are noise on a user's
-#: terminal and in a job log: kept at WARNING unless the level is DEBUG or ``verbose`` is asked
-#: for. Everything else, the user's own loggers included, logs at the configured level.
+#: Third-party libraries whose INFO lines (one per HTTP request for httpx: one per poll while
+#: a command follows a job) are noise on a user's terminal and in a job log: kept at WARNING
+#: unless the level is DEBUG. Everything else, the user's own loggers included, logs at the
+#: configured level.
 QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "urllib3", "requests", "openai",
                  "anthropic", "h2", "hpack", "filelock", "huggingface_hub", "fsspec", "asyncio",
                  "multipart", "python_multipart", "websockets", "mcp", "botocore")
 
 
-def quiet_third_party(level: int, verbose: bool = False) -> None:
-    """Hold :data:`QUIET_LOGGERS` at WARNING (or at ``level`` when it is DEBUG or verbose)."""
-    quiet = level if verbose or level <= logging.DEBUG else max(level, logging.WARNING)
+def quiet_third_party(level: int) -> None:
+    """Hold :data:`QUIET_LOGGERS` at WARNING (or at ``level`` when it is DEBUG)."""
+    quiet = level if level <= logging.DEBUG else max(level, logging.WARNING)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(quiet)
 
 
-def configure_logging(fmt: str = "%(asctime)s %(levelname)s %(name)s: %(message)s",
-                      verbose: bool = False) -> int:
+def configure_logging(fmt: str = "%(asctime)s %(levelname)s %(name)s: %(message)s") -> int:
     """Set the root logger up at the configured level (once); returns the level. Third-party
-    libraries' INFO lines stay off unless the level is DEBUG or ``verbose``."""
+    libraries' INFO lines stay off unless the level is DEBUG."""
     level = log_level()
     logging.basicConfig(level=level, format=fmt)
     logging.getLogger().setLevel(level)
     logging.getLogger("rltune").setLevel(level)
-    quiet_third_party(level, verbose)
+    quiet_third_party(level)
     return level
 
 

@@ -21,6 +21,7 @@ from rltune.functions.registry import FunctionRegistry
 from rltune.functions.sandbox import active_isolation, bwrap_problem
 from rltune.sdk.errors import AuthError
 from rltune.server import states as S
+from rltune.server.audit import AuditLog
 from rltune.server.auth import authenticate, bootstrap_admin_key
 from rltune.server.bodycap import JsonBodyCap
 from rltune.server.context import ServerContext
@@ -99,6 +100,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                                       exc.hint)
         return await call_next(request)
 
+    # outside authentication (added after it): it files each call under the caller it found
+    app.add_middleware(AuditLog)
+
     @app.get("/health", tags=["server"])
     def health(request: Request) -> dict:
         """Liveness and queue sizes (no key needed)."""
@@ -112,6 +116,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                 "jobs_running": running, "jobs_pending": pending, "time": time.time()}
 
     from rltune.server import (
+        routes_audit,
         routes_files,
         routes_functions,
         routes_jobdata,
@@ -122,7 +127,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     )
 
     for module in (routes_keys, routes_files, routes_functions, routes_jobs, routes_jobops,
-                   routes_jobdata, *routes_lifecycle.MODULES):
+                   routes_jobdata, *routes_lifecycle.MODULES, routes_audit):
         app.include_router(module.router)
     from rltune.console import mount as mount_console
 

@@ -84,8 +84,9 @@ def create_workspace(
 
 
 def _ark_search_workspace(directory: Path, rows: int) -> None:
-    """Ark's search demo: the MCP server and corpus of ``search-mcp`` (one copy in the
-    package) and the questions as Ark samples (``data/search_dataset_dev_100.jsonl``)."""
+    """Ark's search demo: the MCP server and corpus of ``search-mcp`` and the local test's
+    ``plugins/test_utils.py`` of ``rl_demo`` (one copy of each in the package), and the
+    questions as Ark samples (``data/search_dataset_dev_100.jsonl``)."""
     import json
 
     from rltune.models.tasks import write_jsonl
@@ -93,7 +94,10 @@ def _ark_search_workspace(directory: Path, rows: int) -> None:
     src = TEMPLATES_DIR / "search-mcp"
     (directory / "data").mkdir(parents=True, exist_ok=True)
     shutil.copy2(src / "mcp_server.py", directory / "mcp_server.py")
-    shutil.copy2(src / "data" / "corpus.jsonl", directory / "data" / "corpus.jsonl")
+    shutil.copy2(TEMPLATES_DIR / "rl_demo" / "plugins" / "test_utils.py",
+                 directory / "plugins" / "test_utils.py")
+    (directory / "corpus").mkdir(exist_ok=True)
+    shutil.copy2(src / "corpus" / "corpus.jsonl", directory / "corpus" / "corpus.jsonl")
     qs = [json.loads(x) for x in (src / "data" / "questions.jsonl").read_text().splitlines()
           if x]
     write_jsonl(({"messages": [{"role": "system", "content": SEARCH_PROMPT},

@@ -54,6 +54,9 @@ def rollout_metrics(results: Sequence[RolloutResult], *, scored: bool = True) ->
         out["trace/num_llm_calls/mean"] = _mean([r.num_calls for r in ok])
         out["trajectory/template_rewrites"] = float(sum(r.template_rewrites for r in ok))
         out["timing/s/rollout/agent_loop_latency/avg"] = _mean([r.latency_s for r in ok])
+        out["timing/s/rollout/model_latency/avg"] = _mean([r.model_latency_s for r in ok])
+    if usable:
+        out["timing/s/rollout/reward_latency/avg"] = _mean([r.reward_latency_s for r in usable])
     per_fn: dict[str, list[float]] = defaultdict(list)
     per_metric: dict[str, list[float]] = defaultdict(list)
     per_rollout_metric: dict[str, list[float]] = defaultdict(list)
@@ -94,13 +97,16 @@ def frac_zero_std(scored: Sequence[RolloutResult]) -> float:
 #: Volcano Ark's console names of our metrics, logged next to ours (``ark_aliases``).
 ARK_ALIASES = {"critic/rewards/mean": "train/reward->final_reward.mean",
                "validation/data/reward/mean@1": "test/reward->final_reward.mean"}
+#: The other clouds' (verl's) names of our metrics, logged next to ours too.
+CLOUD_ALIASES = {**ARK_ALIASES, "timing/s/sync": "timing/s/param_sync"}
 
 
 def ark_aliases(metrics: dict[str, float]) -> dict[str, float]:
-    """Ark's names for the metrics of ``metrics`` that Ark's console shows.
+    """The clouds' names (:data:`CLOUD_ALIASES`: Ark's console, verl's ``param_sync``) for
+    the metrics of ``metrics`` that they show.
 
     Example:
-        >>> ark_aliases({"critic/rewards/mean": 0.5, "actor/pg_loss": 1.0})
-        {'train/reward->final_reward.mean': 0.5}
+        >>> ark_aliases({"critic/rewards/mean": 0.5, "actor/pg_loss": 1.0, "timing/s/sync": 2})
+        {'train/reward->final_reward.mean': 0.5, 'timing/s/param_sync': 2}
     """
-    return {ark: metrics[ours] for ours, ark in ARK_ALIASES.items() if ours in metrics}
+    return {cloud: metrics[ours] for ours, cloud in CLOUD_ALIASES.items() if ours in metrics}

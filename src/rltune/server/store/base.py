@@ -19,7 +19,7 @@ from rltune.sdk.errors import ConfigError, ConflictError
 
 #: Tables of the store. ``keys`` rows use the key's sha256 as ``status``-free lookup column.
 TABLES = ("workspaces", "keys", "files", "functions", "instances", "jobs", "idempotency",
-          "models", "deployments", "evaluations")
+          "models", "deployments", "evaluations", "audit")
 _COLUMNS = ("id", "workspace", "status", "created_at")
 
 

@@ -1,4 +1,5 @@
-"""An MCP server (stdio) with one tool, ``search``, over the bundled corpus data/corpus.jsonl.
+"""An MCP server (stdio) with one tool, ``search``, over the bundled corpus corpus/corpus.jsonl
+(not under data/, which a registered workspace archive leaves out).
 
 Run it alone with ``python mcp_server.py``; the rollout starts it as a subprocess and talks
 to it with the MCP client. Ranking: the number of query words a passage shares with the query.
@@ -16,7 +17,7 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP as _Server
 
 CORPUS = [json.loads(line) for line in
-          (Path(__file__).parent / "data" / "corpus.jsonl").read_text().splitlines() if line]
+          (Path(__file__).parent / "corpus" / "corpus.jsonl").read_text().splitlines() if line]
 server = _Server("corpus-search")
 
 

@@ -118,4 +118,6 @@ export const api = {
   evaluations: () => call("GET", "/v1/evaluations"),
   evaluation: (id) => call("GET", `/v1/evaluations/${enc(id)}`),
   evaluate: (body) => call("POST", "/v1/evaluations", { body }),
+  // the audit log of state-changing calls (views/audit.js)
+  audit: (params) => call("GET", "/v1/audit", { params }),
 };

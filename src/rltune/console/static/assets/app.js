@@ -1,7 +1,8 @@
 // Console shell: login with an API key, header navigation, and a hash router
-// (#/jobs, #/jobs/<id>/<tab>?..., #/functions, #/datasets). Each view is
+// (#/jobs, #/jobs/<id>/<tab>?..., #/functions, #/datasets, #/models, #/audit). Each view is
 // `render(container, route) -> cleanup` so timers and long polls stop when the user leaves.
 import { api, auth } from "./api.js";
+import { renderAudit } from "./views/audit.js";
 import { errorBox, h, mount } from "./dom.js";
 import { parseHash } from "./router.js";
 import { renderCompare } from "./views/compare.js";
@@ -71,6 +72,7 @@ function header(active) {
     link("#/functions", "Functions", "functions"),
     link("#/datasets", "Datasets", "datasets"),
     link("#/models", "Models", "models"),
+    link("#/audit", "Audit", "audit"),
     h("span", { class: "grow" }),
     h("span", { class: "muted", id: "workspace" }, who ? `workspace ${who.workspace}` : ""),
     h(
@@ -119,6 +121,7 @@ async function route() {
     else if (section === "datasets") cleanup = renderDatasets(main, r);
     else if (section === "models") cleanup = renderModels(main, r);
     else if (section === "playground") cleanup = renderPlayground(main, r);
+    else if (section === "audit") cleanup = renderAudit(main, r);
     else cleanup = renderJobs(main, r);
   } catch (e) {
     mount(main, errorBox(e));

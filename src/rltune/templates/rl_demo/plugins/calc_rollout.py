@@ -66,3 +66,20 @@ def calc_rollout(  # sync: the decorator runs it in threads
         if not add_turn(messages, completion):
             break
     return None  # success; the proxy's recorded turns are the trajectory
+
+
+if __name__ == "__main__":  # local test: python -m rltune.ark plugins/calc_rollout.py
+    import asyncio
+    from pathlib import Path
+
+    from plugins.exact_grader import exact_grader
+    from plugins.test_utils import test_with_dataset
+
+    # the model being trained, and the key of the endpoint (ARK_BASE_URL) that serves it
+    LOCAL_TEST_MODEL = os.environ.get("LOCAL_TEST_MODEL", "nano")
+    ARK_API_KEY = os.environ.get("ARK_API_KEY", "EMPTY")
+    data = Path(__file__).resolve().parents[1] / "data" / "val.jsonl"
+    # one sample: limit=1, max_concurrent=1; many: max_concurrent = the job's batch_size
+    asyncio.run(test_with_dataset(str(data), calc_rollout, exact_grader, limit=8,
+                                  max_concurrent=4, model=LOCAL_TEST_MODEL,
+                                  api_key=ARK_API_KEY))

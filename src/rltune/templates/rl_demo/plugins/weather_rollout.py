@@ -63,3 +63,20 @@ def weather_rollout(context: PluginContext, proxy: RolloutInferenceProxy,
             calls += 1
             messages.append({"role": "tool", "tool_call_id": call.id, "content": run_call(call)})
     return RolloutResult(extra={"tool_calls": calls})
+
+
+if __name__ == "__main__":  # local test: python -m rltune.ark plugins/weather_rollout.py
+    import asyncio
+    from pathlib import Path
+
+    from plugins.test_utils import test_with_dataset
+    from plugins.weather_grader import weather_grader
+
+    # the model being trained, and the key of the endpoint (ARK_BASE_URL) that serves it
+    LOCAL_TEST_MODEL = os.environ.get("LOCAL_TEST_MODEL", "nano")
+    ARK_API_KEY = os.environ.get("ARK_API_KEY", "EMPTY")
+    data = Path(__file__).resolve().parents[1] / "data" / "weather.jsonl"
+    # one sample: limit=1, max_concurrent=1; many: max_concurrent = the job's batch_size
+    asyncio.run(test_with_dataset(str(data), weather_rollout, weather_grader, limit=8,
+                                  max_concurrent=4, model=LOCAL_TEST_MODEL,
+                                  api_key=ARK_API_KEY))

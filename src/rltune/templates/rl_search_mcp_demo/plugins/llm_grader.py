@@ -21,6 +21,21 @@ INSTRUCTIONS = ("Grade each numbered answer to the question against the referenc
                 'Return only JSON like {"scores": [0.5, 1]}, one score per answer.')
 
 
+def parse_scores(text: str, n: int) -> list[float]:
+    """The ``n`` scores of the judge's reply, clamped to [0, 1]; a ValueError that quotes the
+    reply when it holds no ``{"scores": [n numbers]}``."""
+    found = re.search(r"\{.*\}", text, re.S)
+    try:
+        scores = json.loads(found.group(0))["scores"] if found else None
+        scores = [min(1.0, max(0.0, float(s))) for s in scores]
+    except (ValueError, KeyError, TypeError):
+        scores = None
+    if scores is None or len(scores) != n:
+        raise ValueError(f'the judge\'s reply is not {{"scores": [{n} numbers]}}: '
+                         f"{text[:300]!r}")
+    return scores
+
+
 def last_answer(t: Trajectory) -> str:
     texts = [m.content for m in t.messages if m.role == "assistant" and isinstance(m.content, str)]
     return texts[-1] if texts else ""
@@ -40,11 +55,7 @@ async def llm_grader(context: PluginContext, sample: ChatCompletionSample,
             model=os.environ.get("JUDGE_MODEL", "judge"), temperature=0,
             messages=[{"role": "system", "content": INSTRUCTIONS},
                       {"role": "user", "content": prompt}])
-        text = reply.choices[0].message.content or ""
-        found = re.search(r"\{.*\}", text, re.S)
-        scores = [min(1.0, max(0.0, float(s))) for s in json.loads(found.group(0))["scores"]]
-        assert len(scores) == len(trajectories)
-    except (OpenAIError, AttributeError, KeyError, ValueError, TypeError, AssertionError) as exc:
-        return GroupGraderResult(status=PluginStatus.RETRY,
-                                 error=f"judge failed: {type(exc).__name__}: {exc}")
+        scores = parse_scores(reply.choices[0].message.content or "", len(trajectories))
+    except (OpenAIError, ValueError) as exc:
+        return GroupGraderResult(status=PluginStatus.RETRY, error=f"judge failed: {exc}")
     return GroupGraderResult(rewards=scores, metrics={"judge_mean": sum(scores) / len(scores)})

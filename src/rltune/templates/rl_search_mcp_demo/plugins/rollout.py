@@ -1,5 +1,5 @@
 """Search rollout (Ark's ``rl_search_mcp_demo``): the model calls the ``search`` tool of the MCP
-server named in ``mcp_config.json`` (``mcp_server.py`` over ``data/corpus.jsonl``), reads the
+server named in ``mcp_config.json`` (``mcp_server.py`` over ``corpus/corpus.jsonl``), reads the
 passages and answers. Async, wrapped-client mode; one MCP session per rollout."""
 
 from __future__ import annotations
@@ -72,3 +72,19 @@ async def search_rollout(context: PluginContext, proxy: RolloutInferenceProxy,
                 messages.append({"role": "tool", "tool_call_id": call.id,
                                  "content": await tool_text(session, call)})
     return RolloutResult(extra={"searches": searches})
+
+
+if __name__ == "__main__":  # local test: python -m rltune.ark plugins/rollout.py
+    import asyncio
+
+    from plugins.answer_grader import contains_answer
+    from plugins.test_utils import test_with_dataset
+
+    # the model being trained, and the key of the endpoint (ARK_BASE_URL) that serves it
+    LOCAL_TEST_MODEL = os.environ.get("LOCAL_TEST_MODEL", "nano")
+    ARK_API_KEY = os.environ.get("ARK_API_KEY", "EMPTY")
+    data = Path(__file__).resolve().parents[1] / "data" / "search_dataset_dev_100.jsonl"
+    # one sample: limit=1, max_concurrent=1; many: max_concurrent = the job's batch_size
+    asyncio.run(test_with_dataset(str(data), search_rollout, contains_answer, limit=8,
+                                  max_concurrent=4, model=LOCAL_TEST_MODEL,
+                                  api_key=ARK_API_KEY))

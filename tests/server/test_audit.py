@@ -97,3 +97,15 @@ def test_every_state_changing_route_writes_one_record_no_secret_no_other_workspa
             assert res.json()["total"] == total
     finally:
         again.kill(signal.SIGTERM)
+
+
+def test_inference_calls_are_not_audited(tmp_path):
+    """A chat through a deployment is a POST that changes nothing: no record (and no store write
+    on the serving path); the deployment's own lifecycle calls are recorded."""
+    from rltune.server.audit import audited
+
+    paths = {r.path for r in state_changing_routes(create_app(ServerSettings(home=tmp_path)))}
+    assert "/v1/deployments/{dep_id}/chat/completions" not in paths
+    assert any(p.startswith("/v1/deployments") for p in paths)
+    assert not audited("/v1/deployments/dep-1/chat/completions")
+    assert audited("/v1/jobs/ft-1/cancel")

@@ -32,6 +32,9 @@ from rltune.server.store import Store
 log = logging.getLogger("rltune.server.audit")
 #: The methods whose calls are recorded.
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: POSTs that change nothing: a model answering a chat (one record per inference call would put
+#: a store write on the serving path and bury the changes an auditor looks for).
+INFERENCE_SUFFIXES = ("/chat/completions", "/completions", "/responses")
 TABLE = "audit"
 #: Fields of a JSON answer that name what a call created, in order of preference.
 ID_FIELDS = ("job_id", "file_id", "instance_id", "entity_id", "key_id", "deployment_id",
@@ -81,7 +84,12 @@ def api_routes(routes: Any) -> Iterator[Any]:
 def state_changing_routes(app: Any) -> list[Any]:
     """The app's routes that write an audit record (the methods of :data:`STATE_CHANGING`)."""
     return [r for r in api_routes(app.router.routes)
-            if r.path.startswith("/v1/") and r.methods & STATE_CHANGING]
+            if audited(r.path) and r.methods & STATE_CHANGING]
+
+
+def audited(path: str) -> bool:
+    """Whether a call to ``path`` (with a state-changing method) is recorded."""
+    return path.startswith("/v1/") and not path.endswith(INFERENCE_SUFFIXES)
 
 
 def _template(app: Any, scope: dict) -> tuple[str, dict[str, Any]]:
@@ -128,7 +136,7 @@ class AuditLog:
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if (scope["type"] != "http" or scope["method"] not in STATE_CHANGING
-                or not scope["path"].startswith("/v1/")):
+                or not audited(scope["path"])):
             await self.app(scope, receive, send)
             return
         started, clock = time.time(), time.monotonic()

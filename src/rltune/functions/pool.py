@@ -37,6 +37,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from rltune.functions import failures as F
+from rltune.functions.auth import HEADER
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.http import WorkerConnectionError, WorkerHTTPClient, WorkerTimeout
 from rltune.functions.metrics import LatencyWindow, PoolMetrics, WorkerMetrics
@@ -100,7 +101,8 @@ class _Worker:
     def __init__(self, handle: WorkerHandle):
         self.handle = handle
         parsed = urlsplit(handle.base_url)
-        self.http = WorkerHTTPClient(parsed.hostname or "127.0.0.1", parsed.port or 80)
+        self.http = WorkerHTTPClient(parsed.hostname or "127.0.0.1", parsed.port or 80,
+                                     headers={HEADER: handle.token} if handle.token else None)
         self.in_flight = 0
         self.idle_since = time.monotonic()
         self.death_reason: Optional[str] = None

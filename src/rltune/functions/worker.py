@@ -6,7 +6,8 @@ comes from flags or from the cloud's env vars ``FUNC_TYPE``, ``PROCESSOR_CLASS``
 ``RLTUNE_WORKSPACE`` and ``RLTUNE_FUNC_TIMEOUT``). Port 0 binds a free port; with
 ``--ready-file`` the worker writes ``{"ok": true, "port": …, "pid": …}`` there once it serves
 (or ``{"ok": false, "error": …}`` when loading or ``setup()`` failed) — that is how a pool
-learns the port.
+learns the port. With ``--token-stdin`` the first line of stdin is a secret every request must
+carry (``rltune.functions.auth``): a pool's workers answer only that pool.
 
 Example (shell):
     FUNC_TYPE=reward PROCESSOR_CLASS=functions.reward.Calc SERVER_PORT=8000 \\
@@ -51,6 +52,8 @@ class WorkerConfig:
     check_requirements: bool = True
     name: Optional[str] = None  # the function's name in the job (tags its output)
     job_log: Optional[str] = None  # the job's log file: the function's output is appended
+    #: Requests must carry it (``rltune.functions.auth``); None: the worker answers anyone.
+    token: Optional[str] = None
 
 
 def install_cloud_alias() -> bool:
@@ -128,6 +131,7 @@ async def serve(cfg: WorkerConfig) -> int:
     import uvicorn
 
     from rltune.functions import output
+    from rltune.functions.auth import guarded
     from rltune.functions.worker_app import build_app
 
     output.install(cfg.name or f"{cfg.func_type}:{cfg.classpath}", cfg.job_log)
@@ -145,8 +149,8 @@ async def serve(cfg: WorkerConfig) -> int:
                                       "hint": exc.hint})
         print(f"rltune worker: {exc}", file=sys.__stderr__, flush=True)  # rltune's own, untagged
         return EXIT_SETUP_FAILED
-    app = build_app(processor, cfg.func_type, concurrency=cfg.concurrency,
-                    queue_size=cfg.queue_size, timeout=cfg.timeout)
+    app = guarded(build_app(processor, cfg.func_type, concurrency=cfg.concurrency,
+                            queue_size=cfg.queue_size, timeout=cfg.timeout), cfg.token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((cfg.host, cfg.port))
@@ -210,14 +214,24 @@ def parse_args(argv: Optional[list[str]] = None) -> WorkerConfig:
     p.add_argument("--ready-file", default=env.get("RLTUNE_READY_FILE"))
     p.add_argument("--name", default=None, help="the function's name (tags its output)")
     p.add_argument("--job-log", default=None, help="append the function's output here")
+    p.add_argument("--token-stdin", action="store_true",
+                   help="read the secret every request must carry from stdin's first line")
     args = p.parse_args(argv)
     if not args.func_type or not args.classpath:
         p.error("set --func-type and --processor-class (or FUNC_TYPE and PROCESSOR_CLASS)")
+    token = None
+    if args.token_stdin:
+        from rltune.functions.auth import read_token
+
+        try:
+            token = read_token()  # before any user code is imported
+        except ValueError as exc:
+            p.error(str(exc))
     return WorkerConfig(func_type=args.func_type, classpath=args.classpath,
                         workspace=args.workspace, host=args.host, port=args.port,
                         concurrency=args.concurrency, queue_size=args.queue_size,
                         timeout=args.timeout, ready_file=args.ready_file, name=args.name,
-                        job_log=args.job_log)
+                        job_log=args.job_log, token=token)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -4,12 +4,14 @@ Each worker binds port 0 and reports its port through a ready file (no port race
 to a log file per worker. On Linux the worker gets SIGKILL when the pool process dies, so a
 crashed trainer leaves no orphan workers. ``runtime.cpu`` bounds the numeric libraries'
 threads. The environment is built from scratch plus ``runtime.env``, and the worker runs in a
-bubblewrap sandbox when one is available (``rltune.functions.sandbox``).
+bubblewrap sandbox when one is available (``rltune.functions.sandbox``). Each worker gets its
+own secret on stdin and answers only requests carrying it (``rltune.functions.auth``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -24,6 +26,7 @@ import psutil
 
 from rltune._process import describe_exit, die_with_parent, tail_file, tree_rss
 from rltune.functions import sandbox
+from rltune.functions.auth import new_token
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.output import JobLogPipe, job_log, worker_args
 from rltune.functions.spec import FunctionComponentSpec
@@ -40,8 +43,9 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 
 class LocalProcessHandle(WorkerHandle):
     def __init__(self, worker_id: str, proc: subprocess.Popen, port: int, log_path: Path,
-                 sandboxed: bool = False):
+                 sandboxed: bool = False, token: Optional[str] = None):
         self.worker_id = worker_id
+        self.token = token
         self.proc = proc
         self.sandboxed = sandboxed  # proc is bwrap; the worker is its grandchild
         self.pid = proc.pid
@@ -188,7 +192,7 @@ class LocalProcessBackend(WorkerBackend):
             "--func-type", spec.func_type.value, "--classpath", spec.classpath,
             "--workspace", workspace, "--port", "0",
             "--concurrency", str(runtime.concurrency), "--queue-size", str(spec.queue_size),
-            "--ready-file", ready_arg,
+            "--ready-file", ready_arg, "--token-stdin",
             *worker_args(spec.display_name, log_pipe.inside if log_pipe else None),
         ]
         if spec.timeout:
@@ -207,12 +211,20 @@ class LocalProcessBackend(WorkerBackend):
         with open(log_path, "ab") as log:
             # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
             proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                 env=self.worker_env(spec, private, sandboxed), cwd=str(spec.workspace),
                 preexec_fn=die_with_parent(), pass_fds=fds,
             )
         if wrapped:
             wrapped.close()  # the child holds its own copies now
+        token = new_token()  # on a pipe: no other process sees it (argv and env are in /proc)
+        try:
+            proc.stdin.write(f"{token}\n".encode())
+        except OSError:
+            pass  # it died at once; the loop below reports how
+        finally:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
         if log_pipe:
             log_pipe.started()
         deadline = time.monotonic() + spec.start_timeout
@@ -222,7 +234,7 @@ class LocalProcessBackend(WorkerBackend):
                 info = json.loads(ready.read_text())
                 if info.get("ok"):
                     return LocalProcessHandle(worker_id, proc, int(info["port"]), log_path,
-                                              sandboxed=isolation == "bwrap")
+                                              sandboxed=isolation == "bwrap", token=token)
                 proc.wait(timeout=5)
                 raise UserCodeError(info.get("error", "worker failed to start"),
                                     where=info.get("where") or spec.display_name,

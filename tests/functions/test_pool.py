@@ -12,6 +12,8 @@ import pytest
 from conftest import WS, rollout_input
 from rltune.functions import FunctionComponentSpec, FunctionPool
 from rltune.functions.backends.local import LocalProcessBackend
+from rltune.functions.failures import PoolBroken
+from rltune.functions.pool import MEMORY_KILLS_IN_A_ROW
 from rltune.sdk import RewardInput, TaskStatus
 from rltune.sdk.errors import UserCodeError, ValidationError
 
@@ -95,6 +97,25 @@ async def test_memory_limit_kills_and_reports(tmp_path):
         await wait_until(lambda: pool.metrics().workers == 1, pool=pool)
         assert pool.metrics().restarts == 1
         assert (await pool.call(rollout_input())).status == TaskStatus.SUCCESS
+
+
+async def test_memory_size_below_the_baseline_fails_fast(tmp_path):
+    """A cloud sample's ``memory_size: 4``: every worker is over it right after setup. The pool
+    gives up after MEMORY_KILLS_IN_A_ROW kills (not hundreds) and every call, waiting or new,
+    raises PoolBroken naming runtime.memory_size and the measured baseline."""
+    s = spec("functions.trivial.Trivial", "reward", runtime={"memory_size": 4})
+    async with await start(tmp_path, s, scale_interval=0.05) as pool:
+        await wait_until(lambda: pool.broken is not None, timeout=60, pool=pool)
+        with pytest.raises(PoolBroken) as err:
+            await asyncio.wait_for(pool.call({"agent_output": {"messages": []}}), 10)
+        msg = err.value.message
+        assert "runtime.memory_size 4 MB" in msg and "baseline after setup measured" in msg
+        assert "runtime.memory_size" in err.value.where and "at least" in err.value.hint
+        await asyncio.sleep(1.0)  # a start already under way may end; nothing new starts
+        m = pool.metrics()
+        assert m.restarts <= 2 * MEMORY_KILLS_IN_A_ROW and m.starting == 0, m
+        await asyncio.sleep(1.0)
+        assert pool.metrics().restarts == m.restarts and pool.metrics().workers == 0
 
 
 async def test_crashing_worker_is_retried_then_failed(tmp_path):

@@ -29,6 +29,7 @@ from fastapi.responses import Response
 
 from rltune.functions.auth import guarded
 from rltune.functions.backends.base import WorkerBackend
+from rltune.functions.failures import MEMORY_EXCEEDED, PoolBroken, failed_output
 from rltune.functions.pool import FunctionPool
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import ValidationError
@@ -55,6 +56,8 @@ def build_front_app(pool: FunctionPool) -> FastAPI:
         headers = {k: v for k, v in request.headers.items() if k in ("traceparent", "tracestate")}
         try:
             out = await pool.call(body, headers=headers)
+        except PoolBroken as exc:  # a ConfigError, but not the caller's: a FAILED output
+            out = failed_output(pool.spec.func_type, exc.message, code=MEMORY_EXCEEDED)
         except ValidationError as exc:
             return reply(422, {"detail": f"Request parsing error: {exc.message}"})
         return reply(200, out.to_wire())

@@ -94,6 +94,8 @@ class Kill:
     worker_id: str
     reason: str
     code: str
+    rss_bytes: int = 0  # what was measured, for a memory kill
+    idle: bool = False  # it had no call in flight: its baseline alone was too big
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ def decide(snap: PoolSnapshot) -> list[Action]:
             actions.append(Kill(
                 w.worker_id, f"was killed: RSS {w.rss_bytes / _MB:.0f} MB exceeded memory_size "
                              f"{p.memory_size_mb} MB (raise runtime.memory_size or use less "
-                             "memory)", F.MEMORY_EXCEEDED))
+                             "memory)", F.MEMORY_EXCEEDED, w.rss_bytes, w.in_flight == 0))
             continue
         rss_total += w.rss_bytes
         live.append(w)

@@ -221,13 +221,15 @@ class BwrapCommand:
 def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path, *,
                   workspace_writable: bool = False, venv: Optional[Path] = None,
                   venv_writable: bool = False, tmp_bytes: Optional[int] = None,
-                  writable: dict[Path, str] | None = None) -> BwrapCommand:
+                  writable: dict[Path, str] | None = None,
+                  readonly: dict[Path, str] | None = None) -> BwrapCommand:
     """``cmd`` wrapped in a bubblewrap sandbox (see the module doc).
 
     ``workspace`` shows at ``/workspace`` (read-only unless ``workspace_writable``: the code
     of a registered function is shared by every instance of it), ``venv`` at ``/venv``,
     ``private_dir`` (the worker's ``HOME``) at ``/worker``, each of ``writable`` at the path it
-    maps to. ``/tmp`` is a tmpfs of ``tmp_bytes``. ``cmd`` must name these inside paths.
+    maps to, each of ``readonly`` read-only. ``/tmp`` is a tmpfs of ``tmp_bytes``. ``cmd``
+    must name these inside paths.
     ``$RLTUNE_HOME`` is not mounted; where a mounted Python folder contains it, an empty
     tmpfs hides it.
     """
@@ -265,6 +267,8 @@ def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path, *,
     args += ["--bind", str(private_dir), WORKER_DIR]
     for path, inside in (writable or {}).items():
         args += ["--bind", str(path), inside]
+    for path, inside in (readonly or {}).items():
+        args += ["--ro-bind", str(path), inside]
     fds: tuple[int, ...] = ()
     if seccomp.supported():
         fd = seccomp.program_fd()

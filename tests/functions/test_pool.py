@@ -192,3 +192,60 @@ async def test_scale_out_and_in_under_a_burst(tmp_path):
         watcher.cancel()
         m = pool.metrics()
         assert m.scale_ins >= 1 and m.workers == 1
+
+
+@pytest.mark.parametrize("isolation", ["auto", "none"])
+async def test_a_worker_past_the_process_limit_is_killed_with_its_processes(tmp_path,
+                                                                             monkeypatch,
+                                                                             isolation):
+    """A fork bomb's shape: the worker starts 40 processes against a limit of 20. It is
+    killed with processes_exceeded (naming the setting) and none of its processes lives on
+    (under bubblewrap its PID namespace ends; without, the pool kills them)."""
+    import psutil
+
+    monkeypatch.setenv("RLTUNE_WORKER_MAX_PROCESSES", "20")
+    monkeypatch.setenv("RLTUNE_FUNCTION_ISOLATION", isolation)
+    marker = f"{60 + os.getpid() % 1000 / 1000:.3f}"  # this test's sleeps: sleep 60.xyz
+
+    def sleeps():
+        return [p for p in psutil.process_iter(["cmdline"])
+                if p.info["cmdline"] == ["sleep", marker]]
+
+    s = spec(max_retries=0)
+    async with await start(tmp_path, s, scale_interval=0.05) as pool:
+        call = asyncio.ensure_future(pool.call(rollout_input(spawn=40, spawn_s=marker,
+                                                             hold=30)))
+        await wait_until(lambda: len(sleeps()) >= 20 or call.done(), pool=pool)
+        out = await asyncio.wait_for(call, 20)
+        assert out.status == TaskStatus.FAILED and out.error_code == "processes_exceeded", out
+        assert "more than the limit of 20" in out.error
+        assert "RLTUNE_WORKER_MAX_PROCESSES" in out.error
+        await wait_until(lambda: not sleeps(), pool=pool)
+        await wait_until(lambda: pool.metrics().workers == 1, pool=pool)
+        assert (await pool.call(rollout_input())).status == TaskStatus.SUCCESS
+
+
+def test_a_bad_process_limit_is_refused_by_name(monkeypatch):
+    from rltune.functions.spec import max_processes
+
+    monkeypatch.setenv("RLTUNE_WORKER_MAX_PROCESSES", "many")
+    with pytest.raises(ValidationError) as err:
+        max_processes()
+    assert err.value.where == "RLTUNE_WORKER_MAX_PROCESSES"
+
+
+async def test_a_sandboxed_workers_home_is_capped_at_disk_size(tmp_path):
+    """/worker (HOME) is a tmpfs of runtime.disk_size MB: writing past it fails with
+    "No space left on device" inside the function, and the pool still reads the worker's
+    ready line (it no longer lives in that folder)."""
+    from rltune.functions.sandbox import active_isolation, bwrap_problem
+
+    if active_isolation() != "bwrap":
+        pytest.skip(f"no sandbox here: {bwrap_problem()}")
+    s = spec(runtime={"disk_size": 8})
+    async with await start(tmp_path, s) as pool:
+        out = await pool.call(rollout_input(write_mb=20))
+        assert out.status == TaskStatus.SUCCESS, out.error
+        assert "No space left on device" in out.agent_output.rollout_extra["written"]
+        out = await pool.call(rollout_input(write_mb=4))
+        assert out.agent_output.rollout_extra["written"] == "all"  # rewriting the same file

@@ -33,6 +33,7 @@ from rltune.sdk.errors import ConfigError
 WORKER_CRASHED = "worker_crashed"
 WORKER_HUNG = "worker_hung"
 MEMORY_EXCEEDED = "memory_exceeded"
+PROCESSES_EXCEEDED = "processes_exceeded"
 TIMEOUT = "timeout"
 USER_EXCEPTION = "user_exception"
 INVALID_OUTPUT = "invalid_output"

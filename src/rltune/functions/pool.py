@@ -53,7 +53,7 @@ from rltune.functions.scaler import (
     WorkerState,
     decide,
 )
-from rltune.functions.spec import FunctionComponentSpec
+from rltune.functions.spec import FunctionComponentSpec, max_processes
 from rltune.sdk.data import INPUT_MODELS, TaskStatus
 from rltune.sdk.errors import ValidationError
 
@@ -136,7 +136,8 @@ class FunctionPool:
             max_capacity=rt.max_capacity, memory_size_mb=rt.memory_size,
             concurrency_scale_threshold=rt.concurrency_scale_threshold,
             memory_scale_threshold=rt.memory_scale_threshold,
-            scale_in_cooldown=spec.scale_in_cooldown, health_interval=spec.health_interval)
+            scale_in_cooldown=spec.scale_in_cooldown, health_interval=spec.health_interval,
+            max_processes=max_processes())
         self.workers: list[_Worker] = []
         self.starting = 0
         self.queued = 0
@@ -260,6 +261,7 @@ class FunctionPool:
             alive = w.handle.is_alive()
             states.append(WorkerState(
                 w.handle.worker_id, alive=alive, rss_bytes=w.handle.rss_bytes() if alive else 0,
+                processes=w.handle.process_count() if alive else 0,
                 in_flight=w.in_flight, available=w.available, idle_since=w.idle_since,
                 last_probe=w.last_probe, probing=w.probing))
         return PoolSnapshot(now=time.monotonic(), policy=self.policy, workers=tuple(states),

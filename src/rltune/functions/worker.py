@@ -6,8 +6,9 @@ comes from flags or from the cloud's env vars ``FUNC_TYPE``, ``PROCESSOR_CLASS``
 ``RLTUNE_WORKSPACE`` and ``RLTUNE_FUNC_TIMEOUT``). Port 0 binds a free port; with
 ``--ready-file`` the worker writes ``{"ok": true, "port": …, "pid": …}`` there once it serves
 (or ``{"ok": false, "error": …}`` when loading or ``setup()`` failed) — that is how a pool
-learns the port. With ``--token-stdin`` the first line of stdin is a secret every request must
-carry (``rltune.functions.auth``): a pool's workers answer only that pool.
+learns the port (``--ready-file /proc/self/fd/N``: one line on the pipe N). With
+``--token-stdin`` the first line of stdin is a secret every request must carry
+(``rltune.functions.auth``): a pool's workers answer only that pool.
 
 Example (shell):
     FUNC_TYPE=reward PROCESSOR_CLASS=functions.reward.Calc SERVER_PORT=8000 \\
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -33,6 +35,7 @@ from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import RltuneError, UserCodeError
 
 log = logging.getLogger("rltune.functions.worker")
+_FD_PREFIX = "/proc/self/fd/"
 EXIT_SETUP_FAILED = 3
 
 
@@ -74,6 +77,12 @@ def install_cloud_alias() -> bool:
 
 def _write_ready(path: Optional[str], payload: dict) -> None:
     if not path:
+        return
+    if path.startswith(_FD_PREFIX):  # a pipe from the pool: one line, then closed
+        fd = int(path[len(_FD_PREFIX):])
+        with contextlib.suppress(OSError):
+            os.write(fd, json.dumps(payload).encode() + b"\n")
+            os.close(fd)
         return
     tmp = f"{path}.tmp"
     Path(tmp).write_text(json.dumps(payload))

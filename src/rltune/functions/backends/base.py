@@ -39,6 +39,11 @@ class WorkerHandle(ABC):
     def rss_bytes(self) -> int:
         """Resident memory of the worker and its children; 0 when it is gone."""
 
+    def process_count(self) -> int:
+        """The worker's processes (it and its descendants) at the last ``rss_bytes``; 0 when
+        the backend does not know."""
+        return 0
+
     @abstractmethod
     def kill(self) -> None:
         """End it now (SIGKILL or equivalent)."""

@@ -72,10 +72,20 @@ class LocalProcessHandle(WorkerHandle):
             return 0
         return tree_rss(self._ps, self._children)
 
+    def process_count(self) -> int:
+        return 1 + len(self._children) if self._ps is not None else 0
+
     def kill(self) -> None:
+        below: list[psutil.Process] = []
+        if not self.sandboxed and self.is_alive():  # what it started would live on: find it
+            with contextlib.suppress(psutil.Error):
+                below = psutil.Process(self.pid).children(recursive=True)
         if self.is_alive():
-            self.proc.kill()
+            self.proc.kill()  # under bwrap its PID namespace ends with it, and all inside
         self.proc.poll()
+        for child in below:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
 
     def _worker_processes(self) -> list[psutil.Process]:
         """The worker's own process: ``proc``, or under bwrap the first non-bwrap process
@@ -167,7 +177,10 @@ class LocalProcessBackend(WorkerBackend):
         runtime = spec.resolved_runtime()
         isolation = sandbox.active_isolation()
         private = Path(tempfile.mkdtemp(prefix=f"{worker_id}-", dir=self.log_dir))
-        ready = private / "ready.json"
+        # The worker reports its port on a pipe (its /worker is a tmpfs the pool cannot see).
+        ready_r, ready_w = os.pipe()
+        os.set_blocking(ready_r, False)
+        ready_arg = f"/proc/self/fd/{ready_w}"
         log_path = self.log_dir / f"{worker_id}.log"
         python = spec.python or sys.executable
         venv = None
@@ -183,10 +196,10 @@ class LocalProcessBackend(WorkerBackend):
         sandboxed = isolation == "bwrap"
         if sandboxed:  # the worker sees neutral paths; its job log is a pipe (append-only)
             python = f"{sandbox.VENV}/bin/python" if venv else python
-            workspace, ready_arg = sandbox.WORKSPACE, f"{sandbox.WORKER_DIR}/ready.json"
+            workspace = sandbox.WORKSPACE
             log_pipe = JobLogPipe.open(job_log())
         else:
-            workspace, ready_arg, log_pipe = str(spec.workspace), str(ready), None
+            workspace, log_pipe = str(spec.workspace), None
         cmd = [
             python, "-m", "rltune.functions.worker",
             "--func-type", spec.func_type.value, "--classpath", spec.classpath,
@@ -205,9 +218,11 @@ class LocalProcessBackend(WorkerBackend):
             wrapped = sandbox.bwrap_command(
                 cmd, Path(spec.workspace).resolve(), private, venv=venv,
                 tmp_bytes=runtime.memory_size * 2**20 if runtime.memory_size else None,
+                private_bytes=runtime.disk_size * 2**20 if runtime.disk_size else None,
                 writable=writable)
             cmd = wrapped.argv
-        fds = (*(wrapped.pass_fds if wrapped else ()), *(log_pipe.pass_fds if log_pipe else ()))
+        fds = (*(wrapped.pass_fds if wrapped else ()), *(log_pipe.pass_fds if log_pipe else ()),
+               ready_w)
         with open(log_path, "ab") as log:
             # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
             proc = subprocess.Popen(
@@ -217,6 +232,7 @@ class LocalProcessBackend(WorkerBackend):
             )
         if wrapped:
             wrapped.close()  # the child holds its own copies now
+        os.close(ready_w)
         token = new_token()  # on a pipe: no other process sees it (argv and env are in /proc)
         try:
             proc.stdin.write(f"{token}\n".encode())
@@ -227,14 +243,27 @@ class LocalProcessBackend(WorkerBackend):
                 proc.stdin.close()
         if log_pipe:
             log_pipe.started()
+        try:
+            return await self._wait_ready(spec, worker_id, proc, ready_r, log_path, token,
+                                          sandboxed)
+        finally:
+            os.close(ready_r)
+
+    async def _wait_ready(self, spec: FunctionComponentSpec, worker_id: str,
+                          proc: subprocess.Popen, ready_r: int, log_path: Path, token: str,
+                          sandboxed: bool) -> WorkerHandle:
+        """The handle once the worker's ready line came; ``UserCodeError`` if it failed."""
         deadline = time.monotonic() + spec.start_timeout
         delay = 0.01
+        line = b""
         while True:
-            if ready.exists():
-                info = json.loads(ready.read_text())
+            with contextlib.suppress(BlockingIOError):
+                line += os.read(ready_r, 65536)
+            if b"\n" in line:
+                info = json.loads(line.split(b"\n", 1)[0])
                 if info.get("ok"):
                     return LocalProcessHandle(worker_id, proc, int(info["port"]), log_path,
-                                              sandboxed=isolation == "bwrap", token=token)
+                                              sandboxed=sandboxed, token=token)
                 proc.wait(timeout=5)
                 raise UserCodeError(info.get("error", "worker failed to start"),
                                     where=info.get("where") or spec.display_name,

@@ -189,3 +189,51 @@ def _listening(pid: int) -> set[int]:
             continue
         ports.update(c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN)
     return ports
+
+
+@pytest.mark.slow  # a training job on the tiny model: about a minute on 2 cores
+def test_a_tenant_reaches_nothing_of_another_tenants_running_job(srv, tmp_path, tiny_model_dir):
+    """The same probe while workspace A trains: A's job's rollout and reward workers answer
+    it 401, A's policy gateway tells it only that it is alive (not A's model path or
+    counters), and nothing on the loopback runs a call for B."""
+    import asyncio
+
+    import yaml
+
+    from rltune.client import AgenticRL
+    from server.conftest import make_workspace
+
+    with srv.client() as admin:
+        keys = {ws: admin.post("/v1/keys", json={"workspace": ws}).json()["api_key"]
+                for ws in ("team-a", "team-b")}
+    ws = make_workspace(tmp_path, tiny_model_dir, n_epochs=50, save_strategy="no")
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    for fn in job["functions"]:
+        fn["runtime"]["env"] = {"SECRET": SECRET}
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    client = AgenticRL(api_key=keys["team-a"], base_url=srv.url).init(ws / "job.yaml")
+    asyncio.run(client.register_functions())
+    asyncio.run(client.upload_datasets())
+    job_id = client.submit_job().output.job_id
+    with srv.client(keys["team-a"]) as a:
+        deadline = time.monotonic() + 240
+        while (got := a.get(f"/v1/jobs/{job_id}").json()).get("progress") is None or \
+                got["progress"].get("step", 0) < 1:
+            assert got["status"] in ("PENDING", "RUNNING") and time.monotonic() < deadline, got
+            time.sleep(0.3)
+        try:
+            with srv.client(keys["team-b"]) as b:
+                found = run_function(b, {"p.py": PROBE}, "p.py:Probe", {})
+                own = _listening(srv.proc.pid)  # the job's process is the server's child
+        finally:
+            a.post(f"/v1/jobs/{job_id}/cancel")
+    text = json.dumps(found)
+    assert SECRET not in text and str(tiny_model_dir) not in text
+    rest = httpx.URL(srv.url).port
+    answered = {port: found.get(str(port)) for port in own - {rest}}
+    assert len(answered) >= 5, answered  # the job's gateway and 2 workers, B's 2 listeners
+    for port, got in answered.items():
+        assert got is not None, (port, sorted(found))
+        assert got["/api/v1"][0] in (401, 404), (port, got)  # nothing ran B's input
+        assert got["/health"][0] == 401 or json.loads(got["/health"][1]) == {"status": "ok"}, \
+            (port, got)

@@ -109,7 +109,8 @@ async def test_memory_size_below_the_baseline_fails_fast(tmp_path):
         with pytest.raises(PoolBroken) as err:
             await asyncio.wait_for(pool.call({"agent_output": {"messages": []}}), 10)
         msg = err.value.message
-        assert "runtime.memory_size 4 MB" in msg and "baseline after setup measured" in msg
+        assert "runtime.memory_size 4 MB" in msg and "measured baseline after setup" in msg
+        assert "no call in flight" in msg
         assert "runtime.memory_size" in err.value.where and "at least" in err.value.hint
         await asyncio.sleep(1.0)  # a start already under way may end; nothing new starts
         m = pool.metrics()

@@ -302,13 +302,13 @@ class FunctionPool:
         if len(kills) < MEMORY_KILLS_IN_A_ROW or self.broken is not None:
             return
         low, high = (f(k.rss_bytes for k in kills) / 2**20 for f in (min, max))
-        idle = all(k.idle for k in kills)
+        calls = "no call in flight" if all(k.idle for k in kills) else "calls in flight"
         name, limit = self.spec.display_name, self.runtime.memory_size
-        measured = (f"no call in flight: a worker's baseline after setup measured {low:.0f} MB"
-                    if idle else f"serving calls: RSS {low:.0f} to {high:.0f} MB")
         self.broken = F.PoolBroken(
-            f"{name}: {len(kills)} workers in a row were killed for memory ({measured}, "
-            f"runtime.memory_size {limit} MB); gave up instead of replacing them again",
+            f"{len(kills)} workers in a row were killed for memory ({calls}): RSS {low:.0f} to "
+            f"{high:.0f} MB against runtime.memory_size {limit} MB; the lowest, a worker's "
+            f"measured baseline after setup, is {low:.0f} MB, so the pool gave up instead of "
+            "replacing them again",
             where=f"{name}: runtime.memory_size",
             hint=f"raise runtime.memory_size to at least {int(high * 1.25) + 1} MB, or make "
                  "the function use less memory")

@@ -177,10 +177,6 @@ class LocalProcessBackend(WorkerBackend):
         runtime = spec.resolved_runtime()
         isolation = sandbox.active_isolation()
         private = Path(tempfile.mkdtemp(prefix=f"{worker_id}-", dir=self.log_dir))
-        # The worker reports its port on a pipe (its /worker is a tmpfs the pool cannot see).
-        ready_r, ready_w = os.pipe()
-        os.set_blocking(ready_r, False)
-        ready_arg = f"/proc/self/fd/{ready_w}"
         log_path = self.log_dir / f"{worker_id}.log"
         python = spec.python or sys.executable
         venv = None
@@ -200,6 +196,10 @@ class LocalProcessBackend(WorkerBackend):
             log_pipe = JobLogPipe.open(job_log())
         else:
             workspace, log_pipe = str(spec.workspace), None
+        # The worker reports its port on a pipe (its /worker is a tmpfs the pool cannot see).
+        ready_r, ready_w = os.pipe()
+        os.set_blocking(ready_r, False)
+        ready_arg = f"/proc/self/fd/{ready_w}"
         cmd = [
             python, "-m", "rltune.functions.worker",
             "--func-type", spec.func_type.value, "--classpath", spec.classpath,
@@ -223,16 +223,21 @@ class LocalProcessBackend(WorkerBackend):
             cmd = wrapped.argv
         fds = (*(wrapped.pass_fds if wrapped else ()), *(log_pipe.pass_fds if log_pipe else ()),
                ready_w)
-        with open(log_path, "ab") as log:
-            # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                env=self.worker_env(spec, private, sandboxed), cwd=str(spec.workspace),
-                preexec_fn=die_with_parent(), pass_fds=fds,
-            )
-        if wrapped:
-            wrapped.close()  # the child holds its own copies now
-        os.close(ready_w)
+        try:
+            with open(log_path, "ab") as log:
+                # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
+                proc = subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                    env=self.worker_env(spec, private, sandboxed), cwd=str(spec.workspace),
+                    preexec_fn=die_with_parent(), pass_fds=fds,
+                )
+        except BaseException:
+            os.close(ready_r)
+            raise
+        finally:
+            os.close(ready_w)
+            if wrapped:
+                wrapped.close()  # the child holds its own copies now
         token = new_token()  # on a pipe: no other process sees it (argv and env are in /proc)
         try:
             proc.stdin.write(f"{token}\n".encode())

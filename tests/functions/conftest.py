@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
+from rltune.functions.auth import HEADER
 from rltune.functions.backends.local import LocalProcessBackend
 from rltune.functions.spec import FunctionComponentSpec
 
@@ -28,6 +30,24 @@ def rollout_input(text: str = "hi", **extra) -> dict:
     }
 
 
+class _WorkerAuth(httpx.Auth):
+    """Signs a request with the secret of the worker listening on its port (each worker
+    answers only its pool: ``rltune.functions.auth``)."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[int, str] = {}
+
+    def auth_flow(self, request):
+        token = self.tokens.get(request.url.port)
+        if token:
+            request.headers[HEADER] = token
+        yield request
+
+
+#: ``httpx.AsyncClient(auth=worker_auth)`` calls workers started by ``start_worker``.
+worker_auth = _WorkerAuth()
+
+
 @pytest.fixture
 def start_worker(tmp_path):
     """Factory: start one worker process for (classpath, func_type, **spec fields)."""
@@ -39,6 +59,7 @@ def start_worker(tmp_path):
         spec = FunctionComponentSpec(classpath=classpath, func_type=func_type, **fields)
         handle = await backend.start_worker(spec, f"t{len(handles)}")
         handles.append(handle)
+        worker_auth.tokens[httpx.URL(handle.base_url).port] = handle.token
         return handle
 
     yield start

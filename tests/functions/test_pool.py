@@ -12,6 +12,8 @@ import pytest
 from conftest import WS, rollout_input
 from rltune.functions import FunctionComponentSpec, FunctionPool
 from rltune.functions.backends.local import LocalProcessBackend
+from rltune.functions.failures import PoolBroken
+from rltune.functions.pool import MEMORY_KILLS_IN_A_ROW
 from rltune.sdk import RewardInput, TaskStatus
 from rltune.sdk.errors import UserCodeError, ValidationError
 
@@ -97,6 +99,26 @@ async def test_memory_limit_kills_and_reports(tmp_path):
         assert (await pool.call(rollout_input())).status == TaskStatus.SUCCESS
 
 
+async def test_memory_size_below_the_baseline_fails_fast(tmp_path):
+    """A cloud sample's ``memory_size: 4``: every worker is over it right after setup. The pool
+    gives up after MEMORY_KILLS_IN_A_ROW kills (not hundreds) and every call, waiting or new,
+    raises PoolBroken naming runtime.memory_size and the measured baseline."""
+    s = spec("functions.trivial.Trivial", "reward", runtime={"memory_size": 4})
+    async with await start(tmp_path, s, scale_interval=0.05) as pool:
+        await wait_until(lambda: pool.broken is not None, timeout=60, pool=pool)
+        with pytest.raises(PoolBroken) as err:
+            await asyncio.wait_for(pool.call({"agent_output": {"messages": []}}), 10)
+        msg = err.value.message
+        assert "runtime.memory_size 4 MB" in msg and "measured baseline after setup" in msg
+        assert "no call in flight" in msg
+        assert "runtime.memory_size" in err.value.where and "at least" in err.value.hint
+        await asyncio.sleep(1.0)  # a start already under way may end; nothing new starts
+        m = pool.metrics()
+        assert m.restarts <= 2 * MEMORY_KILLS_IN_A_ROW and m.starting == 0, m
+        await asyncio.sleep(1.0)
+        assert pool.metrics().restarts == m.restarts and pool.metrics().workers == 0
+
+
 async def test_crashing_worker_is_retried_then_failed(tmp_path):
     async with await start(tmp_path, spec(max_retries=1)) as pool:
         out = await asyncio.wait_for(pool.call(rollout_input(exit=7)), 30)
@@ -171,3 +193,60 @@ async def test_scale_out_and_in_under_a_burst(tmp_path):
         watcher.cancel()
         m = pool.metrics()
         assert m.scale_ins >= 1 and m.workers == 1
+
+
+@pytest.mark.parametrize("isolation", ["auto", "none"])
+async def test_a_worker_past_the_process_limit_is_killed_with_its_processes(tmp_path,
+                                                                             monkeypatch,
+                                                                             isolation):
+    """A fork bomb's shape: the worker starts 40 processes against a limit of 20. It is
+    killed with processes_exceeded (naming the setting) and none of its processes lives on
+    (under bubblewrap its PID namespace ends; without, the pool kills them)."""
+    import psutil
+
+    monkeypatch.setenv("RLTUNE_WORKER_MAX_PROCESSES", "20")
+    monkeypatch.setenv("RLTUNE_FUNCTION_ISOLATION", isolation)
+    marker = f"{60 + os.getpid() % 1000 / 1000:.3f}"  # this test's sleeps: sleep 60.xyz
+
+    def sleeps():
+        return [p for p in psutil.process_iter(["cmdline"])
+                if p.info["cmdline"] == ["sleep", marker]]
+
+    s = spec(max_retries=0)
+    async with await start(tmp_path, s, scale_interval=0.05) as pool:
+        call = asyncio.ensure_future(pool.call(rollout_input(spawn=40, spawn_s=marker,
+                                                             hold=30)))
+        await wait_until(lambda: len(sleeps()) >= 20 or call.done(), pool=pool)
+        out = await asyncio.wait_for(call, 20)
+        assert out.status == TaskStatus.FAILED and out.error_code == "processes_exceeded", out
+        assert "more than the limit of 20" in out.error
+        assert "RLTUNE_WORKER_MAX_PROCESSES" in out.error
+        await wait_until(lambda: not sleeps(), pool=pool)
+        await wait_until(lambda: pool.metrics().workers == 1, pool=pool)
+        assert (await pool.call(rollout_input())).status == TaskStatus.SUCCESS
+
+
+def test_a_bad_process_limit_is_refused_by_name(monkeypatch):
+    from rltune.functions.spec import max_processes
+
+    monkeypatch.setenv("RLTUNE_WORKER_MAX_PROCESSES", "many")
+    with pytest.raises(ValidationError) as err:
+        max_processes()
+    assert err.value.where == "RLTUNE_WORKER_MAX_PROCESSES"
+
+
+async def test_a_sandboxed_workers_home_is_capped_at_disk_size(tmp_path):
+    """/worker (HOME) is a tmpfs of runtime.disk_size MB: writing past it fails with
+    "No space left on device" inside the function, and the pool still reads the worker's
+    ready line (it no longer lives in that folder)."""
+    from rltune.functions.sandbox import active_isolation, bwrap_problem
+
+    if active_isolation() != "bwrap":
+        pytest.skip(f"no sandbox here: {bwrap_problem()}")
+    s = spec(runtime={"disk_size": 8})
+    async with await start(tmp_path, s) as pool:
+        out = await pool.call(rollout_input(write_mb=20))
+        assert out.status == TaskStatus.SUCCESS, out.error
+        assert "No space left on device" in out.agent_output.rollout_extra["written"]
+        out = await pool.call(rollout_input(write_mb=4))
+        assert out.agent_output.rollout_extra["written"] == "all"  # rewriting the same file

@@ -10,9 +10,11 @@ import sys
 import time
 
 import httpx
+import orjson
 import pytest
 
-from conftest import WS, rollout_input, wire
+from conftest import WS, rollout_input, wire, worker_auth
+from rltune.functions.auth import HEADER
 from rltune.sdk import GroupRewardOutput, RewardOutput, RolloutOutput
 from rltune.sdk.errors import UserCodeError
 
@@ -21,7 +23,7 @@ async def test_wire_examples_give_valid_outputs(start_worker):
     ro = await start_worker("functions.behave.Behave", "rollout")
     rw = await start_worker("functions/sync_reward.py:ExactMatch", "reward")
     grw = await start_worker("functions.cloud_reward.LengthRank", "group_reward")
-    async with httpx.AsyncClient() as c:
+    async with httpx.AsyncClient(auth=worker_auth) as c:
         r = await c.post(ro.url, json=wire("rollout_input"))
         assert r.status_code == 200, r.text
         out = RolloutOutput.model_validate(r.json())
@@ -45,9 +47,34 @@ async def test_wire_examples_give_valid_outputs(start_worker):
         assert health["processor"] == "Behave" and health["served"] == 1
 
 
+async def test_a_worker_answers_only_its_pool(start_worker):
+    """Without its secret (none, another worker's, a prefix of it) every route, /health
+    included, is a 401 that says nothing of the function; the pool's client gets through."""
+    from rltune.functions.http import WorkerHTTPClient
+
+    w = await start_worker("functions/sync_reward.py:ExactMatch", "reward")
+    other = await start_worker("functions/sync_reward.py:ExactMatch", "reward")
+    assert w.token and other.token and w.token != other.token
+    async with httpx.AsyncClient() as c:
+        for headers in ({}, {HEADER: other.token}, {HEADER: w.token[:-1]}, {HEADER: ""},
+                        {"Authorization": f"Bearer {w.token}"}):
+            r = await c.post(w.url, json=wire("reward_input"), headers=headers)
+            assert r.status_code == 401, (headers, r.text)
+            assert "reward" not in r.text and "ExactMatch" not in r.text
+            h = await c.get(w.base_url + "/health", headers=headers)
+            assert h.status_code == 401 and "ExactMatch" not in h.text
+    client = WorkerHTTPClient("127.0.0.1", httpx.URL(w.base_url).port,
+                              headers={HEADER: w.token})
+    try:
+        status, body = await client.post("/api/v1", orjson.dumps(wire("reward_input")))
+    finally:
+        client.close()
+    assert status == 200 and orjson.loads(body)["reward"]["reward_score"] == 1.0
+
+
 async def test_unmodified_cloud_sdk_processor_runs(start_worker):
     w = await start_worker("functions.cloud_reward.CalcReward", "reward")
-    async with httpx.AsyncClient() as c:
+    async with httpx.AsyncClient(auth=worker_auth) as c:
         body = wire("reward_input")
         r = await c.post(w.url, json=body)
         assert r.status_code == 200, r.text
@@ -59,7 +86,7 @@ async def test_unmodified_cloud_sdk_processor_runs(start_worker):
 
 async def test_error_codes(start_worker):
     w = await start_worker("functions.behave.Behave", "rollout", timeout=0.5)
-    async with httpx.AsyncClient() as c:
+    async with httpx.AsyncClient(auth=worker_auth) as c:
         r = await c.post(w.url, content=b"{not json")
         assert r.status_code == 400 and r.json()["detail"].startswith("Invalid JSON body")
         r = await c.post(w.url, json={"messages": []})  # model_resource missing
@@ -80,7 +107,7 @@ async def test_error_codes(start_worker):
 async def test_503_beyond_concurrency_and_queue(start_worker):
     w = await start_worker("functions.behave.Behave", "rollout",
                            runtime={"concurrency": 1}, queue_size=1)
-    async with httpx.AsyncClient(timeout=10) as c:
+    async with httpx.AsyncClient(timeout=10, auth=worker_auth) as c:
         slow = [asyncio.ensure_future(c.post(w.url, json=rollout_input(sleep=1.0)))
                 for _ in range(2)]
         await asyncio.sleep(0.4)  # one runs, one waits in the queue
@@ -91,7 +118,7 @@ async def test_503_beyond_concurrency_and_queue(start_worker):
 
 async def test_client_disconnect_cancels_the_call(start_worker):
     w = await start_worker("functions.behave.Behave", "rollout")
-    async with httpx.AsyncClient() as c:
+    async with httpx.AsyncClient(auth=worker_auth) as c:
         with pytest.raises(httpx.ReadTimeout):
             await c.post(w.url, json=rollout_input(sleep=30), timeout=0.5)
         deadline = time.monotonic() + 3
@@ -105,7 +132,7 @@ async def test_client_disconnect_cancels_the_call(start_worker):
 async def test_traceparent_is_the_parent_context(start_worker):
     w = await start_worker("functions.behave.Behave", "rollout")
     trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
-    async with httpx.AsyncClient() as c:
+    async with httpx.AsyncClient(auth=worker_auth) as c:
         r = await c.post(w.url, json=rollout_input(trace=True),
                          headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"})
     assert r.json()["agent_output"]["rollout_extra"]["trace_id"] == trace_id
@@ -150,7 +177,7 @@ async def test_configured_by_cloud_env_vars():
     proc = subprocess.Popen([sys.executable, "-m", "rltune.functions.worker"], cwd=WS, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        async with httpx.AsyncClient() as c:
+        async with httpx.AsyncClient(auth=worker_auth) as c:
             for _ in range(200):
                 try:
                     r = await c.get(f"http://127.0.0.1:{port}/health")

@@ -42,7 +42,9 @@ async def test_calls_spread_over_replicas_and_capture_their_versions(group_gatew
     assert len(calls) == 6 and sorted(c.weight_version for c in calls) == [0, 0, 0, 0, 1, 1]
 
     async with httpx.AsyncClient() as http:
-        health = (await http.get(gw.base_url.removesuffix("/v1") + "/health")).json()
+        url = gw.base_url.removesuffix("/v1") + "/health"
+        assert (await http.get(url)).json() == {"status": "ok"}  # no key: liveness only
+        health = (await http.get(url, headers={"Authorization": "Bearer key-a"})).json()
     assert health["weight_version"] == 1
     replicas = health["stats"]["engine_replicas"]
     assert [r["weight_version"] for r in replicas] == [1, 1]

@@ -118,3 +118,39 @@ def test_deployment_caps_count_live_ones(tmp_path, per_ws, total, ws, refused_by
         check_deployment_caps(request, ws)
     assert err.value.http_status == 429 and refused_by in err.value.hint
     assert f"the limit is {per_ws if ws == 'a' else total}" in err.value.message
+
+
+@pytest.mark.slow  # a job on the tiny model, up to its first steps
+def test_a_memory_size_below_a_workers_baseline_fails_the_job_fast(server, tmp_path,
+                                                                    tiny_model_dir):
+    """Issue 37 item 8: a cloud sample's ``memory_size: 4`` kills every worker right after
+    setup. The job ends FAILED within a bounded time, naming runtime.memory_size and the
+    measured baseline, instead of replacing workers hundreds of times while RUNNING."""
+    import asyncio
+
+    import yaml
+
+    from rltune.client import AgenticRL
+    from server.conftest import make_workspace
+
+    ws = make_workspace(tmp_path, tiny_model_dir, save_strategy="no")
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    for fn in job["functions"]:
+        fn["runtime"]["memory_size"] = 4
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    client = AgenticRL(api_key=server.key, base_url=server.url).init(ws / "job.yaml")
+    asyncio.run(client.register_functions())
+    asyncio.run(client.upload_datasets())
+    job_id = client.submit_job().output.job_id
+    with server.client() as c:
+        deadline = time.monotonic() + 180
+        try:
+            while (got := c.get(f"/v1/jobs/{job_id}").json())["status"] in ("PENDING",
+                                                                            "RUNNING"):
+                assert time.monotonic() < deadline, got
+                time.sleep(0.5)
+        finally:
+            c.post(f"/v1/jobs/{job_id}/cancel")
+    assert got["status"] == "FAILED", got
+    assert "runtime.memory_size 4 MB" in got["error"] and "baseline" in got["error"], got
+    assert "killed for memory" in got["error"]

@@ -183,3 +183,74 @@ def test_a_function_cannot_truncate_its_jobs_log(tmp_path, monkeypatch):
     text = log.read_text()
     assert text.startswith("trainer line\n"), text
     assert "function line" in text, text
+
+
+#: An in-tree build backend whose wheel carries the CA bundle the build was given.
+CA_BACKEND = '''
+import base64, hashlib, os, zipfile
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    with open(os.environ["PIP_CERT"]) as fh:
+        ca = fh.read()
+    name = "cacheck-1.0-py3-none-any.whl"
+    dist = "cacheck-1.0.dist-info"
+    files = {"cacheck.py": "CA = %r\\nSSL = %r\\n" % (ca, os.environ.get("SSL_CERT_FILE")),
+             dist + "/METADATA": "Metadata-Version: 2.1\\nName: cacheck\\nVersion: 1.0\\n",
+             dist + "/WHEEL": "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\n"
+                              "Tag: py3-none-any\\n"}
+    files[dist + "/RECORD"] = "".join(n + ",,\\n" for n in files) + dist + "/RECORD,,\\n"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as zf:
+        for n, text in files.items():
+            zf.writestr(n, text)
+    return name
+'''
+
+
+def test_builds_use_the_operators_index_find_links_and_ca(tmp_path, monkeypatch):
+    """Item 10: requirements.txt names a package by name only; with no index
+    (RLTUNE_BUILD_INDEX_URL=none) it comes from the operator's wheel folder
+    (RLTUNE_BUILD_FIND_LINKS), and the build sees the operator's CA bundle. No index is
+    reached."""
+    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path / "home"))
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _wheel(wheels / "marker-1.0-py3-none-any.whl", "from the operator's folder")
+    ca = tmp_path / "corp-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nTESTCA\n-----END CERTIFICATE-----\n")
+    monkeypatch.setenv("RLTUNE_BUILD_INDEX_URL", "none")
+    monkeypatch.setenv("RLTUNE_BUILD_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("RLTUNE_BUILD_CA_BUNDLE", str(ca))
+    ws = tmp_path / "ws"
+    (ws / "cacheck").mkdir(parents=True)
+    (ws / "cacheck" / "pyproject.toml").write_text(BACKEND_PYPROJECT.replace("evil", "cacheck"))
+    (ws / "cacheck" / "backend.py").write_text(CA_BACKEND)
+    (ws / "requirements.txt").write_text("marker==1.0\n./cacheck\n")
+    python = _build_in_thread(ws, tmp_path / "venvs", 300)
+    out = subprocess.run([str(python), "-c", "import cacheck, marker; print(repr(marker.VALUE));"
+                          "print(repr(cacheck.CA)); print(cacheck.SSL)"],
+                         capture_output=True, text=True, timeout=60)
+    value, ca_seen, ssl = out.stdout.strip().splitlines()
+    assert value == repr("from the operator's folder"), out
+    assert ca_seen == repr(ca.read_text())
+    assert ssl == "/build/ca.pem"  # mounted read-only under a neutral name
+
+
+@pytest.mark.parametrize("name, value, where", [
+    ("RLTUNE_BUILD_INDEX_URL", "ftp://mirror/simple", "RLTUNE_BUILD_INDEX_URL"),
+    ("RLTUNE_BUILD_FIND_LINKS", "relative/wheels", "RLTUNE_BUILD_FIND_LINKS"),
+    ("RLTUNE_BUILD_FIND_LINKS", "/no/such/folder", "RLTUNE_BUILD_FIND_LINKS"),
+    ("RLTUNE_BUILD_CA_BUNDLE", "/no/such/ca.pem", "RLTUNE_BUILD_CA_BUNDLE"),
+])
+def test_a_bad_build_source_setting_is_refused_by_name(tmp_path, monkeypatch, name, value,
+                                                      where):
+    monkeypatch.setenv("RLTUNE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(name, value)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "requirements.txt").write_text("marker==1.0\n")
+    with pytest.raises(ConfigError) as err:
+        _build_in_thread(ws, tmp_path / "venvs", 60)
+    assert err.value.where == where and value in err.value.message

@@ -60,7 +60,8 @@ class FunctionComponentRuntime(StrictModel):
 
     Every field defaults to None = "the backend's default", as in the cloud SDK. Local
     backends read ``concurrency``, ``capacity``, ``min_capacity``, ``max_capacity``,
-    ``memory_size`` (MB limit per worker), ``cpu`` and ``env``; VPC fields are accepted for
+    ``memory_size`` (MB limit per worker), ``disk_size`` (MB a sandboxed worker may write under
+    its ``/worker``), ``cpu`` and ``env``; VPC fields are accepted for
     compatibility and ignored locally.
     """
 

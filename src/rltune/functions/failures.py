@@ -27,17 +27,25 @@ from rltune.sdk.data import (
     RolloutOutput,
     TaskStatus,
 )
+from rltune.sdk.errors import ConfigError
 
 # error_code values the pool sets.
 WORKER_CRASHED = "worker_crashed"
 WORKER_HUNG = "worker_hung"
 MEMORY_EXCEEDED = "memory_exceeded"
+PROCESSES_EXCEEDED = "processes_exceeded"
 TIMEOUT = "timeout"
 USER_EXCEPTION = "user_exception"
 INVALID_OUTPUT = "invalid_output"
 BAD_REQUEST = "bad_request"
 OVERLOADED = "overloaded"
 NO_WORKERS = "no_workers"
+
+
+class PoolBroken(ConfigError):
+    """The pool gave up on its function: every worker it starts is killed before it can
+    serve (its baseline memory exceeds ``runtime.memory_size``). ``pool.call`` raises it,
+    so the job fails with the reason instead of running on failed calls."""
 
 
 def failed_output(func_type: str | FunctionType, error: str, *, code: str) -> Any:

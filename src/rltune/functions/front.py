@@ -27,7 +27,9 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from rltune.functions.auth import guarded
 from rltune.functions.backends.base import WorkerBackend
+from rltune.functions.failures import MEMORY_EXCEEDED, PoolBroken, failed_output
 from rltune.functions.pool import FunctionPool
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import ValidationError
@@ -54,6 +56,8 @@ def build_front_app(pool: FunctionPool) -> FastAPI:
         headers = {k: v for k, v in request.headers.items() if k in ("traceparent", "tracestate")}
         try:
             out = await pool.call(body, headers=headers)
+        except PoolBroken as exc:  # a ConfigError, but not the caller's: a FAILED output
+            out = failed_output(pool.spec.func_type, exc.message, code=MEMORY_EXCEEDED)
         except ValidationError as exc:
             return reply(422, {"detail": f"Request parsing error: {exc.message}"})
         return reply(200, out.to_wire())
@@ -62,17 +66,19 @@ def build_front_app(pool: FunctionPool) -> FastAPI:
 
 
 @contextlib.asynccontextmanager
-async def serve_pool(pool: FunctionPool, host: str = "127.0.0.1",
-                     port: int = 0) -> AsyncIterator[str]:
-    """Serve ``pool`` on ``host:port`` (0 = free port) while the block runs; yield the base URL."""
+async def serve_pool(pool: FunctionPool, host: str = "127.0.0.1", port: int = 0,
+                     token: Optional[str] = None) -> AsyncIterator[str]:
+    """Serve ``pool`` on ``host:port`` (0 = free port) while the block runs; yield the base URL.
+    With ``token`` only requests carrying it in ``X-Rltune-Worker-Token`` are answered."""
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(1024)
-    server = uvicorn.Server(uvicorn.Config(build_front_app(pool), log_level="warning",
-                                           access_log=False, lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(guarded(build_front_app(pool), token),
+                                           log_level="warning", access_log=False,
+                                           lifespan="off"))
     # The embedding program owns SIGINT/SIGTERM; uvicorn must not take them over.
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
@@ -90,13 +96,14 @@ async def serve_pool(pool: FunctionPool, host: str = "127.0.0.1",
 
 @contextlib.asynccontextmanager
 async def run_instance(spec: FunctionComponentSpec, *, host: str = "127.0.0.1", port: int = 0,
-                       backend: Optional[WorkerBackend] = None,
+                       backend: Optional[WorkerBackend] = None, token: Optional[str] = None,
                        ) -> AsyncIterator[tuple[FunctionPool, str]]:
     """Start a pool for ``spec`` and serve it while the block runs; yield ``(pool, base_url)``.
+    ``token``: as for ``serve_pool`` (the job server's instances answer only the server).
 
     Raises ``UserCodeError`` when the workers cannot start; on exit the endpoint and every
     worker are stopped.
     """
     async with await FunctionPool.start(spec, backend) as pool, \
-            serve_pool(pool, host=host, port=port) as url:
+            serve_pool(pool, host=host, port=port, token=token) as url:
         yield pool, url

@@ -18,8 +18,10 @@ from rltune.sdk.data import FunctionType
 async def run_single(input_data: dict[str, Any], *, classpath: Optional[str] = None,
                      func_type: str | FunctionType | None = None, workspace: str | Path = ".",
                      instance_url: Optional[str] = None,
-                     timeout: Optional[float] = None) -> Any:
-    """Run one input through a classpath (a one-worker pool) or a loaded instance's URL.
+                     timeout: Optional[float] = None,
+                     headers: Optional[dict[str, str]] = None) -> Any:
+    """Run one input through a classpath (a one-worker pool) or a loaded instance's URL
+    (sent with ``headers``: a guarded instance's token).
 
     Returns the validated output model (status FAILED with the error on failure).
     """
@@ -32,7 +34,7 @@ async def run_single(input_data: dict[str, Any], *, classpath: Optional[str] = N
         url = instance_url.rstrip("/")
         url = url if url.endswith("/api/v1") else f"{url}/api/v1"
         async with httpx.AsyncClient(timeout=timeout) as client:
-            resp = await client.post(url, json=input_data)
+            resp = await client.post(url, json=input_data, headers=headers)
         if resp.status_code != 200:
             from rltune.functions.failures import failed_output
 

@@ -46,12 +46,15 @@ class _Conn:
 class WorkerHTTPClient:
     """Keep-alive POSTs to one worker. Not a general HTTP client (no TLS, no redirects)."""
 
-    def __init__(self, host: str, port: int, max_idle: int = 256):
+    def __init__(self, host: str, port: int, max_idle: int = 256,
+                 headers: Optional[dict[str, str]] = None):
         self.host = host
         self.port = port
         self.max_idle = max_idle
         self._idle: list[_Conn] = []
         self._host_header = f"{host}:{port}".encode()
+        #: Sent with every request (a worker's ``X-Rltune-Worker-Token``).
+        self._fixed = b"".join(f"{k}: {v}\r\n".encode() for k, v in (headers or {}).items())
 
     async def _connect(self) -> _Conn:
         try:
@@ -79,7 +82,7 @@ class WorkerHTTPClient:
         """Send one request; return (status, response headers with lower-case names, body)."""
         head = [method.encode(), b" ", path.encode(), b" HTTP/1.1\r\nHost: ", self._host_header,
                 b"\r\nContent-Type: application/json\r\nContent-Length: ",
-                str(len(body)).encode(), b"\r\n"]
+                str(len(body)).encode(), b"\r\n", self._fixed]
         for key, value in (headers or {}).items():
             head += [key.encode(), b": ", value.encode(), b"\r\n"]
         head.append(b"\r\n")

@@ -37,6 +37,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from rltune.functions import failures as F
+from rltune.functions.auth import HEADER
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.http import WorkerConnectionError, WorkerHTTPClient, WorkerTimeout
 from rltune.functions.metrics import LatencyWindow, PoolMetrics, WorkerMetrics
@@ -52,12 +53,15 @@ from rltune.functions.scaler import (
     WorkerState,
     decide,
 )
-from rltune.functions.spec import FunctionComponentSpec
+from rltune.functions.spec import FunctionComponentSpec, max_processes
 from rltune.sdk.data import INPUT_MODELS, TaskStatus
 from rltune.sdk.errors import ValidationError
 
 log = logging.getLogger("rltune.functions.pool")
 _HANG_GRACE_S = 0.5  # the worker answers 504 at `timeout`; past this grace it counts as hung
+#: Memory kills in a row (no call answered in between) after which the pool gives up
+#: (``PoolBroken``): a worker whose baseline exceeds ``runtime.memory_size`` never serves.
+MEMORY_KILLS_IN_A_ROW = 3
 
 
 def exit_reason(handle: WorkerHandle) -> str:
@@ -100,7 +104,8 @@ class _Worker:
     def __init__(self, handle: WorkerHandle):
         self.handle = handle
         parsed = urlsplit(handle.base_url)
-        self.http = WorkerHTTPClient(parsed.hostname or "127.0.0.1", parsed.port or 80)
+        self.http = WorkerHTTPClient(parsed.hostname or "127.0.0.1", parsed.port or 80,
+                                     headers={HEADER: handle.token} if handle.token else None)
         self.in_flight = 0
         self.idle_since = time.monotonic()
         self.death_reason: Optional[str] = None
@@ -131,11 +136,15 @@ class FunctionPool:
             max_capacity=rt.max_capacity, memory_size_mb=rt.memory_size,
             concurrency_scale_threshold=rt.concurrency_scale_threshold,
             memory_scale_threshold=rt.memory_scale_threshold,
-            scale_in_cooldown=spec.scale_in_cooldown, health_interval=spec.health_interval)
+            scale_in_cooldown=spec.scale_in_cooldown, health_interval=spec.health_interval,
+            max_processes=max_processes())
         self.workers: list[_Worker] = []
         self.starting = 0
         self.queued = 0
         self.start_error: Optional[str] = None
+        #: Set once the pool gave up (``MEMORY_KILLS_IN_A_ROW``); every call raises it.
+        self.broken: Optional[F.PoolBroken] = None
+        self._memory_kills: list[Kill] = []
         self.counters = dict.fromkeys(
             ("calls", "succeeded", "failures", "retries", "restarts", "scale_outs", "scale_ins"), 0
         )
@@ -204,7 +213,7 @@ class FunctionPool:
                           reason, exc)
                 self._wake(all_waiters=True)
                 return
-            if self._closed:
+            if self._closed or self.broken is not None:
                 await handle.stop()
                 return
             self.start_error = None
@@ -228,9 +237,10 @@ class FunctionPool:
         if worker in self.workers:
             self.workers.remove(worker)
         self.counters["restarts"] += 1
-        log.warning("%s: worker %s %s; replacing it", self.spec.display_name,
-                    worker.handle.worker_id, reason)
-        if not self._closed:
+        replace = not self._closed and self.broken is None
+        log.warning("%s: worker %s %s%s", self.spec.display_name, worker.handle.worker_id,
+                    reason, "; replacing it" if replace else "")
+        if replace:
             self.add_worker_soon("replacement")
 
     # ---- the control loop: snapshot -> scaler.decide -> apply ----------------------------
@@ -251,6 +261,7 @@ class FunctionPool:
             alive = w.handle.is_alive()
             states.append(WorkerState(
                 w.handle.worker_id, alive=alive, rss_bytes=w.handle.rss_bytes() if alive else 0,
+                processes=w.handle.process_count() if alive else 0,
                 in_flight=w.in_flight, available=w.available, idle_since=w.idle_since,
                 last_probe=w.last_probe, probing=w.probing))
         return PoolSnapshot(now=time.monotonic(), policy=self.policy, workers=tuple(states),
@@ -262,6 +273,8 @@ class FunctionPool:
         by_id = {w.handle.worker_id: w for w in self.workers}
         for action in actions:
             if isinstance(action, Start):
+                if self.broken is not None:
+                    continue
                 if action.scale_out:
                     self.counters["scale_outs"] += 1
                 for _ in range(action.count):
@@ -273,11 +286,34 @@ class FunctionPool:
             if isinstance(action, Reap):
                 self.mark_dead(worker, exit_reason(worker.handle))
             elif isinstance(action, Kill):
+                if action.code == F.MEMORY_EXCEEDED:
+                    self._memory_kill(action)
                 self.mark_dead(worker, action.reason, code=action.code)
             elif isinstance(action, Probe):
                 self._probe(worker)
             elif isinstance(action, Retire):
                 await self._retire(worker)
+
+    def _memory_kill(self, kill: Kill) -> None:
+        """Count a memory kill; at ``MEMORY_KILLS_IN_A_ROW`` the pool gives up, naming
+        ``runtime.memory_size`` and the RSS measured."""
+        self._memory_kills.append(kill)
+        kills = self._memory_kills
+        if len(kills) < MEMORY_KILLS_IN_A_ROW or self.broken is not None:
+            return
+        low, high = (f(k.rss_bytes for k in kills) / 2**20 for f in (min, max))
+        calls = "no call in flight" if all(k.idle for k in kills) else "calls in flight"
+        name, limit = self.spec.display_name, self.runtime.memory_size
+        self.broken = F.PoolBroken(
+            f"{len(kills)} workers in a row were killed for memory ({calls}): RSS {low:.0f} to "
+            f"{high:.0f} MB against runtime.memory_size {limit} MB; the lowest, a worker's "
+            f"measured baseline after setup, is {low:.0f} MB, so the pool gave up instead of "
+            "replacing them again",
+            where=f"{name}: runtime.memory_size",
+            hint=f"raise runtime.memory_size to at least {int(high * 1.25) + 1} MB, or make "
+                 "the function use less memory")
+        log.error("%s", self.broken)
+        self._wake(all_waiters=True)
 
     def _probe(self, worker: _Worker) -> None:
         """Ask a busy worker's ``/health`` in the background; kill it if it hangs."""
@@ -332,7 +368,7 @@ class FunctionPool:
         """A worker with a free slot; None when the pool is closed or cannot start workers."""
         loop = asyncio.get_running_loop()
         while True:
-            if self._closed:
+            if self._closed or self.broken is not None:
                 return None
             worker = self._pick()
             if worker is not None:
@@ -359,8 +395,11 @@ class FunctionPool:
         """Run one call; return the output model (status FAILED with the error on failure).
 
         ``input_data`` is the input model or a dict of it; a dict that does not validate raises
-        ``rltune.sdk.errors.ValidationError`` (that is the caller's bug, not the function's).
+        ``rltune.sdk.errors.ValidationError`` (that is the caller's bug, not the function's);
+        once the pool gave up on its function every call raises ``failures.PoolBroken``.
         """
+        if self.broken is not None:
+            raise self.broken
         if isinstance(input_data, BaseModel):
             payload = input_data.to_wire() if hasattr(input_data, "to_wire") else (
                 input_data.model_dump(mode="json"))
@@ -388,6 +427,8 @@ class FunctionPool:
         timeout = self.spec.timeout
         while True:
             worker = await self._acquire()
+            if worker is None and self.broken is not None:
+                raise self.broken
             if worker is None:
                 reason = self.start_error or "the pool is closed"
                 return F.failed_output(ftype, f"no worker can take the call: {reason}",
@@ -419,6 +460,8 @@ class FunctionPool:
                 busy_retries += 1  # worker queue full: back off briefly, try again
                 await asyncio.sleep(0.05 * busy_retries)
                 continue
+            if status == 200:
+                self._memory_kills.clear()  # a worker lived to answer: not a kill loop
             return F.output_from_reply(self.spec.func_type, self._output_model, status, content)
 
     async def _confirm_death(self, worker: _Worker) -> None:

@@ -222,15 +222,18 @@ class BwrapCommand:
 def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path, *,
                   workspace_writable: bool = False, venv: Optional[Path] = None,
                   venv_writable: bool = False, tmp_bytes: Optional[int] = None,
-                  writable: dict[Path, str] | None = None) -> BwrapCommand:
+                  private_bytes: Optional[int] = None, writable: dict[Path, str] | None = None,
+                  readonly: dict[Path, str] | None = None) -> BwrapCommand:
     """``cmd`` wrapped in a bubblewrap sandbox (see the module doc).
 
     ``workspace`` shows at ``/workspace`` (read-only unless ``workspace_writable``: the code
     of a registered function is shared by every instance of it), ``venv`` at ``/venv``,
     ``private_dir`` (the worker's ``HOME``) at ``/worker``, each of ``writable`` at the path it
     maps to (each must be one of ``rltune.safefs.TENANT_WRITABLE``: trusted code touches the
-    files of a writable folder only through ``rltune.safefs``). ``/tmp`` is a tmpfs of
-    ``tmp_bytes``. ``cmd`` must name these inside paths.
+    files of a writable folder only through ``rltune.safefs``), each of ``readonly`` read-only.
+    ``/tmp`` is a tmpfs of ``tmp_bytes``; with ``private_bytes``, ``/worker`` is a tmpfs of that
+    size instead of ``private_dir`` (the kernel caps what the function writes there). ``cmd``
+    must name these inside paths.
     ``$RLTUNE_HOME`` is not mounted; where a mounted Python folder contains it, an empty
     tmpfs hides it.
     """
@@ -270,9 +273,16 @@ def bwrap_command(cmd: list[str], workspace: Path, private_dir: Path, *,
     args += ["--bind" if workspace_writable else "--ro-bind", str(workspace), WORKSPACE]
     if venv is not None:
         args += ["--bind" if venv_writable else "--ro-bind", str(venv), VENV]
-    args += ["--bind", str(private_dir), WORKER_DIR]
+    if private_bytes and bwrap_supports("--size"):
+        args += ["--size", str(int(private_bytes)), "--tmpfs", WORKER_DIR]
+    else:
+        if private_bytes:
+            log.warning("bubblewrap is older than 0.8.0 (no --size): /worker is not capped")
+        args += ["--bind", str(private_dir), WORKER_DIR]
     for path, inside in (writable or {}).items():
         args += ["--bind", str(path), inside]
+    for path, inside in (readonly or {}).items():
+        args += ["--ro-bind", str(path), inside]
     fds: tuple[int, ...] = ()
     if seccomp.supported():
         fd = seccomp.program_fd()

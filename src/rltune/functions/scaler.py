@@ -9,7 +9,8 @@ The rules, in order:
 - a worker that exited is reaped and replaced (:class:`Reap`; its in-flight calls are retried
   by ``pool.call``);
 - a worker whose RSS exceeds ``memory_size`` MB is killed and replaced (:class:`Kill` with
-  ``error_code="memory_exceeded"``);
+  ``error_code="memory_exceeded"``), as is one running more than ``max_processes`` processes
+  (``error_code="processes_exceeded"``; a fork bomb);
 - a busy worker whose last ``/health`` probe is ``health_interval`` s old is probed again
   (:class:`Probe`; the pool kills one that does not answer in ``hang_timeout`` s);
 - below ``min_capacity`` (workers + starting, counting replacements), start the missing ones;
@@ -51,6 +52,7 @@ class ScalePolicy:
     memory_scale_threshold: float
     scale_in_cooldown: float
     health_interval: float
+    max_processes: int = 0  # processes of one worker (it and all it started); 0: no limit
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class WorkerState:
     worker_id: str
     alive: bool = True
     rss_bytes: int = 0
+    processes: int = 0  # the worker and its descendants (0: not known)
     in_flight: int = 0
     available: bool = True
     idle_since: float = 0.0
@@ -94,6 +97,8 @@ class Kill:
     worker_id: str
     reason: str
     code: str
+    rss_bytes: int = 0  # what was measured, for a memory kill
+    idle: bool = False  # it had no call in flight: its baseline alone was too big
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,13 @@ def decide(snap: PoolSnapshot) -> list[Action]:
             actions.append(Kill(
                 w.worker_id, f"was killed: RSS {w.rss_bytes / _MB:.0f} MB exceeded memory_size "
                              f"{p.memory_size_mb} MB (raise runtime.memory_size or use less "
-                             "memory)", F.MEMORY_EXCEEDED))
+                             "memory)", F.MEMORY_EXCEEDED, w.rss_bytes, w.in_flight == 0))
+            continue
+        if p.max_processes and w.processes > p.max_processes:
+            actions.append(Kill(
+                w.worker_id, f"was killed: it ran {w.processes} processes, more than the limit "
+                             f"of {p.max_processes} (RLTUNE_WORKER_MAX_PROCESSES; start fewer "
+                             "subprocesses)", F.PROCESSES_EXCEEDED))
             continue
         rss_total += w.rss_bytes
         live.append(w)

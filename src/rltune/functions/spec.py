@@ -27,6 +27,7 @@ from rltune.sdk.errors import ConfigError
 LOCAL_DEFAULTS: dict[str, Any] = {
     "cpu": 1.0,  # threads a worker's numeric libraries may use
     "memory_size": 4096,  # MB of RSS before the worker is killed and replaced
+    "disk_size": 1024,  # MB a sandboxed worker may write under /worker (its HOME)
     "concurrency": 16,  # requests in flight per worker
     "capacity": 1,  # workers at start
     "min_capacity": 1,
@@ -37,6 +38,24 @@ LOCAL_DEFAULTS: dict[str, Any] = {
 }
 
 
+MAX_PROCESSES_ENV, DEFAULT_MAX_PROCESSES = "RLTUNE_WORKER_MAX_PROCESSES", 128
+
+
+def max_processes() -> int:
+    """The operator's process limit per worker (``RLTUNE_WORKER_MAX_PROCESSES``, default 128;
+    0 turns it off), checked."""
+    import os
+
+    raw = os.environ.get(MAX_PROCESSES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_PROCESSES
+    if not raw.isdigit():
+        raise ConfigError(f"{MAX_PROCESSES_ENV}={raw!r} is not a whole number",
+                          where=MAX_PROCESSES_ENV,
+                          hint=f"unset it for the default ({DEFAULT_MAX_PROCESSES}), 0 for none")
+    return int(raw)
+
+
 class FunctionComponentRuntime(_ConfigRuntime):
     """Runtime knobs of one function component (cloud names; all optional), plus ``resolve()``.
 
@@ -44,8 +63,8 @@ class FunctionComponentRuntime(_ConfigRuntime):
     this subclass adds rltune's local defaults. When a field is None: ``cpu`` 1,
     ``memory_size`` 4096 MB, ``concurrency`` 16, ``capacity`` 1, ``min_capacity`` 1,
     ``max_capacity`` 4, ``concurrency_scale_threshold`` 0.8, ``memory_scale_threshold`` 0.9,
-    ``env`` {}. ``disk_size``, ``layer_code`` and the VPC fields are accepted for compatibility
-    and ignored locally.
+    ``disk_size`` 1024 MB (the size of a sandboxed worker's ``/worker``), ``env`` {}.
+    ``layer_code`` and the VPC fields are accepted for compatibility and ignored locally.
     """
 
     def resolve(self) -> FunctionComponentRuntime:

@@ -7,6 +7,10 @@ environment and, with bubblewrap, the sandbox — a private copy of the workspac
 capabilities, the seccomp filter. It is stopped after ``RLTUNE_VENV_BUILD_TIMEOUT`` seconds
 (default 900) or when the venv and its build folder pass ``RLTUNE_VENV_MAX_MB`` (default 4096).
 
+Packages come from the installer's default index unless the operator names an index,
+find-links and a CA bundle for builds (``rltune.functions.build_sources``); the server's own pip
+configuration never reaches a build.
+
 The full output goes to ``<venvs>/venv-<digest>.build.log`` on the server's side; the error a
 tenant sees holds only the installer's own error lines, with server paths and key-shaped
 strings redacted.
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Optional
 
 from rltune.functions import sandbox
+from rltune.functions.build_sources import build_sources
 from rltune.sdk.errors import ConfigError
 
 log = logging.getLogger("rltune.functions.venv_build")
@@ -101,6 +106,7 @@ def build(workspace: Path, venv: Path, uv: Optional[str], digest: str) -> None:
 
     timeout, max_bytes = limits()
     isolated = sandbox.active_isolation() == "bwrap"
+    sources, source_mounts = build_sources(sandboxed=isolated)  # the operator's index settings
     scratch = Path(tempfile.mkdtemp(prefix=f".build-{digest}-", dir=venv.parent))
     log_path = venv.parent / f"venv-{digest}.build.log"
     home = scratch / "home"
@@ -119,16 +125,17 @@ def build(workspace: Path, venv: Path, uv: Optional[str], digest: str) -> None:
                     f"{sandbox.WORKSPACE}/requirements.txt", uv or "", *_parent_sites()]
             wrapped = sandbox.bwrap_command(args, src, home, workspace_writable=True,
                                             venv=venv, venv_writable=True,
-                                            tmp_bytes=min(max_bytes, 1024 * 2**20))
+                                            tmp_bytes=min(max_bytes, 1024 * 2**20),
+                                            readonly=source_mounts)
             argv, fds, cwd = wrapped.argv, wrapped.pass_fds, str(src)
-            env = sandbox.minimal_env(Path(sandbox.WORKSPACE), Path(sandbox.WORKER_DIR), {},
+            env = sandbox.minimal_env(Path(sandbox.WORKSPACE), Path(sandbox.WORKER_DIR), sources,
                                       tmpdir=f"{sandbox.WORKER_DIR}")
         else:
             wrapped = None
             argv = [sys.executable, "-c", _DRIVER, str(venv), str(workspace / "requirements.txt"),
                     uv or "", *_parent_sites()]
             fds, cwd = (), str(workspace)
-            env = sandbox.minimal_env(workspace, home, {})
+            env = sandbox.minimal_env(workspace, home, sources)
         env.pop("PYTHONPATH", None)
         with open(log_path, "wb") as out:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,

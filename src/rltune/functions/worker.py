@@ -6,7 +6,9 @@ comes from flags or from the cloud's env vars ``FUNC_TYPE``, ``PROCESSOR_CLASS``
 ``RLTUNE_WORKSPACE`` and ``RLTUNE_FUNC_TIMEOUT``). Port 0 binds a free port; with
 ``--ready-file`` the worker writes ``{"ok": true, "port": …, "pid": …}`` there once it serves
 (or ``{"ok": false, "error": …}`` when loading or ``setup()`` failed) — that is how a pool
-learns the port.
+learns the port (``--ready-file /proc/self/fd/N``: one line on the pipe N). With
+``--token-stdin`` the first line of stdin is a secret every request must carry
+(``rltune.functions.auth``): a pool's workers answer only that pool.
 
 Example (shell):
     FUNC_TYPE=reward PROCESSOR_CLASS=functions.reward.Calc SERVER_PORT=8000 \\
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -32,6 +35,7 @@ from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import RltuneError, UserCodeError
 
 log = logging.getLogger("rltune.functions.worker")
+_FD_PREFIX = "/proc/self/fd/"
 EXIT_SETUP_FAILED = 3
 
 
@@ -51,6 +55,8 @@ class WorkerConfig:
     check_requirements: bool = True
     name: Optional[str] = None  # the function's name in the job (tags its output)
     job_log: Optional[str] = None  # the job's log file: the function's output is appended
+    #: Requests must carry it (``rltune.functions.auth``); None: the worker answers anyone.
+    token: Optional[str] = None
 
 
 def install_cloud_alias() -> bool:
@@ -71,6 +77,12 @@ def install_cloud_alias() -> bool:
 
 def _write_ready(path: Optional[str], payload: dict) -> None:
     if not path:
+        return
+    if path.startswith(_FD_PREFIX):  # a pipe from the pool: one line, then closed
+        fd = int(path[len(_FD_PREFIX):])
+        with contextlib.suppress(OSError):
+            os.write(fd, json.dumps(payload).encode() + b"\n")
+            os.close(fd)
         return
     tmp = f"{path}.tmp"
     Path(tmp).write_text(json.dumps(payload))
@@ -128,6 +140,7 @@ async def serve(cfg: WorkerConfig) -> int:
     import uvicorn
 
     from rltune.functions import output
+    from rltune.functions.auth import guarded
     from rltune.functions.worker_app import build_app
 
     output.install(cfg.name or f"{cfg.func_type}:{cfg.classpath}", cfg.job_log)
@@ -145,8 +158,8 @@ async def serve(cfg: WorkerConfig) -> int:
                                       "hint": exc.hint})
         print(f"rltune worker: {exc}", file=sys.__stderr__, flush=True)  # rltune's own, untagged
         return EXIT_SETUP_FAILED
-    app = build_app(processor, cfg.func_type, concurrency=cfg.concurrency,
-                    queue_size=cfg.queue_size, timeout=cfg.timeout)
+    app = guarded(build_app(processor, cfg.func_type, concurrency=cfg.concurrency,
+                            queue_size=cfg.queue_size, timeout=cfg.timeout), cfg.token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((cfg.host, cfg.port))
@@ -210,14 +223,24 @@ def parse_args(argv: Optional[list[str]] = None) -> WorkerConfig:
     p.add_argument("--ready-file", default=env.get("RLTUNE_READY_FILE"))
     p.add_argument("--name", default=None, help="the function's name (tags its output)")
     p.add_argument("--job-log", default=None, help="append the function's output here")
+    p.add_argument("--token-stdin", action="store_true",
+                   help="read the secret every request must carry from stdin's first line")
     args = p.parse_args(argv)
     if not args.func_type or not args.classpath:
         p.error("set --func-type and --processor-class (or FUNC_TYPE and PROCESSOR_CLASS)")
+    token = None
+    if args.token_stdin:
+        from rltune.functions.auth import read_token
+
+        try:
+            token = read_token()  # before any user code is imported
+        except ValueError as exc:
+            p.error(str(exc))
     return WorkerConfig(func_type=args.func_type, classpath=args.classpath,
                         workspace=args.workspace, host=args.host, port=args.port,
                         concurrency=args.concurrency, queue_size=args.queue_size,
                         timeout=args.timeout, ready_file=args.ready_file, name=args.name,
-                        job_log=args.job_log)
+                        job_log=args.job_log, token=token)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

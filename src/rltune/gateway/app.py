@@ -4,7 +4,8 @@ Routes: ``POST /v1/chat/completions``, ``POST /v1/responses`` (:mod:`rltune.gate
 ``GET /v1/models``, ``GET /health``. Every ``/v1`` call
 needs ``Authorization: Bearer <key>`` where the key is a live per-rollout key (its calls are
 captured for that rollout) or a static serving key (not captured), unless the gateway was made
-with ``open_access=True``.
+with ``open_access=True``. ``/health`` answers anyone, but with the model, its weight version
+and the counters only to a valid key (the job's model path and progress are the tenant's).
 """
 
 from __future__ import annotations
@@ -65,7 +66,11 @@ def create_app(gw: Gateway) -> FastAPI:
     app.add_middleware(_BodyLimit, gw=gw)
 
     @app.get("/health")
-    async def health() -> dict[str, Any]:
+    async def health(request: Request) -> dict[str, Any]:
+        try:
+            gw.authenticate(request.headers.get("authorization"))
+        except AuthError:  # any process on the machine can reach a job's gateway: liveness only
+            return {"status": "ok"}
         return {"status": "ok", "model": gw.model_name, "weight_version":
                 gw.engine.weight_version, "stats": gw.stats()}
 

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from rltune.config.data import DataRow
+from rltune.functions.failures import PoolBroken
 from rltune.gateway.capture import CapturedCall
 from rltune.gateway.rows import build_rows
 from rltune.observability.spans import rollout_span, trace_headers
@@ -264,8 +265,8 @@ class RolloutRunner:
                         self._input(row, rid, key, sample_id, attempt, traceparent),
                         headers=trace_headers(),
                     )
-                except asyncio.CancelledError:
-                    raise
+                except (asyncio.CancelledError, PoolBroken):
+                    raise  # a pool that gave up fails the job, naming why
                 except Exception as exc:  # a caller bug must not sink the step
                     out = RolloutOutput(
                         status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}"

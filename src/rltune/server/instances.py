@@ -27,6 +27,7 @@ INS_HINT = "list instances: GET /v1/instances; load one: POST /v1/functions/{id}
 class _Live:
     stack: contextlib.AsyncExitStack
     pool: Any  # FunctionPool
+    token: str  # its endpoint answers only requests carrying it: only this server knows it
 
 
 class InstanceManager:
@@ -80,17 +81,19 @@ class InstanceManager:
     async def load(self, workspace: str, entity_id: str, runtime: Optional[dict],
                    timeout: Optional[float]) -> dict[str, Any]:
         """Start a pool and its endpoint for ``entity_id``; return the instance's view."""
+        from rltune.functions.auth import new_token
         from rltune.functions.front import run_instance
 
         spec = self.registry.spec_for(entity_id, runtime or None, timeout)
         stack = contextlib.AsyncExitStack()
+        token = new_token()  # other tenants' functions share the loopback with the endpoint
         try:
-            pool, url = await stack.enter_async_context(run_instance(spec))
+            pool, url = await stack.enter_async_context(run_instance(spec, token=token))
         except BaseException:
             await stack.aclose()
             raise
         instance_id = new_instance_id(spec.func_type)
-        self._live[instance_id] = _Live(stack, pool)
+        self._live[instance_id] = _Live(stack, pool, token)
         rec = {"id": instance_id, "workspace": workspace, "status": "active",
                "created_at": time.time(), "entity_id": entity_id,
                "type": spec.func_type.value, "trigger_url": f"{url}/api/v1", "url": url,
@@ -102,6 +105,7 @@ class InstanceManager:
     async def test(self, workspace: str, instance_id: str, input_data: dict[str, Any],
                    func_type: Optional[str] = None) -> dict[str, Any]:
         """Send one input to a running instance; the output is validated by its type's model."""
+        from rltune.functions.auth import HEADER
         from rltune.functions.harness import run_single
 
         rec = self.owned(workspace, instance_id)
@@ -114,7 +118,8 @@ class InstanceManager:
                                   hint=f"pass type {rec['type']} or omit it")
         t0 = time.perf_counter()
         out = await run_single(input_data, func_type=rec["type"], instance_url=rec["url"],
-                               timeout=rec.get("timeout") or 600)
+                               timeout=rec.get("timeout") or 600,
+                               headers={HEADER: self._live[instance_id].token})
         seconds = time.perf_counter() - t0
         self.event(instance_id, f"test: {out.status.value} in {seconds:.2f}s")
         return {"instance_id": instance_id, "status": out.status.value, "seconds": seconds,

@@ -17,6 +17,8 @@ class WorkerHandle(ABC):
     worker_id: str
     base_url: str  # http://127.0.0.1:PORT
     pid: Optional[int]
+    #: The secret every request to the worker must carry (``rltune.functions.auth``).
+    token: Optional[str] = None
     #: Seconds the pool waits for ``is_alive()`` to turn False after the worker's connection
     #: dropped (a process exit shows at once; a remote actor's death takes longer to report).
     death_notice_s: float = 0.25
@@ -36,6 +38,11 @@ class WorkerHandle(ABC):
     @abstractmethod
     def rss_bytes(self) -> int:
         """Resident memory of the worker and its children; 0 when it is gone."""
+
+    def process_count(self) -> int:
+        """The worker's processes (it and its descendants) at the last ``rss_bytes``; 0 when
+        the backend does not know."""
+        return 0
 
     @abstractmethod
     def kill(self) -> None:

@@ -4,12 +4,14 @@ Each worker binds port 0 and reports its port through a ready file (no port race
 to a log file per worker. On Linux the worker gets SIGKILL when the pool process dies, so a
 crashed trainer leaves no orphan workers. ``runtime.cpu`` bounds the numeric libraries'
 threads. The environment is built from scratch plus ``runtime.env``, and the worker runs in a
-bubblewrap sandbox when one is available (``rltune.functions.sandbox``).
+bubblewrap sandbox when one is available (``rltune.functions.sandbox``). Each worker gets its
+own secret on stdin and answers only requests carrying it (``rltune.functions.auth``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -24,10 +26,10 @@ import psutil
 
 from rltune._process import describe_exit, die_with_parent, tail_file, tree_rss
 from rltune.functions import sandbox
+from rltune.functions.auth import new_token
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.output import JobLogPipe, job_log, worker_args
 from rltune.functions.spec import FunctionComponentSpec
-from rltune.safefs import TenantFolder, UnsafeFileError
 from rltune.sdk.errors import UserCodeError
 
 # How often rss_bytes looks for the worker's child processes again. Finding them walks every
@@ -39,28 +41,28 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "NUMEXPR_NUM_THREADS", "RAYON_NUM_THREADS", "TOKENIZERS_PARALLELISM")
 
 
-#: The most a worker's ready file may hold (it is a few dozen bytes of JSON).
+#: The most a worker's ready line may hold (it is a few dozen bytes of JSON).
 READY_MAX_BYTES = 64 * 1024
 
 
-def _ready_info(folder: TenantFolder, name: str, where: str) -> dict:
-    """The worker's ready file, read without following what the worker may have put there."""
+def _ready_info(line: bytes, where: str) -> dict:
+    """The worker's ready line (the pipe's first line; function code could write there too)."""
     try:
-        info = json.loads(folder.read(name) or b"{}")
-    except (UnsafeFileError, ValueError) as exc:
-        raise UserCodeError(f"the worker's ready file is unusable: {exc}", where=where,
-                            hint="function code must leave the worker's /worker/ready.json "
-                                 "alone") from None
+        info = json.loads(line)
+    except ValueError as exc:
+        info = exc
     if not isinstance(info, dict):
-        raise UserCodeError("the worker's ready file is not a JSON object", where=where,
-                            hint="function code must leave /worker/ready.json alone")
+        raise UserCodeError(f"the worker's ready line is not a JSON object: {line[:200]!r}",
+                            where=where, hint="function code must not write to the worker's "
+                                              "ready pipe")
     return info
 
 
 class LocalProcessHandle(WorkerHandle):
     def __init__(self, worker_id: str, proc: subprocess.Popen, port: int, log_path: Path,
-                 sandboxed: bool = False):
+                 sandboxed: bool = False, token: Optional[str] = None):
         self.worker_id = worker_id
+        self.token = token
         self.proc = proc
         self.sandboxed = sandboxed  # proc is bwrap; the worker is its grandchild
         self.pid = proc.pid
@@ -87,10 +89,20 @@ class LocalProcessHandle(WorkerHandle):
             return 0
         return tree_rss(self._ps, self._children)
 
+    def process_count(self) -> int:
+        return 1 + len(self._children) if self._ps is not None else 0
+
     def kill(self) -> None:
+        below: list[psutil.Process] = []
+        if not self.sandboxed and self.is_alive():  # what it started would live on: find it
+            with contextlib.suppress(psutil.Error):
+                below = psutil.Process(self.pid).children(recursive=True)
         if self.is_alive():
-            self.proc.kill()
+            self.proc.kill()  # under bwrap its PID namespace ends with it, and all inside
         self.proc.poll()
+        for child in below:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
 
     def _worker_processes(self) -> list[psutil.Process]:
         """The worker's own process: ``proc``, or under bwrap the first non-bwrap process
@@ -182,7 +194,6 @@ class LocalProcessBackend(WorkerBackend):
         runtime = spec.resolved_runtime()
         isolation = sandbox.active_isolation()
         private = Path(tempfile.mkdtemp(prefix=f"{worker_id}-", dir=self.log_dir))
-        ready = private / "ready.json"
         log_path = self.log_dir / f"{worker_id}.log"
         python = spec.python or sys.executable
         venv = None
@@ -198,16 +209,20 @@ class LocalProcessBackend(WorkerBackend):
         sandboxed = isolation == "bwrap"
         if sandboxed:  # the worker sees neutral paths; its job log is a pipe (append-only)
             python = f"{sandbox.VENV}/bin/python" if venv else python
-            workspace, ready_arg = sandbox.WORKSPACE, f"{sandbox.WORKER_DIR}/ready.json"
+            workspace = sandbox.WORKSPACE
             log_pipe = JobLogPipe.open(job_log())
         else:
-            workspace, ready_arg, log_pipe = str(spec.workspace), str(ready), None
+            workspace, log_pipe = str(spec.workspace), None
+        # The worker reports its port on a pipe (its /worker is a tmpfs the pool cannot see).
+        ready_r, ready_w = os.pipe()
+        os.set_blocking(ready_r, False)
+        ready_arg = f"/proc/self/fd/{ready_w}"
         cmd = [
             python, "-m", "rltune.functions.worker",
             "--func-type", spec.func_type.value, "--classpath", spec.classpath,
             "--workspace", workspace, "--port", "0",
             "--concurrency", str(runtime.concurrency), "--queue-size", str(spec.queue_size),
-            "--ready-file", ready_arg,
+            "--ready-file", ready_arg, "--token-stdin",
             *worker_args(spec.display_name, log_pipe.inside if log_pipe else None),
         ]
         if spec.timeout:
@@ -220,29 +235,57 @@ class LocalProcessBackend(WorkerBackend):
             wrapped = sandbox.bwrap_command(
                 cmd, Path(spec.workspace).resolve(), private, venv=venv,
                 tmp_bytes=runtime.memory_size * 2**20 if runtime.memory_size else None,
+                private_bytes=runtime.disk_size * 2**20 if runtime.disk_size else None,
                 writable=writable)
             cmd = wrapped.argv
-        fds = (*(wrapped.pass_fds if wrapped else ()), *(log_pipe.pass_fds if log_pipe else ()))
-        with open(log_path, "ab") as log:
-            # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=self.worker_env(spec, private, sandboxed), cwd=str(spec.workspace),
-                preexec_fn=die_with_parent(), pass_fds=fds,
-            )
-        if wrapped:
-            wrapped.close()  # the child holds its own copies now
+        fds = (*(wrapped.pass_fds if wrapped else ()), *(log_pipe.pass_fds if log_pipe else ()),
+               ready_w)
+        try:
+            with open(log_path, "ab") as log:
+                # Popen in the loop's thread: PDEATHSIG fires when the *thread* that forked exits.
+                proc = subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                    env=self.worker_env(spec, private, sandboxed), cwd=str(spec.workspace),
+                    preexec_fn=die_with_parent(), pass_fds=fds,
+                )
+        except BaseException:
+            os.close(ready_r)
+            raise
+        finally:
+            os.close(ready_w)
+            if wrapped:
+                wrapped.close()  # the child holds its own copies now
+        token = new_token()  # on a pipe: no other process sees it (argv and env are in /proc)
+        try:
+            proc.stdin.write(f"{token}\n".encode())
+        except OSError:
+            pass  # it died at once; the loop below reports how
+        finally:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
         if log_pipe:
             log_pipe.started()
+        try:
+            return await self._wait_ready(spec, worker_id, proc, ready_r, log_path, token,
+                                          sandboxed)
+        finally:
+            os.close(ready_r)
+
+    async def _wait_ready(self, spec: FunctionComponentSpec, worker_id: str,
+                          proc: subprocess.Popen, ready_r: int, log_path: Path, token: str,
+                          sandboxed: bool) -> WorkerHandle:
+        """The handle once the worker's ready line came; ``UserCodeError`` if it failed."""
         deadline = time.monotonic() + spec.start_timeout
         delay = 0.01
-        folder = TenantFolder(private, max_bytes=READY_MAX_BYTES)  # the worker writes it
+        line = b""
         while True:
-            if folder.has(ready.name):
-                info = _ready_info(folder, ready.name, spec.display_name)
+            with contextlib.suppress(BlockingIOError):
+                line += os.read(ready_r, 65536)
+            if b"\n" in line or len(line) > READY_MAX_BYTES:
+                info = _ready_info(line.split(b"\n", 1)[0][:READY_MAX_BYTES], spec.display_name)
                 if info.get("ok"):
                     return LocalProcessHandle(worker_id, proc, int(info["port"]), log_path,
-                                              sandboxed=isolation == "bwrap")
+                                              sandboxed=sandboxed, token=token)
                 proc.wait(timeout=5)
                 raise UserCodeError(info.get("error", "worker failed to start"),
                                     where=info.get("where") or spec.display_name,

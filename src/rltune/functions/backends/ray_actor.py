@@ -34,9 +34,11 @@ class FunctionActor:
         self.dir = Path(tempfile.mkdtemp(prefix="rltune-ray-worker-"))
         self.log_path = self.dir / "worker.log"
 
-    async def start(self, args: list[str], start_timeout: float) -> dict[str, Any]:
+    async def start(self, args: list[str], start_timeout: float,
+                    token: Optional[str] = None) -> dict[str, Any]:
         """Start the worker with ``args`` (after ``-m rltune.functions.worker``); return
-        ``{"ok": True, "host", "port", "pid"}`` once it serves, or ``{"ok": False, ...}``."""
+        ``{"ok": True, "host", "port", "pid"}`` once it serves, or ``{"ok": False, ...}``.
+        With ``token`` the worker answers only requests carrying it (written on its stdin)."""
         import ray
 
         import rltune
@@ -50,10 +52,20 @@ class FunctionActor:
         env["PYTHONUNBUFFERED"] = "1"
         cmd = [sys.executable, "-m", "rltune.functions.worker", *args, "--workspace",
                os.getcwd(), "--host", host, "--port", "0", "--ready-file", str(ready)]
+        if token:
+            cmd.append("--token-stdin")
         with open(self.log_path, "ab") as log:
             self.proc = await asyncio.create_subprocess_exec(
-                *cmd, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                preexec_fn=die_with_parent())
+                *cmd, stdin=asyncio.subprocess.PIPE if token else asyncio.subprocess.DEVNULL,
+                stdout=log, stderr=log, env=env, preexec_fn=die_with_parent())
+        if token and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.write(f"{token}\n".encode())
+                await self.proc.stdin.drain()
+            except OSError:
+                pass  # it died at once; the loop below reports how
+            finally:
+                self.proc.stdin.close()
         deadline = time.monotonic() + start_timeout
         while True:
             if ready.exists():

@@ -33,6 +33,7 @@ from typing import Any, Optional
 
 from rltune._process import describe_exit
 from rltune._ray import connect, disconnect, import_ray, package_env, still_uploaded, upload
+from rltune.functions.auth import new_token
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import ConfigError, UserCodeError
@@ -61,9 +62,11 @@ class RayActorHandle(WorkerHandle):
     #: Seconds the pool waits for Ray to report an actor's death after its socket dropped.
     death_notice_s = 5.0
 
-    def __init__(self, worker_id: str, actor: Any, info: dict[str, Any]):
+    def __init__(self, worker_id: str, actor: Any, info: dict[str, Any],
+                 token: Optional[str] = None):
         self.ray = import_ray()
         self.worker_id = worker_id
+        self.token = token
         self.actor = actor
         self.pid = info["pid"]  # on the actor's node
         self.node = info["node"]  # the Ray node id
@@ -249,10 +252,12 @@ class RayBackend(WorkerBackend):
         if spec.timeout:
             args += ["--timeout", str(spec.timeout)]
         t0 = time.monotonic()
+        token = new_token()
         try:
             # The first call also waits for the actor's placement and runtime environment.
             info = await asyncio.wait_for(
-                asyncio.wrap_future(actor.start.remote(args, spec.start_timeout).future()),
+                asyncio.wrap_future(actor.start.remote(args, spec.start_timeout,
+                                                       token).future()),
                 spec.start_timeout)
         except asyncio.TimeoutError:
             ray.kill(actor, no_restart=True)
@@ -277,7 +282,7 @@ class RayBackend(WorkerBackend):
                                 hint=info.get("hint"))
         log.info("%s: worker %s up on node %s (%s) in %.1f s", spec.display_name, worker_id,
                  info["node"][:12], info["host"], time.monotonic() - t0)
-        return RayActorHandle(worker_id, actor, info)
+        return RayActorHandle(worker_id, actor, info, token)
 
     async def close(self) -> None:
         if self._ray is not None:

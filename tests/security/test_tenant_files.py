@@ -69,21 +69,18 @@ def _attack_traces(folder: Path, victim: Path, made: Path) -> None:
 
 
 def _attack_worker_dir(folder: Path, victim: Path, made: Path) -> None:
-    """The pool's wait for a worker's ready file, with a JSON file of another tenant's."""
+    """A local worker reports ready on a pipe, so the pool opens nothing in its ``/worker``:
+    links, a FIFO and a hard link named ``ready.json`` there are never read; what function code
+    writes to the pipe itself is refused unless it is a JSON object, bounded in size."""
     victim.write_bytes(b'{"ok": false, "error": "VICTIMROW"}')
-    for kind in ("link", "fifo", "hardlink"):
-        ready = folder / "ready.json"
-        ready.unlink(missing_ok=True)
-        if kind == "link":
-            os.symlink(victim, ready)
-        elif kind == "fifo":
-            os.mkfifo(ready)
-        else:
-            os.link(victim, ready)
+    _plant(folder, victim, made, ["ready.json", "ready.json.tmp", "fifo", "hard"])
+    for line in (b"not json", b"[1, 2]", b"x" * (2 * READY_MAX_BYTES)):
         with pytest.raises(UserCodeError) as err:
-            _ready_info(TenantFolder(folder, max_bytes=READY_MAX_BYTES), "ready.json", "fn")
+            _ready_info(line[:READY_MAX_BYTES], "fn")
         assert "VICTIMROW" not in str(err.value.to_dict())
+    assert _ready_info(b'{"ok": true, "port": 1}', "fn")["port"] == 1
     victim.write_bytes(PRIVATE_ROW)
+    _check_untouched(victim, made)
 
 
 def _attack_venv(folder: Path, victim: Path, made: Path) -> None:

@@ -235,3 +235,49 @@ async def test_max_staleness_1_overlaps_steps_and_accounts_for_staleness(
     resumed = await Trainer(cfg, job_dir=job_dir, base_dir=ws).run(resume_from=ckpt)
     assert resumed["steps"] == 2
     assert set(prompts(5)) <= owed
+
+
+class ProtocolSink:
+    """A sink with exactly the methods of the ``Sink`` protocol, recording what it gets."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.alerts: list[tuple[int, str, str]] = []
+
+    def metrics(self, step, values):
+        self.steps.append(step)
+
+    def trajectories(self, step, records):
+        pass
+
+    def log(self, message, level="INFO"):
+        pass
+
+    def progress(self, state):
+        pass
+
+    def alert(self, step, code, title, text):
+        self.alerts.append((step, code, text))
+
+    def close(self):
+        pass
+
+
+async def test_a_sink_written_to_the_protocol_receives_the_doctors_alerts(tmp_path,
+                                                                         tiny_model_dir):
+    """The untrained tiny model never stops within 20 tokens: every answer is cut, and the
+    doctor's P9 (window 1) fires at step 1; the alert reaches the job's own sink."""
+    from rltune.trainer.sink import Sink
+
+    ws = make_workspace(tmp_path, tiny_model_dir, max_steps=1, save_strategy="no")
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["advisor"] = {"thresholds": {"P9": {"window": 1}}}
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    sink = ProtocolSink()
+    assert {m for m in dir(Sink) if not m.startswith("_")} == {
+        m for m in dir(ProtocolSink) if not m.startswith("_")}
+    await Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws,
+                  sink=sink).run()
+    assert sink.steps == [0, 1]
+    assert [(step, code) for step, code, _ in sink.alerts] == [(1, "P9")]
+    assert "high truncation rate" in sink.alerts[0][2]

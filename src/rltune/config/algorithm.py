@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rltune.names import (
     ADVANTAGE_ESTIMATORS,
     ALGORITHMS,
-    IMPORTANCE_LEVELS,
-    KL_ESTIMATORS,
-    LOSS_AGG_MODES,
+    ImportanceLevel,
+    KLEstimator,
+    LossAggMode,
     check_registry,
     literal,
 )
@@ -36,13 +36,11 @@ from rltune.names import (
 if TYPE_CHECKING:
     from rltune.config.hyperparams import HyperParameters
 
-if TYPE_CHECKING:  # a type checker sees the names as str; pydantic checks the Literal
-    AlgorithmName = ImportanceLevel = LossAggMode = KLEstimator = AdvantageEstimator = str
+if TYPE_CHECKING:  # a type checker sees these names as str; pydantic checks the Literal
+    AlgorithmName = str
+    AdvantageEstimator = str
 else:
     AlgorithmName = literal(ALGORITHMS)
-    ImportanceLevel = literal(IMPORTANCE_LEVELS)
-    LossAggMode = literal(LOSS_AGG_MODES)
-    KLEstimator = literal(KL_ESTIMATORS)
     AdvantageEstimator = literal(ADVANTAGE_ESTIMATORS)
 
 
@@ -265,4 +263,4 @@ def resolve_algorithm(hp: HyperParameters, training_type: str = "reinforcement")
             values[knob] = explicit
     if values["overlong_buffer_len"] == -1:
         values["overlong_buffer_len"] = max(1, (hp.max_length - hp.max_prompt_length) // 4)
-    return AlgorithmKnobs(algorithm=name, kl_loss_coef=hp.kl_loss_coef, **values)  # type: ignore[arg-type]
+    return AlgorithmKnobs(algorithm=name, kl_loss_coef=hp.kl_loss_coef, **values)

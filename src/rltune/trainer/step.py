@@ -28,6 +28,7 @@ from rltune.sdk.data import validation_sample_id
 from rltune.trainer.device import MemoryMeter
 from rltune.trainer.metrics import rollout_metrics
 from rltune.trainer.protocols import Signal, StepRuntime
+from rltune.trainer.rows import record_notes
 from rltune.trainer.stream import Collected
 
 
@@ -37,7 +38,7 @@ class StepResult:
 
     metrics: dict[str, float]
     results: list[RolloutResult]
-    failures: Counter = field(default_factory=Counter)  # failure message -> rollouts
+    failures: Counter[str] = field(default_factory=Counter)  # failure message -> rollouts
     updated: bool = False  # the policy changed (its weights still have to reach the engine)
 
     @property
@@ -64,9 +65,11 @@ class StepRunner:
         no rollout is sampling meanwhile); ``sync`` wakes it.
         """
         step, results = collected.step, collected.results
-        rows, signal_metrics = await self.signal.rows(results)
+        out = await self.signal.rows(results)
+        record_notes(results, out.notes)  # the reward and advantages each rollout trained with
+        rows = out.rows
         metrics = rollout_metrics(results, scored=self.signal.scores_rollouts)
-        metrics.update(signal_metrics)
+        metrics.update(out.metrics)
         metrics["timing/s/rollout"] = collected.seconds
         metrics["train/sampling_rounds"] = float(collected.rounds)
         if rows:
@@ -74,7 +77,7 @@ class StepRunner:
                 await self.rt.engine.sleep()  # vLLM on a shared GPU frees its memory; else no-op
                 self._asleep = True
             metrics.update(await self.rt.updater.aupdate(rows))
-        elif reason := getattr(self.signal, "no_rows_reason", None):  # e.g. PPO critic warm-up
+        elif reason := self.signal.no_rows_reason:  # e.g. PPO's critic warm-up
             self.rt.log(f"step {step}: {reason}; no policy update")
         else:
             self.rt.log(f"step {step}: no rollout carried a learning signal; no update",
@@ -100,9 +103,9 @@ class StepRunner:
         metrics.update(self.memory.metrics())
         return result
 
-    def _failures(self, step: int, results: list[RolloutResult]) -> Counter:
+    def _failures(self, step: int, results: list[RolloutResult]) -> Counter[str]:
         """Log each rollout that cannot train (or trains without its reward); count why."""
-        failures: Counter = Counter()
+        failures: Counter[str] = Counter()
         for r in results:
             why = r.error or r.reward_error
             if not self.signal.trains(r):

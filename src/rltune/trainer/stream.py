@@ -107,7 +107,7 @@ class GroupStream:
         self.started = 0  # groups started that count toward the bound (replaced ones don't)
         self.seq = 0  # every group ever started
         self.advanced = 0  # steps whose update (if any) reached the engine
-        self.running: dict[asyncio.Task, _Group] = {}
+        self.running: dict[asyncio.Task[list[RolloutResult]], _Group] = {}
         self.ready: deque[_Group] = deque()  # finished, in finishing order
         self.paused = False
         self._prompts: deque[int] = deque()
@@ -148,7 +148,7 @@ class GroupStream:
         self.on_start()
         task.add_done_callback(self._finished)
 
-    def _finished(self, task: asyncio.Task) -> None:
+    def _finished(self, task: asyncio.Task[list[RolloutResult]]) -> None:
         g = self.running.pop(task, None)
         self.on_stop()
         if g is None or task.cancelled():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, get_args
 
 from pydantic import AfterValidator, Field
 
@@ -38,13 +38,17 @@ ADVANTAGE_ESTIMATORS: tuple[str, ...] = ("grpo", "opd", "gae")
 #: Algorithm presets (``rltune.config.algorithm.PRESETS``). ``ppo`` trains a critic (GAE);
 #: ``sft`` is supervised fine-tuning on ``messages`` rows (``rltune.trainer.sft``), no rollouts.
 ALGORITHMS: tuple[str, ...] = ("gspo", "grpo", "dapo", "opd", "ppo", "sft")
-#: Loss aggregation modes (``rltune.trainer.losses.aggregate_loss``).
-LOSS_AGG_MODES: tuple[str, ...] = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
-                                   "seq-mean")
+#: Loss aggregation modes (``rltune.trainer.losses.aggregate_loss``). The three lists the loss
+#: reads are declared as static ``Literal`` types (a type checker sees them in
+#: ``AlgorithmKnobs`` and the loss functions); their tuples are read off the types.
+LossAggMode = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean"]
+LOSS_AGG_MODES: tuple[str, ...] = get_args(LossAggMode)
 #: KL estimators of the KL-to-reference term.
-KL_ESTIMATORS: tuple[str, ...] = ("k1", "k2", "k3")
+KLEstimator = Literal["k1", "k2", "k3"]
+KL_ESTIMATORS: tuple[str, ...] = get_args(KLEstimator)
 #: Where the importance ratio is taken.
-IMPORTANCE_LEVELS: tuple[str, ...] = ("token", "sequence")
+ImportanceLevel = Literal["token", "sequence"]
+IMPORTANCE_LEVELS: tuple[str, ...] = get_args(ImportanceLevel)
 
 #: A job's statuses (``rltune.server.states``), in their order of life. STOPPED: ended early by
 #: ``stop`` at a step boundary with a checkpoint (a finished run like SUCCEEDED, publishable and

@@ -42,8 +42,13 @@ def test_each_knob_is_declared_once_and_its_override_is_derived():
     from rltune.config.algorithm import KNOB_NAMES, KNOBS, PRESETS, AlgorithmKnobs
 
     fields = HyperParameters.model_fields
+    resolved = AlgorithmKnobs.model_fields
+    # the static AlgorithmKnobs has exactly one field per knob, of its type and description
+    assert set(resolved) == {"algorithm", "kl_loss_coef", *KNOBS}
     for name, knob in KNOBS.items():
-        assert AlgorithmKnobs.model_fields[name].description == knob.text
+        assert resolved[name].description == knob.text
+        assert resolved[name].annotation == knob.resolved_type, name
+        assert resolved[name].is_required(), name  # the value comes from the preset
         if not knob.overridable:
             assert name not in fields and name not in KNOB_NAMES
             continue

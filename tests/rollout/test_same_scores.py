@@ -1,7 +1,7 @@
 """`rltune test-functions` and a training step score the same rollouts the same way.
 
 One real training runtime (tiny model, engine, gateway, function worker processes) runs a
-training step's ``gather`` and ``learn``; the harness (``run_dataset``, the dataset mode of
+training step (``StepScheduler.run_step``); the harness (``run_dataset``, the dataset mode of
 ``rltune test-functions``) runs the same functions against the same gateway with a static key.
 The rollouts are scripted by prompt and rollout index, so both sides see the same rollouts:
 the rewards must match rollout for rollout, including ``reward_metric_weight``, a NaN reward
@@ -71,8 +71,10 @@ def _harness_refs() -> list[RewardRef]:
 
 @contextlib.asynccontextmanager
 async def _step_runner(tmp_path: Path, ws: Path, config_path: Path):
-    """A started training runtime on the job at ``config_path`` and its step runner."""
+    """A started training runtime on the job at ``config_path`` and its (synchronous) step
+    pipeline."""
     from rltune.trainer.runtime import TrainingRuntime
+    from rltune.trainer.scheduler import StepScheduler
     from rltune.trainer.signals import build_signal
     from rltune.trainer.step import StepRunner
 
@@ -82,8 +84,13 @@ async def _step_runner(tmp_path: Path, ws: Path, config_path: Path):
                                total_steps=1, log=lambda *a, **k: None) as rt:
         signal = build_signal(rt.hp, rt.knobs, updater=rt.updater, teacher=rt.teacher,
                               has_rewards=True)
-        yield rt, StepRunner(rt, signal, job_id="same", train_rows=prompts,
-                             sampler=EpochSampler(len(prompts), len(prompts)))
+        steps = StepRunner(rt, signal, job_id="same", train_rows=prompts,
+                           sampler=EpochSampler(len(prompts), len(prompts)))
+        pipeline = StepScheduler(steps, total_steps=1, max_staleness=0, partial_rollouts=False)
+        try:
+            yield rt, pipeline
+        finally:
+            await pipeline.close()
 
 
 async def test_harness_and_training_step_score_alike(tmp_path, tiny_model_dir):
@@ -92,8 +99,7 @@ async def test_harness_and_training_step_score_alike(tmp_path, tiny_model_dir):
     path = _job(ws, tiny_model_dir)
     prompts = load_dataset(ws / "data" / "train.jsonl")
     async with _step_runner(tmp_path, ws, path) as (rt, step):
-        collected = await step.gather(1)
-        learned = await step.learn(collected, sleep_engine=False)
+        learned = await step.run_step(1)
 
         rt.gateway.register("sk-harness", "harness")  # the harness reaches the same policy
         report = await run_dataset(
@@ -102,7 +108,7 @@ async def test_harness_and_training_step_score_alike(tmp_path, tiny_model_dir):
                                               model=rt.gateway.model_name, api_key="sk-harness"))
 
     by_prompt: dict[int, list] = {}
-    for r in sorted(collected.results, key=lambda r: r.rollout_id):
+    for r in sorted(learned.results, key=lambda r: r.rollout_id):
         by_prompt.setdefault(r.row_index, []).append(r.score if r.usable else None)
     training = [by_prompt[i] for i in range(len(KINDS))]
 
@@ -139,6 +145,6 @@ async def test_training_step_stops_on_a_metric_the_reward_never_returns(tmp_path
     path.write_text(yaml.safe_dump(job))
     async with _step_runner(tmp_path, ws, path) as (_rt, step):
         with pytest.raises(ConfigError) as err:
-            await step.gather(1)
+            await step.run_step(1)
     assert "reward_metric_weight names ['accuracy']" in str(err.value)
     assert err.value.where == "functions[graded].reward_metric_weight"

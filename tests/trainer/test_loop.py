@@ -23,6 +23,18 @@ from rltune.trainer.testing import QUICK_HYPER_PARAMETERS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+#: What the one step pipeline (the group stream) reports every step, in every max_staleness
+#: mode: a synchronous step (0) runs through the same collector as a streaming one.
+PIPELINE_KEYS = {
+    "fully_async/idle/engine_s", "fully_async/idle/engine_share",
+    "fully_async/idle/trainer_s", "fully_async/idle/trainer_share",
+    "fully_async/stream/started_groups", "fully_async/stream/running_groups",
+    "fully_async/stream/ready_groups", "fully_async/stream/carried_over_groups",
+    "fully_async/stream/replaced_groups", "fully_async/stream/max_group_lag",
+    "fully_async/dropped_stale_rollouts", "fully_async/staleness/max",
+    "train/sampling_rounds",
+}
+
 
 def make_workspace(tmp_path: Path, model_dir: Path, **hp) -> Path:
     ws = tmp_path / "ws"
@@ -55,6 +67,18 @@ async def test_steps_write_metrics_trajectories_and_checkpoints(tmp_path, tiny_m
     ):
         assert name in last, name
     assert last["trace/success_rate/agent"] == 1.0
+    for step in range(1, 7):  # max_staleness 0: one batch a step, through the group stream
+        m = rows[step]["metrics"]
+        assert set(m) >= PIPELINE_KEYS, PIPELINE_KEYS - set(m)
+        assert m["fully_async/stream/started_groups"] == 2 * step  # exactly one batch
+        assert m["fully_async/stream/running_groups"] == 0  # drained before the update
+        assert m["fully_async/staleness/max"] == 0 and m["train/sampling_rounds"] == 1
+        # measured with clocks: the engine waits out the update and the sync, the trainer
+        # the rollouts; nothing overlaps, so at every moment one of the two is idle
+        assert 0 < m["fully_async/idle/engine_s"] <= m["timing/s/step"]
+        assert 0 < m["fully_async/idle/trainer_s"] <= m["timing/s/step"]
+        shares = m["fully_async/idle/engine_share"] + m["fully_async/idle/trainer_share"]
+        assert shares >= 1 - 1e-6
     traj = [json.loads(x) for x in (job_dir / "trajectories" / "step_000001.jsonl").open()]
     assert len(traj) == 4
     first = traj[0]
@@ -212,6 +236,7 @@ async def test_max_staleness_1_overlaps_steps_and_accounts_for_staleness(
             assert m["fully_async/staleness/share_1"] == 1.0
             assert m["fully_async/partial_rollout_share"] == 0.0
         assert 0.5 < m["fully_async/behaviour_weight/mean"] < 2.0
+        assert set(m) >= PIPELINE_KEYS, PIPELINE_KEYS - set(m)
         for who in ("engine", "trainer"):
             assert 0.0 <= m[f"fully_async/idle/{who}_share"] <= 1.0
     assert "validation/data/reward/mean@1" in steps[3]
@@ -235,3 +260,49 @@ async def test_max_staleness_1_overlaps_steps_and_accounts_for_staleness(
     resumed = await Trainer(cfg, job_dir=job_dir, base_dir=ws).run(resume_from=ckpt)
     assert resumed["steps"] == 2
     assert set(prompts(5)) <= owed
+
+
+class ProtocolSink:
+    """A sink with exactly the methods of the ``Sink`` protocol, recording what it gets."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.alerts: list[tuple[int, str, str]] = []
+
+    def metrics(self, step, values):
+        self.steps.append(step)
+
+    def trajectories(self, step, records):
+        pass
+
+    def log(self, message, level="INFO"):
+        pass
+
+    def progress(self, state):
+        pass
+
+    def alert(self, step, code, title, text):
+        self.alerts.append((step, code, text))
+
+    def close(self):
+        pass
+
+
+async def test_a_sink_written_to_the_protocol_receives_the_doctors_alerts(tmp_path,
+                                                                         tiny_model_dir):
+    """The untrained tiny model never stops within 20 tokens: every answer is cut, and the
+    doctor's P9 (window 1) fires at step 1; the alert reaches the job's own sink."""
+    from rltune.trainer.sink import Sink
+
+    ws = make_workspace(tmp_path, tiny_model_dir, max_steps=1, save_strategy="no")
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["advisor"] = {"thresholds": {"P9": {"window": 1}}}
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    sink = ProtocolSink()
+    assert {m for m in dir(Sink) if not m.startswith("_")} == {
+        m for m in dir(ProtocolSink) if not m.startswith("_")}
+    await Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws,
+                  sink=sink).run()
+    assert sink.steps == [0, 1]
+    assert [(step, code) for step, code, _ in sink.alerts] == [(1, "P9")]
+    assert "high truncation rate" in sink.alerts[0][2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,6 +14,7 @@ from rltune.rollout.results import RolloutResult, has_signal, trajectory_record
 from rltune.sdk.errors import TrainingFailedError
 from rltune.trainer.outcome import FailedSteps
 from rltune.trainer.ppo import CriticSignal
+from rltune.trainer.rows import record_notes
 from rltune.trainer.signals import SIGNALS, GroupSignal, TeacherSignal, build_signal
 from rltune.trainer.testing import tiny_qwen2
 from rltune.trainer.update import PolicyUpdater
@@ -35,9 +37,12 @@ def test_the_table_is_keyed_by_the_estimator():
                            has_rewards=True)
         assert isinstance(sig, GroupSignal) and sig.scores_rollouts
     hp = HyperParameters()
-    sig = build_signal(hp, resolve_algorithm(hp, "pg_opd"), updater=None, teacher=None,
+    knobs = resolve_algorithm(hp, "pg_opd")
+    sig = build_signal(hp, knobs, updater=SimpleNamespace(), teacher=_Teacher(),
                        has_rewards=False)
     assert isinstance(sig, TeacherSignal) and not sig.scores_rollouts
+    with pytest.raises(ValueError, match="needs the policy's updater and the teacher"):
+        build_signal(hp, knobs, updater=None, teacher=None, has_rewards=False)
 
 
 def test_usable_and_has_signal():
@@ -54,8 +59,11 @@ async def test_group_signal_gives_every_token_its_rollouts_advantage():
     sig = GroupSignal(hp, resolve_algorithm(hp))
     results = [_result("a", 0, 1.0), _result("b", 0, 0.0, sampled=3), _result("c", 1, 0.5),
                _result("d", 1, 0.5), _result("e", 1, None, ok=False)]
-    rows, _ = await sig.rows(results)
+    out = await sig.rows(results)
+    rows = out.rows
     assert [r.rollout_id for r in rows] == ["a", "b", "c", "d"]
+    assert results[0].reward is None and results[0].advantages == []  # the signal wrote nothing
+    record_notes(results, out.notes)  # what the step does with them
     # (1 - 0.5) / (std 0.7071 + 1e-6) on every token of "a", its negative on "b"
     assert rows[0].advantage == pytest.approx([0.7071] * 5, abs=1e-4)
     assert rows[1].advantage == pytest.approx([-0.7071] * 6, abs=1e-4)
@@ -70,7 +78,9 @@ async def test_shaping_keeps_the_raw_score_apart_from_the_reward():
                          overlong_buffer_len=4, overlong_penalty_factor=1.0)
     sig = GroupSignal(hp, resolve_algorithm(hp))
     short, long = _result("a", 0, 1.0, sampled=2), _result("b", 0, 1.0, sampled=6)
-    rows, _ = await sig.rows([short, long])
+    out = await sig.rows([short, long])
+    rows = out.rows
+    record_notes([short, long], out.notes)
     # budget 8 tokens, buffer 4: 6 sampled tokens are 2 into the buffer -> -2/4 * 1.0
     assert (short.score, short.reward) == (1.0, 1.0)
     assert (long.score, long.reward) == (1.0, pytest.approx(0.5))
@@ -82,8 +92,8 @@ async def test_shaping_keeps_the_raw_score_apart_from_the_reward():
 async def test_group_signal_without_any_signal_trains_nothing():
     hp = HyperParameters(algorithm="grpo", n_rollouts=2)
     sig = GroupSignal(hp, resolve_algorithm(hp))
-    rows, _ = await sig.rows([_result("a", 0, 1.0), _result("b", 0, 1.0)])
-    assert rows == []
+    out = await sig.rows([_result("a", 0, 1.0), _result("b", 0, 1.0)])
+    assert out.rows == [] and out.notes["a"].reward == 1.0
 
 
 class _Teacher:
@@ -100,7 +110,9 @@ async def test_teacher_signal_trains_every_rollout_that_ran_with_per_token_advan
     sig = TeacherSignal(hp, updater, _Teacher(), has_rewards=True)
     ran = _result("a", 0, None, reward_error="reward exact: boom")
     failed = _result("b", 0, None, ok=False)
-    rows, metrics = await sig.rows([ran, failed])
+    out = await sig.rows([ran, failed])
+    rows, metrics = out.rows, out.metrics
+    record_notes([ran, failed], out.notes)
     assert [r.rollout_id for r in rows] == ["a"] and metrics["train/dropped_rollouts"] == 1.0
     (row,) = rows
     student = updater.compute_logprobs(rows)[0]

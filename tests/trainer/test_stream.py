@@ -192,3 +192,56 @@ async def test_dynamic_sampling_replaces_groups_without_signal():
     await settle()
     assert len(src.started) == 5  # group 0's replacement
     await stream.close()
+
+
+async def test_max_staleness_0_admits_one_batch_and_takes_it_whole():
+    """Synchronous training is the stream's setting 0: one batch starts, the step takes it
+    once it has finished, and the next batch starts only after the step's sync."""
+    src = Source(n_rows=20, batch_size=2)
+    stream = stream_for(src, max_staleness=0)
+    take = asyncio.ensure_future(stream.take(1))
+    await settle()
+    assert src.started == [0, 1] and not take.done()
+    src.finish(1)
+    await settle()
+    assert not take.done()  # the batch is not whole yet
+    src.finish(0)
+    taken = await take
+    assert sorted({r.sample_index for r in taken.results}) == [0, 1]
+    assert taken.metrics["fully_async/stream/running_groups"] == 0.0
+    assert taken.rounds == 1
+    await settle()
+    assert src.started == [0, 1]  # nothing samples during the update
+    sync(src, stream)
+    await settle()
+    assert src.started == [0, 1, 2, 3]
+    await stream.close()
+
+
+async def test_dynamic_sampling_refills_from_the_refill_stream_in_every_mode():
+    """One refill rule for max_staleness 0 and N: a group without signal is replaced by a group
+    on a refill prompt (``sample_extra``, the epoch order does not move), at most
+    ``(max_sampling_rounds - 1) x batch_size`` a step; ``rounds`` is 1 + the replaced groups
+    over batch_size, rounded up."""
+    for staleness in (0, 2):
+        src = Source(n_rows=20, batch_size=2)
+        flat = [1.0, 1.0]
+        src.scores = {0: flat, 1: flat, 2: flat, 3: flat} if staleness == 0 else {0: flat}
+        stream = stream_for(src, max_staleness=staleness, dynamic_sampling=True,
+                            max_sampling_rounds=2)
+        stream.fill()
+        await settle()
+        epoch_order = src.sampler.state_dict()["position"]
+        src.finish(*range(10))
+        taken = await stream.take(1)
+        m = taken.metrics
+        if staleness == 0:
+            # groups 0 and 1 are flat and replaced (2 = 1 x batch_size, the budget); the
+            # replacements 2 and 3 are flat too but kept: out of rounds
+            assert sorted({r.sample_index for r in taken.results}) == [2, 3]
+            assert m["fully_async/stream/replaced_groups"] == 2.0 and taken.rounds == 2
+        else:
+            assert sorted({r.sample_index for r in taken.results}) == [1, 2]
+            assert m["fully_async/stream/replaced_groups"] == 1.0 and taken.rounds == 2
+        assert src.sampler.state_dict()["position"] == epoch_order  # refills drew no batch
+        await stream.close()

@@ -1,8 +1,10 @@
 """Algorithm presets (DESIGN.md §6): each is a set of knob values over one PPO-clip core.
 
 Each knob is declared once in ``KNOBS`` (type, range, description, paper, default); the
-resolved ``AlgorithmKnobs`` and the hyper-parameter of the same name (its override: a knob set
-explicitly wins over the preset) are built from that declaration. This module is pure (no
+hyper-parameter of the same name (its override: a knob set explicitly wins over the preset) is
+built from that declaration, and the resolved ``AlgorithmKnobs`` is a static class (so a type
+checker sees its fields) whose fields take their descriptions from it, kept equal to it by a
+test. This module is pure (no
 torch) so the server and CLI can show the resolved values.
 
 Example:
@@ -19,14 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
-from pydantic import ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
 from rltune.names import (
     ADVANTAGE_ESTIMATORS,
     ALGORITHMS,
-    IMPORTANCE_LEVELS,
-    KL_ESTIMATORS,
-    LOSS_AGG_MODES,
+    ImportanceLevel,
+    KLEstimator,
+    LossAggMode,
     check_registry,
     literal,
 )
@@ -34,19 +36,20 @@ from rltune.names import (
 if TYPE_CHECKING:
     from rltune.config.hyperparams import HyperParameters
 
-AlgorithmName = literal(ALGORITHMS)
-ImportanceLevel = literal(IMPORTANCE_LEVELS)
-LossAggMode = literal(LOSS_AGG_MODES)
-KLEstimator = literal(KL_ESTIMATORS)
-AdvantageEstimator = literal(ADVANTAGE_ESTIMATORS)
+if TYPE_CHECKING:  # a type checker sees these names as str; pydantic checks the Literal
+    AlgorithmName = str
+    AdvantageEstimator = str
+else:
+    AlgorithmName = literal(ALGORITHMS)
+    AdvantageEstimator = literal(ADVANTAGE_ESTIMATORS)
 
 
 @dataclass(frozen=True)
 class Knob:
     """One algorithm knob, declared once: its type and range, what it does, where it comes
-    from, and its value when a preset does not set it. ``AlgorithmKnobs`` (the resolved
-    value) and the hyper-parameter of the same name (the override, ``None`` = the preset's)
-    are both built from it."""
+    from, and its value when a preset does not set it. The hyper-parameter of the same name
+    (the override, ``None`` = the preset's) is built from it; ``AlgorithmKnobs`` (the resolved
+    value) declares a field of its type, described by it."""
 
     type: Any
     default: object
@@ -64,6 +67,11 @@ class Knob:
     lt: Optional[float] = None
 
     @property
+    def resolved_type(self) -> Any:
+        """The type of the resolved value (``AlgorithmKnobs``'s field)."""
+        return Optional[self.type] if self.nullable else self.type
+
+    @property
     def text(self) -> str:
         return f"{self.description} ({self.paper})" if self.paper else self.description
 
@@ -72,9 +80,6 @@ class Knob:
         return (Optional[self.type], Field(None, ge=self.ge, gt=self.gt, le=self.le,
                                            lt=self.lt, description=self.text))
 
-    def resolved(self) -> tuple[Any, Any]:
-        return (Optional[self.type] if self.nullable else self.type,
-                Field(..., description=self.text))
 
 
 _DAPO = "DAPO, arXiv:2503.14476"
@@ -148,17 +153,44 @@ KNOBS: dict[str, Knob] = {
 #: The knob names a user may set alone (hyper-parameters of the same name).
 KNOB_NAMES = tuple(name for name, knob in KNOBS.items() if knob.overridable)
 
-#: The resolved knobs the loss and the step loop read. Build with ``resolve_algorithm``.
-AlgorithmKnobs = create_model(
-    "AlgorithmKnobs",
-    __config__=ConfigDict(frozen=True),
-    __doc__="The resolved knobs the loss and the step loop read. Build with "
-            "``resolve_algorithm``.",
-    __module__=__name__,
-    algorithm=(AlgorithmName, ...),
-    kl_loss_coef=(float, ...),
-    **{name: knob.resolved() for name, knob in KNOBS.items()},
-)
+def _knob(name: str) -> Any:
+    """A resolved knob's field: required, described by its ``KNOBS`` entry."""
+    return Field(..., description=KNOBS[name].text)
+
+
+class AlgorithmKnobs(BaseModel):
+    """The resolved knobs the loss and the step loop read. Build with ``resolve_algorithm``.
+
+    One field per ``KNOBS`` entry, of the knob's type (``Optional`` where a preset may turn
+    it off), so that a type checker and an editor see them; the description, range and
+    default stay in ``KNOBS`` alone (tests/config/test_algorithm.py keeps the two equal).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    algorithm: AlgorithmName
+    kl_loss_coef: float
+    importance_sampling_level: ImportanceLevel = _knob("importance_sampling_level")
+    clip_ratio_low: Optional[float] = _knob("clip_ratio_low")
+    clip_ratio_high: Optional[float] = _knob("clip_ratio_high")
+    clip_ratio_c: Optional[float] = _knob("clip_ratio_c")
+    loss_agg_mode: LossAggMode = _knob("loss_agg_mode")
+    use_kl_loss: bool = _knob("use_kl_loss")
+    kl_estimator: KLEstimator = _knob("kl_estimator")
+    advantage_estimator: AdvantageEstimator = _knob("advantage_estimator")
+    norm_adv_by_std: bool = _knob("norm_adv_by_std")
+    dynamic_sampling: bool = _knob("dynamic_sampling")
+    max_sampling_rounds: int = _knob("max_sampling_rounds")
+    overlong_buffer_len: int = _knob("overlong_buffer_len")
+    overlong_penalty_factor: float = _knob("overlong_penalty_factor")
+    entropy_coeff: float = _knob("entropy_coeff")
+    ppo_epochs: int = _knob("ppo_epochs")
+    gamma: float = _knob("gamma")
+    lam: float = _knob("lam")
+    critic_lr: Optional[float] = _knob("critic_lr")
+    vf_clip: Optional[float] = _knob("vf_clip")
+    critic_warmup_steps: int = _knob("critic_warmup_steps")
+
 
 #: What each preset changes; every other knob keeps its ``default`` (GRPO's values).
 _PRESET_CHANGES: dict[str, dict[str, object]] = {

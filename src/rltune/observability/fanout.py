@@ -77,8 +77,10 @@ class TrackedSink:
         self.inner.log(message, level)
 
     def alert(self, step: int, code: str, title: str, text: str) -> None:
-        """A training-doctor alert (already in ``alerts.jsonl`` and the log) for each tracker:
-        the tracker's own alerts where it has them (W&B), else text at the step."""
+        """A training-doctor alert (already in ``alerts.jsonl`` and the log) for the inner
+        sink, then each tracker: the tracker's own alerts where it has them (W&B), else text
+        at the step."""
+        self.inner.alert(step, code, title, text)
         self._each("alert", lambda t: t.alert(step, code, title, text))
 
     def progress(self, state: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from typing import Optional
+from typing import Any, Optional
 
 from rltune.config.data import DataRow
 from rltune.rollout.results import RolloutResult
@@ -26,7 +26,7 @@ from rltune.rollout.runner import RolloutRunner
 
 async def run_group(runner: RolloutRunner, rewarder: Optional[Rewarder], prompt: DataRow, *,
                     sample_id: str, sample_index: int, row_index: int,
-                    n: int, trainer_state: Optional[dict] = None) -> list[RolloutResult]:
+                    n: int, trainer_state: Optional[dict[str, Any]] = None) -> list[RolloutResult]:
     """``n`` rollouts of ``prompt`` (ids ``<sample_id>.r<k>``), scored together.
     ``trainer_state`` (e.g. ``{"global_step": 3}``) reaches the reward functions."""
     results = list(await asyncio.gather(*(

@@ -171,7 +171,7 @@ _NO_GATE = _NoGate()
 
 def _labels(refs: Sequence[RewardRef]) -> list[str]:
     """One distinct name per reward (a classpath given twice gets ``#2``)."""
-    seen: Counter = Counter()
+    seen: Counter[str] = Counter()
     out = []
     for ref in refs:
         seen[ref.label] += 1

@@ -2,8 +2,9 @@
 
 ``RolloutResult`` is filled in three stages: the rollout runner (``ok``, ``sequences``, ``error``),
 the reward stage (``score``: the raw weighted sum of the reward functions, or
-``reward_error``) and the step's signal (``reward``: the score after shaping, e.g. DAPO's
-overlong penalty; ``advantages``: one value per token of each row). ``usable`` is the one
+``reward_error``) and the training step, which records its signal's notes once
+(``trainer/rows.py``; ``reward``: the score after shaping, e.g. DAPO's overlong penalty;
+``advantages``: one value per token of each row). ``usable`` is the one
 test of "this rollout has a score to learn from"; ``has_signal`` the one test of "this prompt's
 group carries a learning signal" (two usable rollouts whose rewards differ by more than
 ``SIGNAL_TOLERANCE``), used by dynamic sampling, the step's metrics, the signal and the
@@ -19,7 +20,7 @@ Example:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -58,7 +59,7 @@ class RolloutResult:
     reward_latency_s: float = 0.0
     #: The rollout or a reward asked to drop this prompt's group (``is_discard``).
     discarded: bool = False
-    # filled by the step's signal
+    # recorded by the training step from its signal's notes (trainer/rows.py)
     reward: Optional[float] = None
     advantages: list[list[float]] = field(default_factory=list)  # per row, per token
 
@@ -97,10 +98,13 @@ def final_reward(r: RolloutResult) -> float:
     return float(r.reward if r.reward is not None else r.score)  # type: ignore[arg-type]
 
 
-def has_signal(group: Sequence[RolloutResult]) -> bool:
+def has_signal(group: Sequence[RolloutResult],
+               rewards: Optional[Mapping[str, float]] = None) -> bool:
     """Whether a prompt's group carries a reward signal: two usable rollouts whose rewards
-    differ by more than ``SIGNAL_TOLERANCE``."""
-    values = [final_reward(r) for r in group if r.usable]
+    differ by more than ``SIGNAL_TOLERANCE`` (``rewards``: the shaped rewards by rollout id,
+    before they are recorded on the rollouts; else ``final_reward``)."""
+    values = [rewards[r.rollout_id] if rewards and r.rollout_id in rewards else final_reward(r)
+              for r in group if r.usable]
     return len(values) >= 2 and max(values) - min(values) > SIGNAL_TOLERANCE
 
 

@@ -99,8 +99,9 @@ class BuiltinRollout:
         body: dict[str, Any] = {"model": res.model_name, "messages": input_data.messages}
         if input_data.tools:
             body["tools"] = input_data.tools
-        if getattr(input_data, "thinking", None) is not None:
-            body["thinking"] = input_data.thinking
+        thinking = getattr(input_data, "thinking", None)  # an extra field of the request
+        if thinking is not None:
+            body["thinking"] = thinking
         params = dict(input_data.sampling_params or {})
         params.pop("max_turns", None)
         params.pop("timeout", None)
@@ -158,7 +159,8 @@ async def post_with_backoff(http: httpx.AsyncClient, url: str, *, json: Any,
         resp = await http.post(url, json=json, headers=headers)
         return resp.status_code, resp.headers, resp
 
-    return (await while_busy(send))[2]
+    resp: httpx.Response = (await while_busy(send))[2]
+    return resp
 
 
 async def while_busy(send: Callable[[], Awaitable[tuple[int, Any, Any]]]

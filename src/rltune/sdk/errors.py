@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RltuneError(Exception):
     """Base of every error rltune raises on purpose."""
@@ -98,6 +100,6 @@ class TrainingFailedError(RltuneError, status=500, code="training_failed"):
 class BuildError(RltuneError, status=500, code="build_failed"):
     """A model build (the demo models' warm start) missed its target; ``metrics`` says how."""
 
-    def __init__(self, message: str, *, metrics: dict | None = None, **kw: str | None):
+    def __init__(self, message: str, *, metrics: dict[str, Any] | None = None, **kw: str | None):
         self.metrics = metrics or {}
         super().__init__(message, **kw)

@@ -29,7 +29,7 @@ _RENAMES = {"max_tokens": "max_tokens", "top_p": "top_p", "temperature": "temper
             "presence_penalty": "presence_penalty"}
 
 
-class _Obj(dict):
+class _Obj(dict[str, Any]):
     """A dict whose keys read as attributes (DashScope's response objects do both)."""
 
     def __getattr__(self, name: str) -> Any:

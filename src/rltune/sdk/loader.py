@@ -140,7 +140,7 @@ def load_processor_class(classpath: str, workspace: str | Path | None = None,
             for n, v in vars(module).items()
             if isinstance(v, type)
             and issubclass(v, AbstractProcessor)
-            and v.__module__ == module.__name__
+            and v.__module__ == getattr(module, "__name__", None)
         )
         raise UserCodeError(
             f"class {cp.class_name} not found in {rel}",

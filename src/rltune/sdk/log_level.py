@@ -37,7 +37,7 @@ def log_level(environ: Optional[Mapping[str, str]] = None) -> int:
         if name not in LEVELS:
             raise ConfigError(f"{var}={raw!r} is not a log level", where=var,
                               hint=f"use one of {', '.join(LEVELS)} (any case)")
-        return getattr(logging, name)
+        return int(getattr(logging, name))
     return logging.INFO
 
 

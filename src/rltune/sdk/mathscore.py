@@ -116,7 +116,9 @@ def _own_match(pred: str, gold: str) -> bool:
     if a == b:
         return True
     x, y = _as_number(a), _as_number(b)
-    return x is not None and y is not None and abs(x - y) <= Fraction(1, 10**6) * max(1, abs(y))
+    if x is None or y is None:
+        return False
+    return abs(x - y) <= Fraction(1, 10**6) * max(Fraction(1), abs(y))
 
 
 def _math_verify() -> Any:

@@ -45,7 +45,8 @@ from rltune.sdk.errors import UserCodeError
 from rltune.sdk.processors import AbstractGroupRewardProcessor, AbstractRewardProcessor
 
 
-def split_prompt(messages: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
+def split_prompt(messages: list[dict[str, Any]]
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(prompt, completion): the messages before the first assistant turn, and the rest."""
     for i, m in enumerate(messages):
         if m.get("role") == "assistant":
@@ -64,7 +65,7 @@ def final_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def _call(fn: Callable, kwargs: dict[str, Any]) -> Any:
+def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     params = inspect.signature(fn).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         kwargs = {k: v for k, v in kwargs.items() if k in params}
@@ -77,7 +78,7 @@ def _number(value: Any, who: str) -> float:
     return float(value)
 
 
-class TrainerState(dict):
+class TrainerState(dict[str, Any]):
     """The ``trainer_state`` keyword: a dict whose keys also read as attributes
     (``trainer_state.global_step``, as on TRL's ``TrainerState``)."""
 
@@ -88,7 +89,7 @@ class TrainerState(dict):
             raise AttributeError(name) from None
 
 
-def _trl_scores(fn: Callable, outputs: list[Any], ground_truth: Any,
+def _trl_scores(fn: Callable[..., Any], outputs: list[Any], ground_truth: Any,
                 completion_ids: Optional[list[Any]] = None,
                 trainer_state: Optional[dict[str, Any]] = None) -> list[Optional[float]]:
     columns: dict[str, Any] = {"completions": [], "prompts": [], "ground_truth": []}
@@ -110,7 +111,7 @@ def _trl_scores(fn: Callable, outputs: list[Any], ground_truth: Any,
     return [None if s is None else _number(s, fn.__name__) for s in scores]
 
 
-def trl_reward(fn: Callable, *, group: bool = False) -> type:
+def trl_reward(fn: Callable[..., Any], *, group: bool = False) -> type:
     """A reward (or, with ``group=True``, group-reward) processor class calling ``fn``."""
     if group:
         class TrlGroupReward(AbstractGroupRewardProcessor):
@@ -146,7 +147,7 @@ def trl_reward(fn: Callable, *, group: bool = False) -> type:
     return cls
 
 
-def verl_reward(fn: Callable) -> type:
+def verl_reward(fn: Callable[..., Any]) -> type:
     """A reward processor class calling a verl ``compute_score`` function."""
 
     class VerlReward(AbstractRewardProcessor):
@@ -175,7 +176,7 @@ def verl_reward(fn: Callable) -> type:
     return VerlReward
 
 
-def processor_for_function(fn: Callable, func_type: Any = FunctionType.REWARD) -> type:
+def processor_for_function(fn: Callable[..., Any], func_type: Any = FunctionType.REWARD) -> type:
     """Wrap a plain function by its signature (TRL: ``completions``; verl: ``solution_str``)."""
     ftype = FunctionType(func_type)
     params = list(inspect.signature(fn).parameters)

@@ -25,6 +25,7 @@ import contextvars
 import functools
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
@@ -48,8 +49,8 @@ class AbstractProcessor(ABC):
         """Called once per worker before the first request (may be ``async def``)."""
 
     @abstractmethod
-    async def process(self, input_data: Any) -> Any:
-        """Handle one request."""
+    def process(self, input_data: Any) -> Any:
+        """Handle one request (``def`` or ``async def``: workers await a coroutine)."""
 
 
 class AbstractRolloutProcessor(AbstractProcessor):
@@ -63,7 +64,8 @@ class AbstractGroupRewardProcessor(AbstractProcessor):
     func_type = FunctionType.GROUP_REWARD
 
     @abstractmethod
-    async def process(self, input_data: GroupRewardInput) -> GroupRewardOutput: ...
+    def process(self, input_data: GroupRewardInput
+                ) -> GroupRewardOutput | Awaitable[GroupRewardOutput]: ...
 
 
 class AbstractRewardProcessor(AbstractProcessor):
@@ -83,7 +85,7 @@ class AbstractRewardProcessor(AbstractProcessor):
         self._sub_funcs, self._aggregate = collect_reward_functions(type(self))
 
     @abstractmethod
-    def process(self, input_data: RewardInput) -> RewardOutput: ...
+    def process(self, input_data: RewardInput) -> RewardOutput | Awaitable[RewardOutput]: ...
 
     # The helpers below are the cloud SDK's public API for custom aggregate functions.
     def get_weights(self) -> dict[str, float]:

@@ -159,11 +159,11 @@ def reward_func(processor_id: str) -> Callable[[type], type]:
     """Class decorator: generate ``process`` from the class's sub-reward methods."""
 
     def decorate(cls: type) -> type:
-        cls.reward_meta = RewardProcessorMeta(processor_id)
-        cls.process = _generated_process
+        setattr(cls, "reward_meta", RewardProcessorMeta(processor_id))  # noqa: B010
+        setattr(cls, "process", _generated_process)  # noqa: B010
         abstract = set(getattr(cls, "__abstractmethods__", frozenset()))
         abstract.discard("process")
-        cls.__abstractmethods__ = frozenset(abstract)
+        setattr(cls, "__abstractmethods__", frozenset(abstract))  # noqa: B010
         return cls
 
     return decorate

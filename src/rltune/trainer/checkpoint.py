@@ -134,7 +134,7 @@ def save_checkpoint(
 
 
 def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool = True,
-                           critic: Any = None) -> dict:
+                           critic: Any = None) -> dict[str, Any]:
     """Load optimizer/scheduler into ``updater`` and the RNG states; return trainer_state.
     ``critic`` (PPO's) loads its ``critic.pt``.
 
@@ -187,4 +187,6 @@ def checkpoint_weights(path: str | Path) -> dict[str, torch.Tensor]:
 
     if is_sharded(path):
         return sharded_weights(path)
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).state_dict()
+    weights: dict[str, torch.Tensor] = AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.float32).state_dict()
+    return weights

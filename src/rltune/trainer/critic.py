@@ -62,7 +62,8 @@ class ValueModel(torch.nn.Module):
             p.requires_grad_(True)
         hidden = int(trunk.config.hidden_size)
         device = next(policy.parameters()).device
-        return cls(trunk, hidden).to(device)
+        model: ValueModel = cls(trunk, hidden).to(device)
+        return model
 
     def forward(self, input_ids_BT: torch.Tensor, attention_mask_BT: torch.Tensor
                 ) -> torch.Tensor:

@@ -57,7 +57,7 @@ def resolve_device(spec: str) -> torch.device:
 def bf16_supported(device: torch.device) -> bool:
     """Whether bf16 matmuls run on ``device`` (CUDA: the GPU says so; CPU: a probe)."""
     if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
+        return bool(torch.cuda.is_bf16_supported())
     try:
         a = torch.ones((2, 2), dtype=torch.bfloat16)
         return bool((a @ a).float().sum() == 8)

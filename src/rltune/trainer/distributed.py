@@ -106,7 +106,7 @@ def shard_policy(model: torch.nn.Module, dp: DataParallel) -> torch.nn.Module:
     return model
 
 
-class _Pad(list):
+class _Pad(list[Any]):
     """A pass that only keeps this rank in step with the others (its loss is multiplied by 0)."""
 
     dummy = True
@@ -196,7 +196,7 @@ class DataParallelUpdater(PolicyUpdater):
 
         set_model_state_dict(self.model, weights, options=StateDictOptions(full_state_dict=True))
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the full weights and ``state_dict`` to ``path`` from rank 0."""
         weights = full_state_dict(self.model)
         state = self.state_dict()
@@ -204,7 +204,7 @@ class DataParallelUpdater(PolicyUpdater):
             torch.save({"model": weights, **state, "world_size": self.dp.world_size}, path)
         dist.barrier()
 
-    def load(self, path: str | os.PathLike) -> None:
+    def load(self, path: str | os.PathLike[str]) -> None:
         """Continue from ``save``'s file: every rank reads it and keeps its shards."""
         state = torch.load(path, map_location="cpu", weights_only=False)
         self.load_weights(state["model"])
@@ -216,5 +216,6 @@ def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     call it (it gathers the shards)."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-    return get_model_state_dict(
+    weights: dict[str, torch.Tensor] = get_model_state_dict(
         model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return weights

@@ -134,8 +134,9 @@ def _logprobs(model: Any, ids: torch.Tensor, attn: torch.Tensor, temperature: fl
         hidden_NH = hidden.reshape(-1, hidden.shape[-1])
         picked, entropies = [], []
         grad = torch.is_grad_enabled() and hidden_NH.requires_grad
-        for s in range(0, hidden_NH.shape[0], chunk_tokens or 1):
-            h, t = hidden_NH[s : s + chunk_tokens], targets_N[s : s + chunk_tokens]
+        step = chunk_tokens or hidden_NH.shape[0] or 1
+        for s in range(0, hidden_NH.shape[0], step):
+            h, t = hidden_NH[s : s + step], targets_N[s : s + step]
             if grad:  # keep only the hidden chunk; the backward pass recomputes its logits
                 p, e = checkpoint(_picked_entropy_N, h, head, t, temperature, with_entropy,
                                   use_reentrant=False)

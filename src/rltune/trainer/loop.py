@@ -34,10 +34,10 @@ import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from rltune.config import JobConfig
-from rltune.config.data import EpochSampler
+from rltune.config.data import DataRow, EpochSampler
 from rltune.doctor.advisor import Advisor
 from rltune.jobdir import JobDir
 from rltune.observability.session import JobObservability
@@ -46,6 +46,7 @@ from rltune.sdk.errors import ConfigError
 from rltune.trainer.data_prep import load_job_rows
 from rltune.trainer.metrics import ark_aliases
 from rltune.trainer.outcome import FailedSteps, PluginFailures
+from rltune.trainer.protocols import Stateful
 from rltune.trainer.runtime import TrainingRuntime
 from rltune.trainer.scheduler import StepScheduler
 from rltune.trainer.sft import SftSteps
@@ -55,6 +56,29 @@ from rltune.trainer.step import StepResult, StepRunner
 
 ProgressFn = Callable[[dict[str, Any]], None]
 VAL_REWARD = "validation/data/reward/mean@1"
+
+
+class JobSteps(Protocol):
+    """What the loop runs a job's steps with: ``StepScheduler`` over ``StepRunner`` (RL) or
+    ``SftSteps`` (both halves in one)."""
+
+    async def run_step(self, step: int) -> StepResult: ...
+    def data_order(self) -> dict[str, Any]: ...
+    async def close(self) -> None: ...
+
+
+class JobValidation(Protocol):
+    async def validate(self, rows: list[DataRow]) -> dict[str, float]: ...
+
+
+class JobSignal(Protocol):
+    """What the loop reads of the job's signal: the progress fields and the checkpointed
+    critic state (an RL ``Signal``, or SFT's stand-in)."""
+
+    @property
+    def progress_fields(self) -> dict[str, tuple[str, str]]: ...
+    @property
+    def critic(self) -> Optional[Stateful]: ...
 
 
 class Trainer:
@@ -120,17 +144,20 @@ class Trainer:
                                    job_id=self.job_id, total_steps=self.total_steps,
                                    log=log) as rt:
             self.rt = rt
+            self.steps: JobValidation
+            self.scheduler: JobSteps
+            self.signal: JobSignal
             if hp.algorithm == "sft":  # supervised on the rows' messages: no rollouts
                 self.steps = self.scheduler = SftSteps(rt, train_rows=self.train_rows,
                                                        sampler=self.sampler)
                 self.signal = self.steps.signal
             else:
-                self.signal = build_signal(hp, rt.knobs, updater=rt.updater,
-                                           teacher=rt.teacher,
-                                           has_rewards=bool(rt.rewarder.components))
-                self.steps = StepRunner(rt, self.signal, job_id=self.job_id,
-                                        train_rows=self.train_rows, sampler=self.sampler)
-                self.scheduler = StepScheduler(self.steps, total_steps=self.total_steps,
+                signal = build_signal(hp, rt.knobs, updater=rt.updater, teacher=rt.teacher,
+                                      has_rewards=bool(rt.rewarder.components))
+                steps = StepRunner(rt, signal, job_id=self.job_id, train_rows=self.train_rows,
+                                   sampler=self.sampler)
+                self.signal, self.steps = signal, steps
+                self.scheduler = StepScheduler(steps, total_steps=self.total_steps,
                                                max_staleness=hp.max_staleness,
                                                partial_rollouts=hp.partial_rollouts)
             try:
@@ -244,7 +271,8 @@ class Trainer:
             return True
         if strategy == "no":
             return False
-        last = step == self.total_steps or step == self.stopped_at or self.budget_stop
+        last = step == self.total_steps or step == self.stopped_at \
+            or self.budget_stop is not None
         if strategy == "steps":
             return step % self.hp.save_steps == 0 or last
         return epoch_done or last
@@ -260,16 +288,14 @@ class Trainer:
         return save_checkpoint(self.rt.ckpt_root, step=step, model=self.rt.model,
                                tokenizer=self.rt.tokenizer, updater=self.rt.updater,
                                trainer_state=state, save_total_limit=self.hp.save_total_limit,
-                               critic=getattr(self.signal, "critic", None),
-                               **self.rt.checkpoint_kwargs())
+                               critic=self.signal.critic, **self.rt.checkpoint_kwargs())
 
     async def _restore(self, path: str | Path) -> int:
         """Load a checkpoint's weights and state into policy and engine; returns its step."""
         from rltune.trainer.checkpoint import restore_training_state
 
         self.rt.restore_policy(Path(path))
-        state = restore_training_state(path, self.rt.updater,
-                                       critic=getattr(self.signal, "critic", None))
+        state = restore_training_state(path, self.rt.updater, critic=self.signal.critic)
         self.sampler.load_state_dict(state["data_order"])
         await self.rt.sync_weights()
         self.sink.log(f"resumed from {path} at step {state['step']}")

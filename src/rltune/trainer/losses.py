@@ -14,11 +14,11 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Literal, Optional
+from typing import Optional
 
 import torch
 
-LossAggMode = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean"]
+from rltune.names import ImportanceLevel, KLEstimator, LossAggMode
 
 
 def masked_sum(x: torch.Tensor, mask: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
@@ -34,7 +34,7 @@ def importance_ratio_BT(
     logp_BT: torch.Tensor,
     old_logp_BT: torch.Tensor,
     mask_BT: torch.Tensor,
-    level: Literal["token", "sequence"] = "token",
+    level: ImportanceLevel = "token",
 ) -> torch.Tensor:
     """Importance ratio per token position.
 
@@ -102,7 +102,7 @@ def behaviour_weight_BT(
     prox_logp_BT: torch.Tensor,
     behav_logp_BT: torch.Tensor,
     mask_BT: torch.Tensor,
-    level: Literal["token", "sequence"] = "token",
+    level: ImportanceLevel = "token",
     cap: float = BEHAVIOUR_WEIGHT_CAP,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Decoupled PPO's behaviour weight ``min(pi_prox / pi_behav, cap)`` (no gradient), and
@@ -173,7 +173,7 @@ def value_loss_BT(
 
 
 def kl_penalty_BT(
-    logp_BT: torch.Tensor, ref_logp_BT: torch.Tensor, estimator: Literal["k1", "k2", "k3"] = "k3"
+    logp_BT: torch.Tensor, ref_logp_BT: torch.Tensor, estimator: KLEstimator = "k3"
 ) -> torch.Tensor:
     """Per-token estimate of KL(π || π_ref) from samples of π (Schulman's k1/k2/k3).
 

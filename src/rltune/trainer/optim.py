@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -49,7 +49,8 @@ def build_optimizer(model: torch.nn.Module, hp: HyperParameters) -> torch.optim.
     """AdamW over trainable parameters; biases and norm weights get no weight decay."""
     import torch
 
-    decay, no_decay = [], []
+    decay: list[Any] = []
+    no_decay: list[Any] = []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue

@@ -30,10 +30,10 @@ class FailedSteps:
     def __init__(self, *, planned: int, max_share: float):
         self.planned, self.max_share = planned, max_share
         self.failed: list[int] = []
-        self.reasons: Counter = Counter()
+        self.reasons: Counter[str] = Counter()
         self.failed_rollouts = 0
 
-    def add(self, step: int, failures: Counter, *, rollouts: int) -> bool:
+    def add(self, step: int, failures: Counter[str], *, rollouts: int) -> bool:
         """Record step ``step``; it failed (True) when all its ``rollouts`` are in
         ``failures``."""
         if rollouts == 0 or sum(failures.values()) < rollouts:

@@ -26,11 +26,20 @@ from typing import Any, ClassVar, Optional
 
 import torch
 
+from rltune.config.algorithm import AlgorithmKnobs
+from rltune.config.hyperparams import HyperParameters
 from rltune.rollout.results import RolloutResult
 from rltune.trainer.critic import Critic, ValueModel
 from rltune.trainer.gae import gae_advantages_BT, terminal_rewards_BT, whiten_BT
 from rltune.trainer.logprobs import pad_rows
 from rltune.trainer.protocols import Updater
+from rltune.trainer.rows import (
+    SignalRows,
+    rollout_notes,
+    shape_rewards,
+    training_rows,
+    with_advantage,
+)
 from rltune.trainer.update import TrainingRow
 
 
@@ -41,43 +50,47 @@ class CriticSignal:
     progress_fields: ClassVar[dict[str, tuple[str, str]]] = {
         "value_loss": ("critic/vf_loss", "vf loss")}
 
-    def __init__(self, hp: Any, knobs: Any, critic: Critic):
+    def __init__(self, hp: HyperParameters, knobs: AlgorithmKnobs, critic: Critic):
         self.hp, self.knobs, self.critic = hp, knobs, critic
         #: why a step returned no policy rows (the step logs it instead of a warning)
         self.no_rows_reason: Optional[str] = None
 
     @classmethod
-    def from_job(cls, hp: Any, knobs: Any, *, updater: Updater, **_: Any) -> CriticSignal:
-        model = getattr(updater, "model", None)
-        if model is None:
+    def from_job(cls, hp: HyperParameters, knobs: AlgorithmKnobs, *,
+                 updater: Optional[Updater], **_: Any) -> CriticSignal:
+        model = updater.model if updater is not None else None
+        if updater is None or model is None:
             raise ValueError("PPO's critic is initialised from the policy, and this updater "
                              "holds none")
         return cls(hp, knobs, Critic(ValueModel.from_policy(model), hp, knobs,
-                                     pad_token_id=getattr(updater, "pad_token_id", 0)))
+                                     pad_token_id=updater.pad_token_id))
 
     def trains(self, r: RolloutResult) -> bool:
         return r.usable
 
-    async def rows(self, results: list[RolloutResult]) -> tuple[list[TrainingRow], dict]:
-        from rltune.trainer.signals import shape_rewards, training_rows
-
+    async def rows(self, results: list[RolloutResult]) -> SignalRows:
         self.no_rows_reason = None
         scored = [r for r in results if r.usable]
         if not scored:
-            return [], {}
-        shape_rewards(scored, self.hp, self.knobs)  # sets r.reward
+            return SignalRows([])
+        rewards = {r.rollout_id: v for r, v in zip(
+            scored, shape_rewards(scored, self.hp, self.knobs), strict=True)}
         rows = training_rows(scored, self.hp.max_length)
-        if not rows:
-            return [], {}
-        return await asyncio.to_thread(self._fit, rows)
+        if rows:
+            rows, metrics = await asyncio.to_thread(self._fit, rows, rewards)
+        else:
+            metrics = {}
+        return SignalRows(rows, metrics, rollout_notes(scored, rows, rewards))
 
-    def _fit(self, rows: list[TrainingRow]) -> tuple[list[TrainingRow], dict[str, float]]:
-        """Values, GAE, the critic's update; the policy rows unless the critic warms up."""
+    def _fit(self, rows: list[TrainingRow], rewards: dict[str, float]
+             ) -> tuple[list[TrainingRow], dict[str, float]]:
+        """Values, GAE, the critic's update; the policy rows (with their advantages) unless
+        the critic warms up. ``rewards``: each rollout's shaped reward, by rollout id."""
         ids = [row.input_ids for row in rows]
         masks = [row.loss_mask for row in rows]
         values = self.critic.values(ids)
         advantages, returns = episode_gae(
-            values, masks, [float(row.meta["result"].reward) for row in rows],
+            values, masks, [rewards[row.rollout_id] for row in rows],
             [row.rollout_id for row in rows], gamma=self.knobs.gamma, lam=self.knobs.lam)
         index_of = {rid: i for i, rid in enumerate(dict.fromkeys(r.rollout_id for r in rows))}
         per_mb = self.hp.mini_batch_rollouts
@@ -91,11 +104,8 @@ class CriticSignal:
             self.no_rows_reason = (f"critic warm-up {self.critic.steps}/{warmup}: only the "
                                    "critic trains, the policy is frozen")
             return [], metrics
-        from rltune.trainer.signals import set_advantages
-
-        for row, adv in zip(rows, advantages, strict=True):
-            set_advantages(row, adv)
-        return rows, metrics
+        return [with_advantage(row, adv) for row, adv in zip(rows, advantages, strict=True)], \
+            metrics
 
     async def validation(self, results: list[RolloutResult]) -> dict[str, float]:
         return {}

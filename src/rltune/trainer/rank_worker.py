@@ -20,8 +20,26 @@ import signal
 import sys
 import threading
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Any
+
+
+class RankCommand(str, Enum):
+    """The calls rank 0 makes on every other rank, the same over local pipes
+    (``trainer/ranks.py``) and Ray actors (``trainer/ray_ranks.py``)."""
+
+    UPDATE = "update"
+    LOGPROBS = "logprobs"
+    WEIGHTS = "weights"
+    STATE = "state"
+    LOAD_WEIGHTS = "load_weights"
+    LOAD_STATE = "load_state"
+    SAVE_SHARDED = "save_sharded"
+    LOAD_SHARDED = "load_sharded"
+    SCHEDULE = "schedule"
+    LOAD_SCHEDULE = "load_schedule"
+    STOP = "stop"  # local ranks only: the stdin loop ends
 
 
 def _exit_when_orphaned(parent: int) -> None:
@@ -67,23 +85,25 @@ class RankServer:
         self.updater = updater = DataParallelUpdater(
             model, hp, knobs, total_steps=h["total_steps"], dp=dp,
             pad_token_id=h["pad_token_id"])
-        self.commands = {
-            "update": updater.update,
-            "logprobs": updater.compute_logprobs,
-            "weights": lambda _: full_state_dict(model),
-            "state": lambda _: updater.state_dict(),
-            "load_weights": updater.load_weights,
-            "load_state": updater.load_state_dict,
-            "save_sharded": updater.save_sharded,
-            "load_sharded": updater.load_sharded,
-            "schedule": lambda _: updater.schedule_state(),
-            "load_schedule": updater.load_schedule_state,
+        C = RankCommand
+        self.commands: dict[RankCommand, Any] = {
+            C.UPDATE: updater.update,
+            C.LOGPROBS: updater.compute_logprobs,
+            C.WEIGHTS: lambda _: full_state_dict(model),
+            C.STATE: lambda _: updater.state_dict(),
+            C.LOAD_WEIGHTS: updater.load_weights,
+            C.LOAD_STATE: updater.load_state_dict,
+            C.SAVE_SHARDED: updater.save_sharded,
+            C.LOAD_SHARDED: updater.load_sharded,
+            C.SCHEDULE: lambda _: updater.schedule_state(),
+            C.LOAD_SCHEDULE: updater.load_schedule_state,
         }
+        assert set(self.commands) == set(RankCommand) - {C.STOP}, "a rank command has no handler"
         print(f"rank {dp.rank} of {dp.world_size} ready on {dp.device} (pid {os.getpid()})",
               flush=True)
 
     def run(self, command: str, argument: Any) -> Any:
-        return self.commands[command](argument)
+        return self.commands[RankCommand(command)](argument)
 
     def close(self) -> None:
         import torch.distributed as dist
@@ -103,7 +123,7 @@ def serve(stream: Any) -> None:
             command, argument = pickle.load(stream)
         except EOFError:
             break
-        if command == "stop":
+        if command == RankCommand.STOP:
             break
         server.run(command, argument)
     server.close()

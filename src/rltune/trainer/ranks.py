@@ -27,7 +27,6 @@ and reaps every rank. A rank that exits during a step fails the job with a
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime
 import os
 import pickle
@@ -35,9 +34,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 import torch
 
@@ -49,7 +48,10 @@ from rltune.trainer.distributed import (
     init_data_parallel,
     shard_policy,
 )
+from rltune.trainer.rank_worker import RankCommand
 from rltune.trainer.update import TrainingRow
+
+T = TypeVar("T")
 
 #: How long ``close`` waits for a rank to stop before killing it.
 STOP_GRACE_S = 10.0
@@ -60,7 +62,7 @@ class RankGroup:
 
     def __init__(self, world_size: int, log_dir: Path):
         self.world_size, self.log_dir = world_size, log_dir
-        self.procs: dict[int, subprocess.Popen] = {}
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.store: Any = None
 
     def spawn(self, header: dict[str, Any]) -> None:
@@ -119,7 +121,7 @@ class RankGroup:
             where=f"trainer rank {rank}",
             hint=f"see {self.log_path(rank)} for the rank's whole output")
 
-    async def watch(self, work: Awaitable[Any]) -> Any:
+    async def watch(self, work: Awaitable[T]) -> T:
         """Await ``work`` (rank 0's share of a collective step) while watching the other
         ranks: a rank that exits fails the step with an error naming it."""
         task = asyncio.ensure_future(work)
@@ -153,7 +155,7 @@ class RankGroup:
         for rank, proc in self.procs.items():
             if proc.poll() is None:
                 try:
-                    self._write(rank, ("stop", None))
+                    self._write(rank, (RankCommand.STOP.value, None))
                     proc.stdin.close()  # type: ignore[union-attr]
                 except Exception:
                     pass
@@ -170,18 +172,18 @@ class RankedUpdater:
 
     def __init__(self, inner: DataParallelUpdater, group: RankGroup):
         self.inner, self.group = inner, group
-        self.model = inner.model
+        self.model, self.pad_token_id = inner.model, inner.pad_token_id  # rank 0's shard
         self._lock = threading.Lock()  # one command at a time: the ranks run them in order
 
     @property
     def step(self) -> int:
         return self.inner.step
 
-    def _everywhere(self, command: str, argument: Any, run: Any) -> Any:
+    def _everywhere(self, command: RankCommand, argument: Any, run: Callable[[], T]) -> T:
         with self._lock:
             if self.inner.dp.device.type == "cuda":  # the current device is per thread
                 torch.cuda.set_device(self.inner.dp.device)
-            self.group.send(command, argument)
+            self.group.send(command.value, argument)
             try:
                 return run()
             except Exception as exc:  # a sync call (old log-probs, a checkpoint) outside watch
@@ -191,51 +193,50 @@ class RankedUpdater:
                 raise
 
     def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
-        return self._everywhere("update", _bare(rows), lambda: self.inner.update(rows))
+        return self._everywhere(RankCommand.UPDATE, list(rows), lambda: self.inner.update(rows))
 
     async def aupdate(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
         return await self.group.watch(asyncio.to_thread(self.update, rows))
 
     def compute_logprobs(self, rows: Sequence[TrainingRow]) -> list[list[float]]:
-        return self._everywhere("logprobs", _bare(rows),
-                                lambda: self.inner.compute_logprobs(rows))
+        logprobs: list[list[float]] = self._everywhere(
+            RankCommand.LOGPROBS, list(rows), lambda: self.inner.compute_logprobs(rows))
+        return logprobs
 
     def full_weights(self) -> dict[str, torch.Tensor]:
         """The whole policy's weights (CPU tensors), gathered from every rank."""
-        return self._everywhere("weights", None, lambda: full_state_dict(self.model))
+        return self._everywhere(RankCommand.WEIGHTS, None, lambda: full_state_dict(self.model))
 
     async def afull_weights(self) -> dict[str, torch.Tensor]:
         return await self.group.watch(asyncio.to_thread(self.full_weights))
 
     def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
-        self._everywhere("load_weights", weights, lambda: self.inner.load_weights(weights))
+        self._everywhere(RankCommand.LOAD_WEIGHTS, weights,
+                         lambda: self.inner.load_weights(weights))
 
     def state_dict(self) -> dict[str, Any]:
-        return self._everywhere("state", None, self.inner.state_dict)
+        return self._everywhere(RankCommand.STATE, None, self.inner.state_dict)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._everywhere("load_state", state, lambda: self.inner.load_state_dict(state))
+        self._everywhere(RankCommand.LOAD_STATE, state, lambda: self.inner.load_state_dict(state))
 
     def save_sharded(self, path: Any) -> None:
         """Every rank writes its DCP shards to ``path`` (``trainer/sharded.py``)."""
-        self._everywhere("save_sharded", str(path), lambda: self.inner.save_sharded(path))
+        self._everywhere(RankCommand.SAVE_SHARDED, str(path), lambda: self.inner.save_sharded(path))
 
     def load_sharded(self, path: Any) -> None:
-        self._everywhere("load_sharded", str(path), lambda: self.inner.load_sharded(path))
+        self._everywhere(RankCommand.LOAD_SHARDED, str(path), lambda: self.inner.load_sharded(path))
 
     def schedule_state(self) -> dict[str, Any]:
         return self.inner.schedule_state()  # every rank steps its schedule alike
 
     def load_schedule_state(self, state: dict[str, Any]) -> None:
-        self._everywhere("load_schedule", state, lambda: self.inner.load_schedule_state(state))
+        self._everywhere(RankCommand.LOAD_SCHEDULE, state,
+                         lambda: self.inner.load_schedule_state(state))
 
     async def close(self) -> None:
         await _stop(self.group)
 
-
-def _bare(rows: Sequence[TrainingRow]) -> list[TrainingRow]:
-    """The rows without ``meta`` (it points back to the whole rollout): what a rank needs."""
-    return [dataclasses.replace(r, meta={}) for r in rows]
 
 
 async def start_ranked_updater(model: torch.nn.Module, hp: Any, knobs: Any, *, world_size: int,

@@ -37,6 +37,7 @@ from typing import Any, Optional
 import torch
 
 from rltune.sdk.errors import ConfigError, TrainingFailedError
+from rltune.trainer.rank_worker import RankCommand
 from rltune.trainer.update import TrainingRow
 
 WHERE = "training.hyper_parameters.nnodes_training"
@@ -261,8 +262,12 @@ def _reason(exc: BaseException) -> str:
 class RayRankedUpdater:
     """``PolicyUpdater``'s interface over the ranks' actors (see the module doc)."""
 
-    def __init__(self, group: RayRankGroup):
+    #: the policy lives on the ranks' actors, none in this process (PPO's critic needs one)
+    model = None
+
+    def __init__(self, group: RayRankGroup, pad_token_id: int = 0):
         self.group = group
+        self.pad_token_id = pad_token_id
         self.step = 0
         self._lock = threading.Lock()  # one call at a time: every rank runs them in order
 
@@ -274,15 +279,15 @@ class RayRankedUpdater:
     def places(self) -> list[RankPlace]:
         return self.group.places
 
-    def _everywhere(self, command: str, argument: Any = None) -> Any:
+    def _everywhere(self, command: RankCommand, argument: Any = None) -> Any:
         ray = self.group.ray
         with self._lock:
             ref = ray.put(argument)
-            refs = [a.call.remote(command, ref) for a in self.group.actors]
-            return self.group.wait(refs, command)[0]
+            refs = [a.call.remote(command.value, ref) for a in self.group.actors]
+            return self.group.wait(refs, command.value)[0]
 
     def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
-        metrics = self._everywhere("update", _bare(rows))
+        metrics: dict[str, float] = self._everywhere(RankCommand.UPDATE, list(rows))
         self.step += 1
         return metrics
 
@@ -290,39 +295,41 @@ class RayRankedUpdater:
         return await asyncio.to_thread(self.update, rows)
 
     def compute_logprobs(self, rows: Sequence[TrainingRow]) -> list[list[float]]:
-        return self._everywhere("logprobs", _bare(rows))
+        logprobs: list[list[float]] = self._everywhere(RankCommand.LOGPROBS, list(rows))
+        return logprobs
 
     def full_weights(self) -> dict[str, torch.Tensor]:
         """The whole policy's weights (CPU tensors), gathered on rank 0."""
-        return self._everywhere("weights")
+        weights: dict[str, torch.Tensor] = self._everywhere(RankCommand.WEIGHTS)
+        return weights
 
     async def afull_weights(self) -> dict[str, torch.Tensor]:
         return await asyncio.to_thread(self.full_weights)
 
     def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
-        self._everywhere("load_weights", weights)
+        self._everywhere(RankCommand.LOAD_WEIGHTS, weights)
 
     def state_dict(self) -> dict[str, Any]:
-        state = self._everywhere("state")
+        state = self._everywhere(RankCommand.STATE)
         return {**state, "step": self.step}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._everywhere("load_state", state)
+        self._everywhere(RankCommand.LOAD_STATE, state)
         self.step = int(state["step"])
 
     def save_sharded(self, path: str | Path) -> None:
         """Every rank writes its shards to ``path`` (a folder all nodes reach)."""
-        self._everywhere("save_sharded", str(path))
+        self._everywhere(RankCommand.SAVE_SHARDED, str(path))
 
     def load_sharded(self, path: str | Path) -> None:
-        self._everywhere("load_sharded", str(path))
+        self._everywhere(RankCommand.LOAD_SHARDED, str(path))
 
     def schedule_state(self) -> dict[str, Any]:
         """The LR schedule and the step (rank 0's; every rank steps alike)."""
-        return {**self._everywhere("schedule"), "step": self.step}
+        return {**self._everywhere(RankCommand.SCHEDULE), "step": self.step}
 
     def load_schedule_state(self, state: dict[str, Any]) -> None:
-        self._everywhere("load_schedule", state)
+        self._everywhere(RankCommand.LOAD_SCHEDULE, state)
         self.step = int(state["step"])
 
     def check_shared(self, folder: str | Path) -> None:
@@ -356,10 +363,6 @@ class RayRankedUpdater:
         finally:
             disconnect()
 
-
-def _bare(rows: Sequence[TrainingRow]) -> list[TrainingRow]:
-    """The rows without ``meta`` (it points back to the whole rollout): what a rank needs."""
-    return [dataclasses.replace(r, meta={}) for r in rows]
 
 
 def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], world_size: int,
@@ -403,4 +406,4 @@ def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], wor
         group.close()
         disconnect()
         raise
-    return RayRankedUpdater(group)
+    return RayRankedUpdater(group, pad_token_id)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -41,10 +41,13 @@ from rltune.trainer.device import (
     resolve_device,
     weight_dtype,
 )
-from rltune.trainer.lora import engine_weights
 from rltune.trainer.policy import load_policy
+from rltune.trainer.protocols import Updater
 from rltune.trainer.teacher import Teacher
 from rltune.trainer.update import PolicyUpdater
+
+if TYPE_CHECKING:
+    from rltune.engine.base import Engine
 
 
 def resolve_model_path(name: str) -> Path:
@@ -76,13 +79,13 @@ def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
     )
 
 
-def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> Any:
+def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> Engine:
     """Start the engine that samples for the job (``engine``: built-in or vLLM), on the job's
     device, in the policy's precision; ``inference_replicas`` of them behind one group."""
     from rltune.engine.select import build_engine as start_engine
 
     hp = config.hyper_parameters
-    return start_engine(
+    engine: Engine = start_engine(
         config.engine or "builtin",
         model_path,
         device=str(device),
@@ -96,9 +99,18 @@ def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> A
         replica_backend=hp.inference_replica_backend or "local",
         ray_address=fb.address if (fb := config.function_backend) and fb.type == "ray" else None,
     )
+    return engine
 
 
 class TrainingRuntime:
+    """The started resources of a job (see the module doc); a ``StepRuntime``."""
+
+    engine: Engine
+    updater: Updater
+    runner: RolloutRunner
+    rewarder: Rewarder
+    teacher: Teacher | None
+
     def __init__(
         self,
         config: JobConfig,
@@ -200,16 +212,18 @@ class TrainingRuntime:
 
         placement = self.hp.trainer_placement or "spread"
         backend = self.config.function_backend
-        self.updater = await asyncio.to_thread(
-            start_ray_ranked_updater, self.hp, self.knobs, address=backend.address,
+        updater = await asyncio.to_thread(
+            start_ray_ranked_updater, self.hp, self.knobs,
+            address=backend.address if backend is not None else None,
             world_size=self.ranks, model_path=self.model_path, device=self.device,
             total_steps=max(1, self.total_steps),
             pad_token_id=self.tokenizer.pad_token_id or 0, placement=placement,
             log_dir=self.files.ranks)
-        self._closers.append(self.updater.close)
+        self.updater = updater
+        self._closers.append(updater.close)
         if self.hp.checkpoint_format == "sharded":  # every rank writes into the same folder
-            await asyncio.to_thread(self.updater.check_shared, self.ckpt_root)
-        where = ", ".join(f"rank {p.rank} on {p.describe()}" for p in self.updater.places)
+            await asyncio.to_thread(updater.check_shared, self.ckpt_root)
+        where = ", ".join(f"rank {p.rank} on {p.describe()}" for p in updater.places)
         self.log(f"data parallel on Ray: {self.ranks} trainer ranks ({placement} placement, "
                  f"FSDP2, {'NCCL' if self.device.type == 'cuda' else 'gloo'}): {where}")
 
@@ -278,7 +292,7 @@ class TrainingRuntime:
         for comp, kind in [*((c, FunctionType.REWARD) for c in self.config.rewards),
                            *((c, FunctionType.GROUP_REWARD) for c in self.config.group_rewards)]:
             components.append(RewardComponent(
-                name=comp.name,
+                name=comp.name or kind.value,
                 pool=await start_pool(comp, kind),
                 group=kind is FunctionType.GROUP_REWARD,
                 weight=1.0 if comp.weight is None else comp.weight,
@@ -312,9 +326,7 @@ class TrainingRuntime:
         """Send the policy's current weights to the engine (after every update and restore).
         The engine holds a plain HF model: a LoRA policy sends its merged weights, a sharded
         one the full weights gathered from every rank."""
-        weights = await self.updater.afull_weights() if self.ranks > 1 \
-            else engine_weights(self.model)
-        await self.engine.update_weights(weights)
+        await self.engine.update_weights(await self.updater.afull_weights())
 
     def checkpoint_kwargs(self) -> dict[str, Any]:
         """How a checkpoint saves the weights (``save_checkpoint``'s keywords): every rank's

@@ -67,6 +67,7 @@ class _NoSignal:
 
     scores_rollouts = False
     progress_fields: ClassVar[dict[str, tuple[str, str]]] = {"sft_loss": ("sft/loss", "loss")}
+    critic = None  # nothing to checkpoint besides the policy
 
 
 class SftSteps:

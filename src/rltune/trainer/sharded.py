@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import shutil
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ _SIDE_FILES = ("training_state.pt", "rng_state.pt", "trainer_state.json")
 
 
 @contextmanager
-def _one_process_is_meant():
+def _one_process_is_meant() -> Iterator[None]:
     """DCP warns when it runs without a process group; one process is a supported case."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="torch.distributed is disabled")

@@ -24,64 +24,29 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Optional, Protocol
 
 import torch
 
+from rltune.config.algorithm import AlgorithmKnobs
+from rltune.config.hyperparams import HyperParameters
 from rltune.names import ADVANTAGE_ESTIMATORS, check_registry
 from rltune.rollout.results import RolloutResult, by_prompt, has_signal
 from rltune.trainer import opd_reward
-from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT, overlong_penalty_B
+from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT
 from rltune.trainer.ppo import CriticSignal
-from rltune.trainer.protocols import Signal, Updater
+from rltune.trainer.protocols import Signal, Stateful, Updater
+from rltune.trainer.rows import (
+    SignalRows,
+    rollout_notes,
+    shape_rewards,
+    training_rows,
+    with_advantage,
+)
+from rltune.trainer.teacher import Teacher
 from rltune.trainer.update import TrainingRow
-
-
-def training_rows(results: list[RolloutResult], max_length: int) -> list[TrainingRow]:
-    """One row per context of each given rollout, cut at ``max_length``, advantage 0.
-
-    ``row.meta["result"]`` and ``row.meta["row"]`` point back to the rollout and its row.
-    """
-    rows: list[TrainingRow] = []
-    for r in results:
-        r.advantages = [[0.0] * len(row.input_ids) for row in r.sequences]
-        for i, row in enumerate(r.sequences):
-            mask = row.loss_mask[:max_length]
-            if sum(mask) == 0:
-                continue
-            rows.append(TrainingRow(
-                input_ids=row.input_ids[:max_length],
-                loss_mask=mask,
-                advantage=0.0,
-                rollout_id=r.rollout_id,
-                rollout_logprobs=row.sampled_logprobs[:max_length],
-                meta={"result": r, "row": i},
-            ))
-    return rows
-
-
-def shape_rewards(scored: list[RolloutResult], hp: Any, knobs: Any) -> torch.Tensor:
-    """Each scored rollout's reward: its score plus DAPO's overlong penalty when that is on;
-    also written to ``r.reward``."""
-    rewards_B = torch.tensor([float(r.score) for r in scored])  # type: ignore[arg-type]
-    if knobs.overlong_buffer_len > 0 and knobs.overlong_penalty_factor > 0:
-        rewards_B = rewards_B + overlong_penalty_B(
-            torch.tensor([float(r.response_tokens) for r in scored]),
-            max_response_len=hp.max_length - hp.max_prompt_length,
-            buffer_len=knobs.overlong_buffer_len,
-            factor=knobs.overlong_penalty_factor,
-        )
-    for r, value in zip(scored, rewards_B.tolist(), strict=True):
-        r.reward = value
-    return rewards_B
-
-
-def set_advantages(row: TrainingRow, values: list[float]) -> None:
-    """Give ``row`` its per-token advantages and copy them onto its rollout's record."""
-    row.advantage = values
-    r: RolloutResult = row.meta["result"]
-    r.advantages[row.meta["row"]][: len(values)] = values
 
 
 class GroupSignal:
@@ -90,36 +55,40 @@ class GroupSignal:
     scores_rollouts = True
     #: progress-state key -> (metric, label) shown with the step's progress
     progress_fields: ClassVar[dict[str, tuple[str, str]]] = {}
+    no_rows_reason: Optional[str] = None
+    critic: Optional[Stateful] = None
 
-    def __init__(self, hp: Any, knobs: Any):
+    def __init__(self, hp: HyperParameters, knobs: AlgorithmKnobs):
         self.hp, self.knobs = hp, knobs
 
     @classmethod
-    def from_job(cls, hp: Any, knobs: Any, **_: Any) -> GroupSignal:
+    def from_job(cls, hp: HyperParameters, knobs: AlgorithmKnobs, **_: Any) -> GroupSignal:
         return cls(hp, knobs)
 
     def trains(self, r: RolloutResult) -> bool:
         return r.usable
 
-    async def rows(self, results: list[RolloutResult]) -> tuple[list[TrainingRow], dict]:
+    async def rows(self, results: list[RolloutResult]) -> SignalRows:
         """Shape rewards, compute group advantages, and return the rows to train on."""
         hp, knobs = self.hp, self.knobs
         scored = [r for r in results if r.usable]
         if not scored:
-            return [], {}
-        rewards_B = shape_rewards(scored, hp, knobs)
-        adv_B = group_advantages_B(rewards_B, torch.tensor([r.sample_index for r in scored]),
+            return SignalRows([])
+        rewards = shape_rewards(scored, hp, knobs)
+        reward_of = {r.rollout_id: v for r, v in zip(scored, rewards, strict=True)}
+        adv_B = group_advantages_B(torch.tensor(rewards),
+                                   torch.tensor([r.sample_index for r in scored]),
                                    norm_by_std=knobs.norm_adv_by_std)
-        if not any(has_signal(g) for g in by_prompt(scored)):
-            return [], {}  # no group carries a signal: an update would only replay momentum
-        rows = training_rows(scored, hp.max_length)
+        if not any(has_signal(g, reward_of) for g in by_prompt(scored)):
+            # no group carries a signal: an update would only replay momentum
+            return SignalRows([], notes=rollout_notes(scored, [], reward_of))
         adv_of = {r.rollout_id: a for r, a in zip(scored, adv_B.tolist(), strict=True)}
         # Zero-advantage rollouts stay in: they add no policy gradient but count in the loss's
         # normaliser. Dropping them made the gradient scale with the share of flat groups, so
         # a step with little signal weighed as much as a rich one.
-        for row in rows:
-            set_advantages(row, [adv_of[row.rollout_id]] * len(row.input_ids))
-        return rows, {}
+        rows = [with_advantage(row, [adv_of[row.rollout_id]] * len(row.input_ids))
+                for row in training_rows(scored, hp.max_length)]
+        return SignalRows(rows, notes=rollout_notes(scored, rows, reward_of))
 
     async def validation(self, results: list[RolloutResult]) -> dict[str, float]:
         return {}
@@ -130,9 +99,11 @@ class TeacherSignal:
 
     progress_fields: ClassVar[dict[str, tuple[str, str]]] = {
         "teacher_kl": ("actor/teacher_kl", "teacher KL")}
+    no_rows_reason: Optional[str] = None
+    critic: Optional[Stateful] = None
 
-    def __init__(self, hp: Any, updater: Updater, teacher: Any, has_rewards: bool,
-                 norm_by_std: bool = True):
+    def __init__(self, hp: HyperParameters, updater: Updater, teacher: Teacher,
+                 has_rewards: bool, norm_by_std: bool = True):
         self.hp, self.updater, self.teacher = hp, updater, teacher
         self.scores_rollouts = has_rewards  # OPD may have no reward function at all
         # teacher + reward: both train (0 keeps the rewards as metrics only)
@@ -142,17 +113,19 @@ class TeacherSignal:
         self.norm_by_std = norm_by_std
 
     @classmethod
-    def from_job(cls, hp: Any, knobs: Any, *, updater: Updater, teacher: Any,
-                 has_rewards: bool) -> TeacherSignal:
+    def from_job(cls, hp: HyperParameters, knobs: AlgorithmKnobs, *,
+                 updater: Optional[Updater], teacher: Optional[Teacher], has_rewards: bool,
+                 **_: Any) -> TeacherSignal:
+        if updater is None or teacher is None:
+            raise ValueError("on-policy distillation needs the policy's updater and the "
+                             "teacher model (training.type pg_opd loads it)")
         return cls(hp, updater, teacher, has_rewards, knobs.norm_adv_by_std)
 
     def trains(self, r: RolloutResult) -> bool:
         # a failed reward does not stop distillation; a discarded group (Ark's DISCARD) does
         return r.ok and not r.discarded
 
-    async def rows(self, results: list[RolloutResult]) -> tuple[list[TrainingRow], dict]:
-        for r in results:
-            r.reward = r.score
+    async def rows(self, results: list[RolloutResult]) -> SignalRows:
         reward_adv = opd_reward.reward_advantages(
             results, weight=self.reward_weight, norm_by_std=self.norm_by_std)
         rows, kl = await asyncio.to_thread(
@@ -160,7 +133,8 @@ class TeacherSignal:
         metrics = {"train/dropped_rollouts": float(sum(not self.trains(r) for r in results))}
         if math.isfinite(kl):
             metrics["actor/teacher_kl"] = kl
-        return rows, metrics
+        rewards = {r.rollout_id: r.score for r in results if r.score is not None}
+        return SignalRows(rows, metrics, rollout_notes(results, rows, rewards))
 
     async def validation(self, results: list[RolloutResult]) -> dict[str, float]:
         _, kl = await asyncio.to_thread(self._distil, [r for r in results if r.ok])
@@ -180,24 +154,33 @@ class TeacherSignal:
         student = self.updater.compute_logprobs(rows)
         teacher = self.teacher.logprobs([row.input_ids for row in rows])
         kl_sum = tokens = 0.0
+        out: list[TrainingRow] = []
         for row, old, ref in zip(rows, student, teacher, strict=True):
             mask = torch.tensor(row.loss_mask, dtype=torch.float32)
             adv = opd_advantages_BT(torch.tensor(old), torch.tensor(ref), mask)
             kl_sum -= float(adv.sum())
             tokens += float(mask.sum())
             adv = adv + reward_adv.get(row.rollout_id, 0.0) * mask
-            row.old_logprobs = old
-            set_advantages(row, adv.tolist())
-        return rows, kl_sum / tokens
+            out.append(dataclasses.replace(row, advantage=adv.tolist(), old_logprobs=old))
+        return out, kl_sum / tokens
+
+
+class SignalClass(Protocol):
+    """What ``SIGNALS`` holds: a signal class, built for a job by ``from_job``."""
+
+    def from_job(self, hp: HyperParameters, knobs: AlgorithmKnobs, *,
+                 updater: Optional[Updater], teacher: Optional[Teacher],
+                 has_rewards: bool) -> Signal: ...
 
 
 #: advantage estimator -> the signal class that implements it
-SIGNALS: dict[str, type] = {"grpo": GroupSignal, "opd": TeacherSignal, "gae": CriticSignal}
+SIGNALS: dict[str, SignalClass] = {"grpo": GroupSignal, "opd": TeacherSignal,
+                                   "gae": CriticSignal}
 check_registry("advantage estimator", ADVANTAGE_ESTIMATORS, SIGNALS)
 
 
-def build_signal(hp: Any, knobs: Any, *, updater: Optional[Updater], teacher: Optional[Any],
-                 has_rewards: bool) -> Signal:
+def build_signal(hp: HyperParameters, knobs: AlgorithmKnobs, *, updater: Optional[Updater],
+                 teacher: Optional[Teacher], has_rewards: bool) -> Signal:
     """The signal of ``knobs.advantage_estimator`` for this job."""
     return SIGNALS[knobs.advantage_estimator].from_job(
         hp, knobs, updater=updater, teacher=teacher, has_rewards=has_rewards)

@@ -38,10 +38,15 @@ from rltune.jobdir import JobDir, read_jsonl
 
 
 class Sink(Protocol):
+    """Everything the training loop writes to (``trainer/loop.py`` calls nothing else)."""
+
     def metrics(self, step: int, values: dict[str, float]) -> None: ...
     def trajectories(self, step: int, records: Iterable[dict[str, Any]]) -> None: ...
     def log(self, message: str, level: str = "INFO") -> None: ...
     def progress(self, state: dict[str, Any]) -> None: ...
+    def alert(self, step: int, code: str, title: str, text: str) -> None:
+        """A training-doctor alert at ``step`` (``rltune.doctor``; ``text`` is its line)."""
+        ...
     def close(self) -> None: ...
 
 
@@ -109,6 +114,10 @@ class FileSink:
             self._log.flush()
         if self.echo:
             print(f"{level}: {message}")
+
+    def alert(self, step: int, code: str, title: str, text: str) -> None:
+        """Nothing more to write: the doctor's ``alerts.jsonl`` already holds the alert and
+        the loop logs its line to ``train.log``."""
 
     def progress(self, state: dict[str, Any]) -> None:
         path = self.files.progress

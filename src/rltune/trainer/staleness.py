@@ -58,7 +58,7 @@ def staleness_metrics(results: Sequence[RolloutResult], *, policy_version: int,
     sampled tokens per weight version (as staleness: ``token_share/staleness_0`` are tokens of
     the current weights), rollouts that span several versions, and the dropped count."""
     ages: list[int] = []
-    tokens: Counter = Counter()
+    tokens: Counter[int] = Counter()
     spanning = 0
     for r in results:
         versions = sampled_versions(r)

@@ -1,19 +1,17 @@
-"""The data path of one training step, top to bottom (DESIGN.md §3):
+"""What a training step does with its rollouts: learn, sync, validate (``StepRunner``).
 
-collect groups → score → training rows → update → sync.
+The step itself, top to bottom, is ``StepScheduler.run_step`` (``trainer/scheduler.py``):
+take the batch from the group stream (``trainer/stream.py``, the only collector) → learn →
+sync → advance. This module has the halves it calls:
 
-1. **collect**: ``batch_size`` prompts × ``n_rollouts`` rollouts, each prompt's group run by
-   ``rltune.rollout.groups.run_group`` (the path evaluation and ``rltune test-functions``
-   share); DAPO's dynamic sampling refills groups without signal (``has_signal``).
-2. **score**: each group is scored by the reward functions (when the signal uses them).
-3. **training rows**: the job's ``Signal`` (``trainer/signals.py``, chosen by the advantage
-   estimator) turns rollouts into rows with one advantage per token.
-4. **update**: the ``Updater`` (``PolicyUpdater``) runs the mini-batch updates.
-5. **sync**: the new weights go to the engine (``TrainingRuntime.sync_weights``).
-
-``train`` runs the five in order (the synchronous step). ``gather`` (1-2), ``learn`` (3-4) and
-``sync`` (5) are the halves ``trainer/scheduler.py`` overlaps with ``max_staleness: 1``.
-``validate`` runs the validation prompts through the same path without steps 3-5.
+* ``run_group``: ``n_rollouts`` rollouts of one prompt, scored together by the reward
+  functions (when the signal uses them), through ``rltune.rollout.groups.run_group`` (the path
+  evaluation and ``rltune test-functions`` share); the stream runs every group through it.
+* ``learn``: the job's ``Signal`` (``trainer/signals.py``, chosen by the advantage estimator)
+  turns the collected rollouts into rows with one advantage per token, and the ``Updater``
+  runs the mini-batch updates on them.
+* ``sync``: the new weights go to the engine (``TrainingRuntime.sync_weights``).
+* ``validate``: the validation prompts through the same ``run_group``, without learning.
 """
 
 from __future__ import annotations
@@ -26,11 +24,13 @@ from dataclasses import dataclass, field
 from rltune.config.data import DataRow, EpochSampler
 from rltune.engine.meter import EngineTokenMeter
 from rltune.rollout.groups import run_group
-from rltune.rollout.results import RolloutResult, has_signal
+from rltune.rollout.results import RolloutResult
 from rltune.sdk.data import validation_sample_id
 from rltune.trainer.device import MemoryMeter
 from rltune.trainer.metrics import rollout_metrics
 from rltune.trainer.protocols import Signal, StepRuntime
+from rltune.trainer.rows import record_notes
+from rltune.trainer.stream import Collected
 
 
 @dataclass
@@ -39,23 +39,13 @@ class StepResult:
 
     metrics: dict[str, float]
     results: list[RolloutResult]
-    failures: Counter = field(default_factory=Counter)  # failure message -> rollouts
+    failures: Counter[str] = field(default_factory=Counter)  # failure message -> rollouts
     updated: bool = False  # the policy changed (its weights still have to reach the engine)
 
     @property
     def failed(self) -> bool:
         """No rollout of the step could be learned from (nothing ran or scored)."""
         return bool(self.results) and sum(self.failures.values()) == len(self.results)
-
-
-@dataclass
-class Collected:
-    """One step's scored rollouts, and how long collecting them took."""
-
-    step: int
-    results: list[RolloutResult]
-    rounds: int
-    seconds: float
 
 
 class StepRunner:
@@ -70,21 +60,6 @@ class StepRunner:
         self.engine_tokens = EngineTokenMeter(rt.engine)  # engine/prompt_tokens, prefill_tokens
         self._asleep = False  # the engine was put to sleep for this step's update
 
-    async def train(self, step: int) -> StepResult:
-        """One synchronous step: collect, learn, sync (``max_staleness: 0``)."""
-        t_step = time.perf_counter()
-        self.memory.start()
-        result = await self.learn(await self.gather(step), sleep_engine=True)
-        if result.updated:
-            result.metrics["timing/s/sync"] = await self.sync()
-        return self.finish(result, t_step)
-
-    async def gather(self, step: int) -> Collected:
-        """The step's rollouts, scored (the engine's half of a step)."""
-        t0 = time.perf_counter()
-        results, rounds = await self.collect(step)
-        return Collected(step, results, rounds, time.perf_counter() - t0)
-
     async def learn(self, collected: Collected, *, sleep_engine: bool) -> StepResult:
         """Training rows from the collected rollouts, then the update (the trainer's half).
 
@@ -92,9 +67,11 @@ class StepRunner:
         no rollout is sampling meanwhile); ``sync`` wakes it.
         """
         step, results = collected.step, collected.results
-        rows, signal_metrics = await self.signal.rows(results)
+        out = await self.signal.rows(results)
+        record_notes(results, out.notes)  # the reward and advantages each rollout trained with
+        rows = out.rows
         metrics = rollout_metrics(results, scored=self.signal.scores_rollouts)
-        metrics.update(signal_metrics)
+        metrics.update(out.metrics)
         metrics["timing/s/rollout"] = collected.seconds
         metrics["train/sampling_rounds"] = float(collected.rounds)
         if rows:
@@ -102,7 +79,7 @@ class StepRunner:
                 await self.rt.engine.sleep()  # vLLM on a shared GPU frees its memory; else no-op
                 self._asleep = True
             metrics.update(await self.rt.updater.aupdate(rows))
-        elif reason := getattr(self.signal, "no_rows_reason", None):  # e.g. PPO critic warm-up
+        elif reason := self.signal.no_rows_reason:  # e.g. PPO's critic warm-up
             self.rt.log(f"step {step}: {reason}; no policy update")
         else:
             self.rt.log(f"step {step}: no rollout carried a learning signal; no update",
@@ -129,9 +106,9 @@ class StepRunner:
         metrics.update(self.engine_tokens.metrics())
         return result
 
-    def _failures(self, step: int, results: list[RolloutResult]) -> Counter:
+    def _failures(self, step: int, results: list[RolloutResult]) -> Counter[str]:
         """Log each rollout that cannot train (or trains without its reward); count why."""
-        failures: Counter = Counter()
+        failures: Counter[str] = Counter()
         for r in results:
             why = r.error or r.reward_error
             if not self.signal.trains(r):
@@ -142,32 +119,6 @@ class StepRunner:
                 self.rt.log(f"step {step}: rollout {r.rollout_id} reward failed (it trains "
                             f"anyway): {r.reward_error}", level="WARNING")
         return failures
-
-    async def collect(self, step: int) -> tuple[list[RolloutResult], int]:
-        """Run the step's groups; DAPO dynamic sampling refills groups without signal."""
-        hp = self.hp
-        batch = self.sampler.next_batch()
-        kept: list[list[RolloutResult]] = []
-        rounds = sample_index = 0
-        while True:
-            rounds += 1
-            groups = await asyncio.gather(*(
-                self.run_group(self.train_rows[idx], idx, step, sample_index + i, hp.n_rollouts)
-                for i, idx in enumerate(batch)
-            ))
-            sample_index += len(batch)
-            if not self.knobs.dynamic_sampling:
-                kept.extend(groups)
-                break
-            kept.extend(g for g in groups if has_signal(g))
-            missing = hp.batch_size - len(kept)
-            if missing <= 0 or rounds >= self.knobs.max_sampling_rounds:
-                if missing > 0:  # out of rounds: keep what there is (possibly flat groups)
-                    kept.extend(g for g in groups if not has_signal(g))
-                kept = kept[: hp.batch_size]
-                break
-            batch = self.sampler.sample_extra(missing)
-        return [r for g in kept for r in g], rounds
 
     async def run_group(self, row: DataRow, row_index: int, step: int, sample_index: int,
                         n: int) -> list[RolloutResult]:

@@ -1,4 +1,4 @@
-"""Streaming rollouts: groups stay in flight across step boundaries (``max_staleness >= 1``).
+"""The group stream: the one collector of training rollouts (``trainer/scheduler.py``).
 
 ``GroupStream`` keeps prompt groups sampling continuously; a step takes the **first**
 ``batch_size`` groups that finish (``take``), and groups still running carry over to the next
@@ -11,18 +11,25 @@ while
 
 so a group never starts more than ``max_staleness`` versions behind the policy that will train
 on it, and at most ``(max_staleness + 1) x batch_size`` groups are owned (running or finished,
-not yet taken) at any time. The engine's and the tools' concurrency is the limit, not the step
-boundary.
+not yet taken) at any time. ``max_staleness: 0`` is synchronous training: exactly one batch
+starts per step, and the step takes it whole once it has finished. The engine's and the
+tools' concurrency is the limit, not the step boundary.
 
-A group that finishes too late (its oldest token more than ``max_staleness`` versions behind
-the policy when a step takes it: a long-tail episode) is dropped, counted, and replaced by a
-fresh group; with ``partial_rollouts`` the staleness is per rollout (a rollout that crossed an
-update is as stale as its first token). DAPO's dynamic sampling drops and replaces groups
-without signal, up to ``(max_sampling_rounds - 1) x batch_size`` replacements a step.
+One refill rule: a group that finishes too late (its oldest token more than ``max_staleness``
+versions behind the policy when a step takes it: a long-tail episode) is dropped, counted, and
+replaced by a fresh group; with ``partial_rollouts`` the staleness is per rollout (a rollout
+that crossed an update is as stale as its first token). DAPO's dynamic sampling drops and
+replaces groups without signal, up to ``(max_sampling_rounds - 1) x batch_size`` replacements
+a step; after that a group is kept whatever its rewards. A replacement takes the dropped
+group's place under the bound and its prompt comes from the sampler's refill stream
+(``EpochSampler.sample_extra``), so refills never move the epoch order. The step's
+``rounds`` (``train/sampling_rounds``) is ``1 + ceil(groups replaced for lack of signal /
+batch_size)``: 1 without dynamic sampling or when no group lacked signal, at most
+``max_sampling_rounds``.
 
 ``partial_rollouts: false``: no rollout may mix two weight versions, so before each weight
 sync ``drain`` stops new groups and waits for the running ones (they are kept for the next
-steps); ``resume`` starts groups again once the new weights are in.
+steps); ``advance`` starts groups again once the new weights are in.
 
 Every taken batch reports ``fully_async/stream/*``: groups carried over from earlier steps,
 groups still running and finished-but-not-taken at the moment the step took its batch, stale
@@ -33,13 +40,14 @@ Example (see tests/trainer/test_stream.py)::
 
     stream = GroupStream(steps, batch_size=8, n_rollouts=8, max_staleness=2,
                          total_steps=20, version=lambda: engine.weight_version)
-    collected, metrics = await stream.take(step=1)   # the first 8 groups to finish
+    collected = await stream.take(step=1)   # the first 8 groups to finish
     ...update...; await stream.drain(); sync; stream.advance()
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -62,8 +70,9 @@ class GroupSource(Protocol):
 
 
 @dataclass
-class Taken:
-    """One step's groups, as ``StepRunner.learn`` takes them (``Collected``-shaped)."""
+class Collected:
+    """One step's collected batch: its scored rollouts, the sampling rounds it took, how long
+    the step waited for it, and the stream's ``fully_async/*`` metrics of the batch."""
 
     step: int
     results: list[RolloutResult]
@@ -98,7 +107,7 @@ class GroupStream:
         self.started = 0  # groups started that count toward the bound (replaced ones don't)
         self.seq = 0  # every group ever started
         self.advanced = 0  # steps whose update (if any) reached the engine
-        self.running: dict[asyncio.Task, _Group] = {}
+        self.running: dict[asyncio.Task[list[RolloutResult]], _Group] = {}
         self.ready: deque[_Group] = deque()  # finished, in finishing order
         self.paused = False
         self._prompts: deque[int] = deque()
@@ -139,7 +148,7 @@ class GroupStream:
         self.on_start()
         task.add_done_callback(self._finished)
 
-    def _finished(self, task: asyncio.Task) -> None:
+    def _finished(self, task: asyncio.Task[list[RolloutResult]]) -> None:
         g = self.running.pop(task, None)
         self.on_stop()
         if g is None or task.cancelled():
@@ -153,7 +162,7 @@ class GroupStream:
 
     # ------------------------------------------------------------------ a step's batch
 
-    async def take(self, step: int) -> Taken:
+    async def take(self, step: int) -> Collected:
         """The first ``batch_size`` usable groups to finish; the rest carry over."""
         t0 = time.perf_counter()
         self.step = step
@@ -200,13 +209,14 @@ class GroupStream:
             "fully_async/stream/started_groups": float(self.seq),
             "fully_async/stream/max_group_lag": float(max(policy - g.version for g in kept)),
         }
-        return Taken(step, [r for g in kept for r in (g.results or [])],
-                     rounds=1 + flat // self.bs if self.dynamic else 1,
-                     seconds=time.perf_counter() - t0, metrics=metrics)
+        return Collected(step, [r for g in kept for r in (g.results or [])],
+                         rounds=1 + math.ceil(flat / self.bs),
+                         seconds=time.perf_counter() - t0, metrics=metrics)
 
     def _replace(self, g: _Group) -> None:
-        """A dropped group does not count toward the bound: a fresh one takes its place."""
+        """A fresh group takes the dropped one's place under the bound, on a refill prompt."""
         self.started -= 1
+        self._launch(self.source.sampler.sample_extra(1)[0])
 
     # ------------------------------------------------------------------ weight syncs
 

@@ -25,7 +25,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import torch
@@ -53,7 +53,8 @@ from rltune.trainer.optim import build_optimizer, build_scheduler
 class TrainingRow:
     """One training sequence. Per-token lists are aligned with ``input_ids`` (entry ``t`` is
     about token ``t``); ``loss_mask`` is 1 on sampled tokens. ``advantage`` holds one value
-    per token; a single number (a GRPO rollout's advantage) is spread over every token."""
+    per token; a single number (a GRPO rollout's advantage) is spread over every token. Pure
+    data: the row names its rollout by id and holds no reference to it (``trainer/rows.py``)."""
 
     input_ids: list[int]
     loss_mask: list[int]
@@ -61,7 +62,7 @@ class TrainingRow:
     rollout_id: str
     old_logprobs: Optional[list[float]] = None
     rollout_logprobs: Optional[list[float]] = None  # the engine's sampling log-probs
-    meta: dict[str, Any] = field(default_factory=dict)
+    context: int = 0  # which of the rollout's contexts (``RolloutResult.sequences``) it is
 
     def __post_init__(self) -> None:
         n = len(self.input_ids)
@@ -191,11 +192,13 @@ class PolicyUpdater:
         adapters disabled (the base weights never train, so that is the base model)."""
         if self.lora:
             with adapters_disabled(self.model):
-                return self.compute_logprobs(rows)
+                logprobs: list[list[float]] = self.compute_logprobs(rows)
+            return logprobs
         if self.reference is None:
             raise ValueError("no reference model: the KL term is off for this updater")
         with on_device(self.reference, _device_of(self.model)):
-            return self.compute_logprobs(rows, self.reference)
+            logprobs = self.compute_logprobs(rows, self.reference)
+        return logprobs
 
     def _chunk(self, model: torch.nn.Module) -> int:
         """Positions per output-head chunk within the ``logprob_chunk_mib`` budget."""
@@ -403,5 +406,22 @@ class PolicyUpdater:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
+
+    # ---- weights (the ``Updater`` protocol; one process holds them all) ----
+    def full_weights(self) -> Any:
+        """What the engine loads after an update: the merged weights of a LoRA policy, else
+        the policy itself (``lora.engine_weights``)."""
+        from rltune.trainer.lora import engine_weights
+
+        return engine_weights(self.model)
+
+    async def afull_weights(self) -> Any:
+        return self.full_weights()
+
+    def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        self.model.load_state_dict(weights)
+
+    async def close(self) -> None:
+        """Nothing to stop: the policy lives in this process."""
 
 

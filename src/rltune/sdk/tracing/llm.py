@@ -66,7 +66,8 @@ def _llm_span_result(span: Any, result: Any) -> None:
         out = []
         for choice in choices:
             msg = getattr(choice, "message", None)
-            out.append(msg.model_dump() if hasattr(msg, "model_dump") else str(msg))
+            out.append(msg.model_dump() if msg is not None and hasattr(msg, "model_dump")
+                       else str(msg))
             reason = getattr(choice, "finish_reason", None)
             if reason:
                 span.set_attribute("gen_ai.response.finish_reasons", str(reason))

@@ -103,7 +103,7 @@ def observe_tool(
         sig = inspect.signature(func)
         tool_name = name or func.__name__
 
-        def bound_args(args: tuple, kwargs: dict) -> dict[str, Any]:
+        def bound_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError:

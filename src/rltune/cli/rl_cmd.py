@@ -36,7 +36,13 @@ OUT = typer.Option(Format.table.value, "--output", "-o", "--output-format",
 OUT_JSON = typer.Option(Format.json.value, "--output", "-o", "--output-format",
                         help="output format")
 KEY = typer.Option(None, "--api-key", envvar=["RLTUNE_API_KEY", "DASHSCOPE_API_KEY"],
-                   help="default: local admin key")
+                   help="the server's API key (default: the local admin key)")
+JOB_ID = typer.Argument(..., help="the job id (ft-…)")
+WORKSPACE = typer.Option(Path("./"), "--workspace-dir", "-w",
+                         help="the folder the function classpaths are imported from")
+HYPER = typer.Option(None, "--hyper-parameters",
+                     help='JSON object of hyper-parameters, e.g. \'{"batch_size": 4}\'')
+JOB_NAME = typer.Option(None, "--job-name", help="the job's name (default: generated)")
 
 
 def _emit(data: Any, output: str, title: str = "") -> None:
@@ -105,12 +111,17 @@ def _split(values: list[str], option: str = "") -> list[str]:
 
 def register_functions(
     rollout_classpaths: list[str] = typer.Option([], "--rollout-classpaths",
-                                                 "--rollout-classpath"),
-    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath"),
+                                                 "--rollout-classpath",
+                                                 help="module.Class of a rollout"),
+    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath",
+                                                help="module.Class of a reward"),
     group_reward_classpaths: list[str] = typer.Option([], "--group-reward-classpaths",
-                                                      "--group-reward-classpath"),
-    workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
-    lazy_load: bool = typer.Option(True, "--lazy-load/--no-lazy-load"),
+                                                      "--group-reward-classpath",
+                                                      help="module.Class of a group reward"),
+    workspace_dir: Path = WORKSPACE,
+    lazy_load: bool = typer.Option(True, "--lazy-load/--no-lazy-load",
+                                   help="load the functions when a job needs them (default), "
+                                   "or now, printing their instance ids"),
     api_key: Optional[str] = KEY, output: Format = OUT_JSON,
 ) -> None:
     """Package the workspace and register its functions (load them with --no-lazy-load)."""
@@ -144,7 +155,7 @@ def register_functions(
 
 
 def test_functions(
-    instance_id: str = typer.Argument(...),
+    instance_id: str = typer.Argument(..., help="a loaded function instance"),
     func_type: Optional[str] = typer.Option(None, "--type", "-t",
                                             help="ROLLOUT|REWARD|GROUP_REWARD"),
     input_json: str = typer.Option(..., "--input", "-i", help="JSON text or a file path"),
@@ -167,8 +178,10 @@ def test_functions(
 
 
 def upload_data(
-    training_files: list[str] = typer.Option(..., "--training-files", "--training-file"),
-    validation_files: list[str] = typer.Option([], "--validation-files", "--validation-file"),
+    training_files: list[str] = typer.Option(..., "--training-files", "--training-file",
+                                             help="JSONL file(s) to train on"),
+    validation_files: list[str] = typer.Option([], "--validation-files", "--validation-file",
+                                               help="JSONL file(s) to validate on"),
     api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Upload JSONL datasets (validated row by row on the server)."""
@@ -185,35 +198,48 @@ LIST = dict(show_default=False)
 
 
 def run(
-    config: Optional[Path] = typer.Option(None, "--config", "-c", exists=True, dir_okay=False),
-    model: Optional[str] = typer.Option(None, "--model"),
-    training_files: list[str] = typer.Option([], "--training-files"),
-    validation_files: list[str] = typer.Option([], "--validation-files"),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", exists=True, dir_okay=False,
+                                          help="the job YAML"),
+    model: Optional[str] = typer.Option(None, "--model", help="base model: a name, a "
+                                        "folder or a hub id (org/name)"),
+    training_files: list[str] = typer.Option([], "--training-files",
+                                             help="JSONL file(s) to train on"),
+    validation_files: list[str] = typer.Option([], "--validation-files",
+                                               help="JSONL file(s) to validate on"),
     rollout_classpath: Optional[str] = typer.Option(None, "--rollout-classpath",
-                                                    "--rollout-classpaths"),
-    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath"),
-    group_reward_classpaths: list[str] = typer.Option([], "--group-reward-classpaths"),
-    rollout_name: Optional[str] = typer.Option(None, "--rollout-name"),
-    reward_names: list[str] = typer.Option([], "--reward-names", **LIST),
-    group_reward_names: list[str] = typer.Option([], "--group-reward-names", **LIST),
+                                                    "--rollout-classpaths",
+                                                    help="module.Class of the rollout"),
+    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath",
+                                                help="module.Class of a reward, comma-separated"),
+    group_reward_classpaths: list[str] = typer.Option(
+        [], "--group-reward-classpaths", help="module.Class of a group reward, comma-separated"),
+    rollout_name: Optional[str] = typer.Option(None, "--rollout-name",
+                                               help="the rollout's name in metrics"),
+    reward_names: list[str] = typer.Option([], "--reward-names", **LIST,
+                                           help="names of the rewards, in order"),
+    group_reward_names: list[str] = typer.Option([], "--group-reward-names", **LIST,
+                                                 help="names of the group rewards, in order"),
     rollout_weight: Optional[str] = typer.Option(None, "--rollout-weight",
                                                  help="only 1 (a rollout is not weighted)"),
     reward_weights: list[str] = typer.Option([], "--reward-weights", help="e.g. 0.7,0.3"),
-    group_reward_weights: list[str] = typer.Option([], "--group-reward-weights"),
+    group_reward_weights: list[str] = typer.Option([], "--group-reward-weights",
+                                                   help="e.g. 0.5,0.5"),
     reward_metric_weights: Optional[str] = typer.Option(
         None, "--reward-metric-weights", help='JSON list of dicts, e.g. \'[{"acc": 1}]\''),
     rollout_runtime: Optional[str] = typer.Option(None, "--rollout-runtime", help="JSON object"),
     reward_runtimes: Optional[str] = typer.Option(
         None, "--reward-runtimes", help="JSON list of objects (or one object for all)"),
-    group_reward_runtimes: Optional[str] = typer.Option(None, "--group-reward-runtimes"),
-    hyper_parameters: Optional[str] = typer.Option(None, "--hyper-parameters",
-                                                   help='JSON, e.g. \'{"batch_size": 4}\''),
-    workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
-    teacher_model: Optional[str] = typer.Option(None, "--teacher-model"),
-    job_name: Optional[str] = typer.Option(None, "--job-name"),
+    group_reward_runtimes: Optional[str] = typer.Option(
+        None, "--group-reward-runtimes", help="JSON list of objects (or one object for all)"),
+    hyper_parameters: Optional[str] = HYPER,
+    workspace_dir: Path = WORKSPACE,
+    teacher_model: Optional[str] = typer.Option(None, "--teacher-model",
+                                                help="the teacher of on-policy distillation"),
+    job_name: Optional[str] = JOB_NAME,
     follow: Optional[bool] = typer.Option(None, "--follow/--no-follow",
                                           help="default: follow with -o table"),
-    verbose: bool = typer.Option(False, "--verbose", "-v"),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="print the HTTP requests and where the job went"),
     api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Register, upload and submit a job (from -c job.yaml or direct parameters), then follow.
@@ -321,14 +347,20 @@ def _follow(client: Any, job_id: str) -> None:
 
 
 def submit(
-    model: str = typer.Option(..., "--model"),
-    training_file_ids: list[str] = typer.Option(..., "--training-file-ids"),
-    validation_file_ids: list[str] = typer.Option([], "--validation-file-ids"),
-    rollout_id: Optional[str] = typer.Option(None, "--rollout-id"),
-    reward_ids: list[str] = typer.Option([], "--reward-ids"),
-    group_reward_ids: list[str] = typer.Option([], "--group-reward-ids"),
-    hyper_parameters: Optional[str] = typer.Option(None, "--hyper-parameters"),
-    job_name: Optional[str] = typer.Option(None, "--job-name"),
+    model: str = typer.Option(..., "--model", help="base model: a name, a folder or a "
+                              "hub id (org/name)"),
+    training_file_ids: list[str] = typer.Option(..., "--training-file-ids",
+                                                help="uploaded file ids (file-…) to train on"),
+    validation_file_ids: list[str] = typer.Option([], "--validation-file-ids",
+                                                  help="uploaded file ids to validate on"),
+    rollout_id: Optional[str] = typer.Option(None, "--rollout-id",
+                                             help="the registered rollout (ro-…)"),
+    reward_ids: list[str] = typer.Option([], "--reward-ids",
+                                         help="registered rewards (rw-…), comma-separated"),
+    group_reward_ids: list[str] = typer.Option([], "--group-reward-ids",
+                                               help="registered group rewards (grw-…)"),
+    hyper_parameters: Optional[str] = HYPER,
+    job_name: Optional[str] = JOB_NAME,
     api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Submit a job from ids (uploaded file ids, registered function entity ids)."""
@@ -351,7 +383,7 @@ def submit(
     _emit(job.output, output, "job")
 
 
-def get(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+def get(job_id: str = JOB_ID, api_key: Optional[str] = KEY,
         output: Format = OUT) -> None:
     """A job's status, progress and error."""
     try:
@@ -367,9 +399,13 @@ def get(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
 _LIST_COLUMNS = ("job_id", "job_name", "status", "model", "latest_reward", "project", "tags")
 
 
-def list_jobs(page: int = typer.Option(1, "--page", "-p"), size: int = typer.Option(10,
-              "--size", "-s"), status: Optional[str] = typer.Option(None, "--status"),
-              project: Optional[str] = typer.Option(None, "--project"),
+def list_jobs(page: int = typer.Option(1, "--page", "-p", help="page to show, from 1"),
+              size: int = typer.Option(10, "--size", "-s", help="jobs per page"),
+              status: Optional[str] = typer.Option(None, "--status",
+                                                   help="only jobs in this status, e.g. "
+                                                   "RUNNING"),
+              project: Optional[str] = typer.Option(None, "--project",
+                                                    help="only jobs of this project"),
               tag: list[str] = typer.Option([], "--tag", help="KEY or KEY=VALUE (repeat)"),
               api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Jobs, newest first (filtered by status, project and tags)."""
@@ -399,7 +435,7 @@ def list_jobs(page: int = typer.Option(1, "--page", "-p"), size: int = typer.Opt
     _emit({"items": items, "total": res["total"], "page_no": page, "page_size": size}, output)
 
 
-def cancel(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+def cancel(job_id: str = JOB_ID, api_key: Optional[str] = KEY,
            output: Format = OUT) -> None:
     """Cancel a job (its processes are stopped; saved checkpoints stay)."""
     try:
@@ -409,7 +445,7 @@ def cancel(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
     _emit({"job_id": job.job_id, "status": job.status}, output)
 
 
-def delete(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+def delete(job_id: str = JOB_ID, api_key: Optional[str] = KEY,
            output: Format = OUT) -> None:
     """Delete a job that is not running, with its outputs."""
     try:
@@ -419,8 +455,10 @@ def delete(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
     _emit(res, output)
 
 
-def resume(job_id: str = typer.Argument(...),
-           checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
+def resume(job_id: str = JOB_ID,
+           checkpoint: Optional[str] = typer.Option(None, "--checkpoint",
+                                                    help="the checkpoint step to resume from "
+                                                    "(default: the last)"),
            api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Continue a FAILED, CANCELED or STOPPED job from its last checkpoint."""
     try:
@@ -430,9 +468,11 @@ def resume(job_id: str = typer.Argument(...),
     _emit({"job_id": job.job_id, "status": job.status, "resume_from": job.resume_from}, output)
 
 
-def logs(job_id: str = typer.Argument(...), offset: int = typer.Option(1, "--offset"),
-         lines: int = typer.Option(1000, "--lines", "--line"),
-         follow: bool = typer.Option(False, "--follow", "-f"),
+def logs(job_id: str = JOB_ID,
+         offset: int = typer.Option(1, "--offset", help="first line to show, from 1"),
+         lines: int = typer.Option(1000, "--lines", "--line", help="most lines to show"),
+         follow: bool = typer.Option(False, "--follow", "-f",
+                                     help="stream new lines until the job ends"),
          api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """A job's log lines (--follow streams them until the job ends)."""
     client = _client(api_key)

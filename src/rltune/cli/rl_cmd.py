@@ -10,103 +10,32 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from rltune.cli.exit_codes import FAILED, for_error
-from rltune.sdk.errors import RltuneError, ServerUnreachableError
+from rltune.cli.exit_codes import USAGE
+from rltune.cli.rl_common import (  # noqa: F401 (re-exported: the other command modules)
+    FORMATS,
+    HYPER,
+    JOB_ID,
+    JOB_NAME,
+    KEY,
+    OUT,
+    OUT_JSON,
+    WORKSPACE,
+    Format,
+    _client,
+    _emit,
+    _ensure_server,
+    _fail,
+    _split,
+)
+from rltune.sdk.errors import RltuneError
 
 rl_app = typer.Typer(help="Cloud-compatible job verbs (talk to the rltune server).",
                      no_args_is_help=True)
-class Format(str, Enum):
-    """``-o``: the output format (a choice, so --help lists it and a typo is a usage error)."""
-
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-
-
-FORMATS = tuple(f.value for f in Format)
-OUT = typer.Option(Format.table.value, "--output", "-o", "--output-format",
-                   help="output format")
-#: register_functions and test_functions print JSON unless told otherwise (the Bailian CLI).
-OUT_JSON = typer.Option(Format.json.value, "--output", "-o", "--output-format",
-                        help="output format")
-KEY = typer.Option(None, "--api-key", envvar=["RLTUNE_API_KEY", "DASHSCOPE_API_KEY"],
-                   help="the server's API key (default: the local admin key)")
-JOB_ID = typer.Argument(..., help="the job id (ft-…)")
-WORKSPACE = typer.Option(Path("./"), "--workspace-dir", "-w",
-                         help="the folder the function classpaths are imported from")
-HYPER = typer.Option(None, "--hyper-parameters",
-                     help='JSON object of hyper-parameters, e.g. \'{"batch_size": 4}\'')
-JOB_NAME = typer.Option(None, "--job-name", help="the job's name (default: generated)")
-
-
-def _emit(data: Any, output: str, title: str = "") -> None:
-    from rltune.functions.render import render
-
-    output = getattr(output, "value", output)
-    if output not in FORMATS:
-        typer.secho(f"error: -o must be one of {', '.join(FORMATS)}", fg="red", err=True)
-        raise typer.Exit(2)
-    if hasattr(data, "model_dump"):
-        data = data.model_dump(mode="json", exclude_none=True)
-    if output == "json":
-        typer.echo(json.dumps(data, indent=2, default=str))
-    else:
-        typer.echo(render(data if isinstance(data, dict) else {"result": data}, output,
-                          title=title))
-
-
-def _fail(exc: Exception, code: int = FAILED) -> None:
-    typer.secho(f"error: {exc}", fg="red", err=True)
-    raise typer.Exit(for_error(exc, code))
-
-
-def _client(api_key: Optional[str], ensure_server: bool = False, verbose: bool = False):
-    from rltune.client import AgenticRL, discovery
-    from rltune.sdk.log_level import configure_logging
-
-    try:  # LOG_LEVEL=debug (or -v): the HTTP requests too
-        configure_logging("%(levelname)s %(name)s: %(message)s", verbose=verbose)
-    except RltuneError as exc:
-        _fail(exc, 2)
-
-    url = discovery.base_url()
-    if ensure_server and not discovery.is_up(url):
-        if not url.startswith(("http://127.0.0.1", "http://localhost")):
-            _fail(ServerUnreachableError(f"no rltune server answers at {url}",
-                                        where="RLTUNE_BASE_URL"))
-        port = int(url.rsplit(":", 1)[-1]) if url.count(":") == 2 else 8600
-        typer.secho(f"no server answers at {url}: starting a local one …", err=True)
-        url = discovery.start_local_server(port=port)
-        typer.secho(f"started the rltune server at {url} (stop it with `rltune server stop`)",
-                    err=True)
-    return AgenticRL(api_key=api_key, base_url=url)
-
-
-def _split(values: list[str], option: str = "") -> list[str]:
-    """Repeated, comma-separated or JSON-list values (``'["rw-1", "rw-2"]'``) → one list."""
-    out: list[str] = []
-    for item in values:
-        text = item.strip()
-        if text.startswith("["):
-            try:
-                parsed = json.loads(text)
-            except json.JSONDecodeError as exc:
-                _fail(RltuneError(f"{option or 'a list option'} looks like a JSON list but is "
-                                  f"not JSON: {exc.msg}", where=option,
-                                  hint='write e.g. \'["rw-1", "rw-2"]\' or rw-1,rw-2'), 2)
-            if not isinstance(parsed, list) or not all(isinstance(v, str) for v in parsed):
-                _fail(RltuneError(f"{option or 'a list option'} must be a JSON list of strings",
-                                  where=option, hint='write e.g. \'["rw-1", "rw-2"]\''), 2)
-            out += [v for v in parsed if v]
-        else:
-            out += [v.strip() for v in text.split(",") if v.strip()]
-    return out
 
 
 def register_functions(
@@ -185,6 +114,13 @@ def upload_data(
     api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Upload JSONL datasets (validated row by row on the server)."""
+    from rltune.cli.preflight import check_files
+
+    try:  # a missing file: exit 2 before a server starts
+        check_files(_split(training_files), "--training-files")
+        check_files(_split(validation_files), "--validation-files")
+    except RltuneError as exc:
+        _fail(exc, USAGE)
     try:
         client = _client(api_key, ensure_server=True)
         train, val = asyncio.run(client.upload_datasets(
@@ -247,6 +183,7 @@ def run(
     With -c, --model, --hyper-parameters (merged), --teacher-model and --job-name override the
     YAML; the function and dataset options are for the direct mode only.
     """
+    from rltune.cli.preflight import check_dataset_files, check_files
     from rltune.cli.rl_options import function_components
 
     try:
@@ -286,16 +223,25 @@ def run(
                           _split(group_reward_names, "--group-reward-names"),
                           _split(group_reward_weights, "--group-reward-weights"),
                           group_reward_runtimes or "", ""))
-        client = _client(api_key, ensure_server=True, verbose=verbose)
+        client = _client(api_key, verbose=verbose, offline=True)  # the config comes first
         if config is not None:
             client.init(config)
         else:
+            check_files(_split(training_files), "--training-files")
+            check_files(_split(validation_files), "--validation-files")
             client.defaults = {"model": {"name": model}, "functions": fns, "datasets": (
                 [{"type": "training", "file_name": str(Path(f).resolve())}
                  for f in _split(training_files, "--training-files")]
                 + [{"type": "validation", "file_name": str(Path(f).resolve())}
                    for f in _split(validation_files, "--validation-files")])}
             client.init()
+        check_dataset_files(client.tuning.datasets if client.tuning else [],
+                            lambda name: client.config_dir / Path(name).expanduser(),
+                            where=f"{config}: datasets" if config else "datasets")
+    except RltuneError as exc:  # a bad YAML, option or file: nothing ran
+        _fail(exc, USAGE)
+    try:
+        client.base_url = _ensure_server(client.base_url)
         job = asyncio.run(client.run(model=model, hyper_parameters=hp, job_name=job_name,
                                      teacher_model=teacher_model))
     except RltuneError as exc:

@@ -345,6 +345,29 @@ def get(job_id: str = JOB_ID, api_key: Optional[str] = KEY,
 _LIST_COLUMNS = ("job_id", "job_name", "status", "model", "latest_reward", "project", "tags")
 
 
+def jobs_table(items: list[dict[str, Any]], title: str) -> Any:
+    """The ``rltune list`` table: the job id and status are never cut or wrapped (at any
+    width they keep theirs); the other columns give up width first, wrapping their text."""
+    from rich.table import Table
+
+    def cell(j: dict, c: str) -> str:
+        if c == "tags":
+            return ",".join(f"{k}={v}" for k, v in (j.get(c) or {}).items()) or "-"
+        return str(j.get(c) if j.get(c) is not None else "-")
+
+    rows = [[cell(j, c) for c in _LIST_COLUMNS] for j in items]
+    table = Table(title=title)
+    for i, col in enumerate(_LIST_COLUMNS):
+        if col in ("job_id", "status"):
+            width = max([len(col)] + [len(r[i]) for r in rows])
+            table.add_column(col, no_wrap=True, min_width=width)
+        else:
+            table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def list_jobs(page: int = typer.Option(1, "--page", "-p", help="page to show, from 1"),
               size: int = typer.Option(10, "--size", "-s", help="jobs per page"),
               status: Optional[str] = typer.Option(None, "--status",
@@ -364,19 +387,11 @@ def list_jobs(page: int = typer.Option(1, "--page", "-p", help="page to show, fr
              for j in res["items"]]
     if output == "table":
         from rich.console import Console
-        from rich.table import Table
 
-        def cell(j: dict, c: str) -> str:
-            if c == "tags":
-                return ",".join(f"{k}={v}" for k, v in (j.get(c) or {}).items()) or "-"
-            return str(j.get(c) if j.get(c) is not None else "-")
-
-        table = Table(title=f"jobs (page {page}, {res['total']} total)")
-        for col in _LIST_COLUMNS:
-            table.add_column(col)
-        for j in items:
-            table.add_row(*(cell(j, c) for c in _LIST_COLUMNS))
-        Console().print(table)
+        console = Console()
+        if not console.is_terminal:  # piped or redirected: every cell in full, one line a job
+            console = Console(width=10_000)
+        console.print(jobs_table(items, f"jobs (page {page}, {res['total']} total)"))
         return
     _emit({"items": items, "total": res["total"], "page_no": page, "page_size": size}, output)
 

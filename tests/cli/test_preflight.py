@@ -58,8 +58,8 @@ def test_serve_on_a_busy_port_exits_2_before_loading_the_weights(tmp_path, tiny_
                            home=tmp_path)
     assert res.returncode == exit_codes.USAGE, res.stderr
     assert f"127.0.0.1:{port}" in res.stderr and "--port" in res.stderr, res.stderr
-    assert "serving" not in res.stdout
-    assert took < 30, took  # no engine was built (a torch import alone takes seconds here)
+    assert "serving" not in res.stdout and "Loading weights" not in res.stderr, res.stderr
+    assert took < 30, took
 
 
 @pytest.fixture

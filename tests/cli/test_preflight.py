@@ -103,3 +103,12 @@ def test_no_server_running_is_said_so_not_no_api_key(tmp_path):
         assert res.returncode == exit_codes.UNREACHABLE, (args, res.stderr)
         assert f"no rltune server is running at {url}" in res.stderr, res.stderr
         assert "rltune server start" in res.stderr and "no API key" not in res.stderr
+
+
+def test_hyper_parameters_that_are_not_json_exit_2_before_any_request(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens: a request would exit 4
+    res, _ = rltune("submit", "--model", "nano", "--training-file-ids", "file-x",
+                    "--hyper-parameters", "{batch_size: 4", home=tmp_path, RLTUNE_BASE_URL=url,
+                    RLTUNE_API_KEY="sk-x")
+    assert res.returncode == exit_codes.USAGE, res.stderr
+    assert "--hyper-parameters is not JSON" in res.stderr, res.stderr

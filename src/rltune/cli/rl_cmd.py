@@ -8,7 +8,6 @@ submit, get/status, list, cancel, delete, logs [--follow], resume — each with
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -30,6 +29,7 @@ from rltune.cli.rl_common import (  # noqa: F401 (re-exported: the other command
     _emit,
     _ensure_server,
     _fail,
+    _json_option,
     _split,
 )
 from rltune.sdk.errors import RltuneError
@@ -186,11 +186,7 @@ def run(
     from rltune.cli.preflight import check_dataset_files, check_files
     from rltune.cli.rl_options import function_components
 
-    try:
-        hp = json.loads(hyper_parameters) if hyper_parameters else None
-    except json.JSONDecodeError as exc:
-        _fail(RltuneError(f"--hyper-parameters is not JSON: {exc.msg}",
-                          hint='write e.g. \'{"learning_rate": 1e-5}\''), 2)
+    hp = _json_option(hyper_parameters, "--hyper-parameters")
     direct = {"--training-files": training_files, "--validation-files": validation_files,
               "--rollout-classpath": rollout_classpath, "--reward-classpaths": reward_classpaths,
               "--group-reward-classpaths": group_reward_classpaths,
@@ -318,13 +314,13 @@ def submit(
         {"type": "reward", "entity_id": e} for e in _split(reward_ids, "--reward-ids")] + [
         {"type": "group_reward", "entity_id": e}
         for e in _split(group_reward_ids, "--group-reward-ids")]
+    hp = _json_option(hyper_parameters, "--hyper-parameters")
     try:
-        hp = json.loads(hyper_parameters) if hyper_parameters else None
         job = _client(api_key).submit_job(
             model=model, functions=fns, hyper_parameters=hp, job_name=job_name,
             training_file_ids=_split(training_file_ids, "--training-file-ids"),
             validation_file_ids=_split(validation_file_ids, "--validation-file-ids"))
-    except (RltuneError, json.JSONDecodeError) as exc:
+    except RltuneError as exc:
         _fail(exc)
     _emit(job.output, output, "job")
 

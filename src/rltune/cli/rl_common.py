@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import typer
 
-from rltune.cli.exit_codes import FAILED, for_error
+from rltune.cli.exit_codes import FAILED, USAGE, for_error
 from rltune.sdk.errors import RltuneError, ServerUnreachableError
 
 
@@ -106,6 +106,17 @@ def _ensure_server(url: str) -> str:
     typer.secho(f"started the rltune server at {url} (stop it with `rltune server stop`)",
                 err=True)
     return url
+
+
+def _json_option(text: Optional[str], option: str) -> Any:
+    """The JSON value of ``option`` (None when not given); a USAGE exit when it is not JSON."""
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        _fail(RltuneError(f"{option} is not JSON: {exc.msg}", where=option,
+                          hint='write e.g. \'{"learning_rate": 1e-5}\''), USAGE)
 
 
 def _split(values: list[str], option: str = "") -> list[str]:

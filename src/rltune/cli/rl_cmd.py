@@ -162,7 +162,8 @@ def run(
                                                    help="e.g. 0.5,0.5"),
     reward_metric_weights: Optional[str] = typer.Option(
         None, "--reward-metric-weights", help='JSON list of dicts, e.g. \'[{"acc": 1}]\''),
-    rollout_runtime: Optional[str] = typer.Option(None, "--rollout-runtime", help="JSON object"),
+    rollout_runtime: Optional[str] = typer.Option(
+        None, "--rollout-runtime", help='JSON object, e.g. \'{"cpu": 2, "concurrency": 8}\''),
     reward_runtimes: Optional[str] = typer.Option(
         None, "--reward-runtimes", help="JSON list of objects (or one object for all)"),
     group_reward_runtimes: Optional[str] = typer.Option(
@@ -173,7 +174,8 @@ def run(
                                                 help="the teacher of on-policy distillation"),
     job_name: Optional[str] = JOB_NAME,
     follow: Optional[bool] = typer.Option(None, "--follow/--no-follow",
-                                          help="default: follow with -o table"),
+                                          help="show a progress bar until the job ends "
+                                          "(default: with -o table)"),
     verbose: bool = typer.Option(False, "--verbose", "-v",
                                  help="print the HTTP requests and where the job went"),
     api_key: Optional[str] = KEY, output: Format = OUT,

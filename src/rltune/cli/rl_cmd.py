@@ -177,7 +177,7 @@ def run(
                                           help="show a progress bar until the job ends "
                                           "(default: with -o table)"),
     verbose: bool = typer.Option(False, "--verbose", "-v",
-                                 help="print the HTTP requests and where the job went"),
+                                 help="print where the job went (the server's address)"),
     api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Register, upload and submit a job (from -c job.yaml or direct parameters), then follow.
@@ -221,7 +221,7 @@ def run(
                           _split(group_reward_names, "--group-reward-names"),
                           _split(group_reward_weights, "--group-reward-weights"),
                           group_reward_runtimes or "", ""))
-        client = _client(api_key, verbose=verbose, offline=True)  # the config comes first
+        client = _client(api_key, offline=True)  # the config comes first
         if config is not None:
             client.init(config)
         else:

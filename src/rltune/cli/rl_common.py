@@ -60,15 +60,14 @@ def _fail(exc: Exception, code: int = FAILED) -> None:
     raise typer.Exit(for_error(exc, code))
 
 
-def _client(api_key: Optional[str], ensure_server: bool = False, verbose: bool = False,
-            offline: bool = False):
+def _client(api_key: Optional[str], ensure_server: bool = False, offline: bool = False):
     """The client of the server at RLTUNE_BASE_URL (or the local one): started first with
     ``ensure_server``; with ``offline`` nothing is checked (the caller starts the server)."""
     from rltune.client import AgenticRL, discovery
     from rltune.sdk.log_level import configure_logging
 
-    try:  # LOG_LEVEL=debug (or -v): the HTTP requests too
-        configure_logging("%(levelname)s %(name)s: %(message)s", verbose=verbose)
+    try:  # LOG_LEVEL=debug: the HTTP requests too
+        configure_logging("%(levelname)s %(name)s: %(message)s")
     except RltuneError as exc:
         _fail(exc, 2)
 

@@ -74,6 +74,9 @@ def test_cloud_flow_end_to_end(server, tmp_path, tiny_model_dir):
         assert ckpts[-1]["validation_reward"] is not None
         detail = c.get(f"/v1/jobs/{job_id}").json()
         assert "hyper_parameters" in detail["config_yaml"] and detail["latest_reward"] is not None
+    # the table, piped at 80 columns: every job id in full, on one line (rltune list)
+    r = rl(ws, "list", env={**env, "COLUMNS": "80"})
+    assert r.returncode == 0 and any(job_id in line for line in r.stdout.splitlines()), r.stdout
     r = rl(ws, "list", "-o", "json", env=env)
     assert [j["job_id"] for j in json.loads(r.stdout)["items"]] == [job_id]
 

@@ -71,10 +71,11 @@ def _emit(data: Any, output: str, title: str = "") -> None:
 
 
 @_init.command("workspace")
-def init_workspace(directory: Path = typer.Argument(...),
+def init_workspace(directory: Path = typer.Argument(..., help="the folder to create"),
                    template: str = typer.Option("rl_demo", "--template", "-t",
                                                 help="rl_demo | rl_search_mcp_demo"),
-                   force: bool = typer.Option(False, "--overwrite", "--force")) -> None:
+                   force: bool = typer.Option(False, "--overwrite", "--force",
+                                              help="write into a non-empty folder")) -> None:
     """A workspace from one of Ark's templates."""
     from rltune.templates import create_workspace
 
@@ -89,8 +90,10 @@ def init_workspace(directory: Path = typer.Argument(...),
 
 
 @_create.command("mcj")
-def create_mcj(file: Path = typer.Option(..., "--file", "-f", exists=True, dir_okay=False),
-               debug: bool = typer.Option(False, "--debug"),
+def create_mcj(file: Path = typer.Option(..., "--file", "-f", exists=True, dir_okay=False,
+                                         help="the job YAML (Ark's or rltune's)"),
+               debug: bool = typer.Option(False, "--debug", help="Ark's debug run; refused "
+                                          "here (no counterpart in rltune)"),
                api_key: Optional[str] = KEY, output: str = OUT) -> None:
     """Register the plugins, upload the data and submit the job to the rltune server."""
     from rltune.cli.rl_cmd import _client
@@ -108,11 +111,15 @@ def create_mcj(file: Path = typer.Option(..., "--file", "-f", exists=True, dir_o
 
 
 @_list.command("mcj")
-def list_mcj(page_size: int = typer.Option(10, "--page-size", "-ps"),
-             page_number: int = typer.Option(1, "--page-number", "-pn"),
+def list_mcj(page_size: int = typer.Option(10, "--page-size", "-ps", help="jobs per page"),
+             page_number: int = typer.Option(1, "--page-number", "-pn",
+                                             help="page to show, from 1"),
              customization_type: Optional[str] = typer.Option(
-                 None, "--customization_type", "--customization-type", "-t"),
-             phase: Optional[str] = typer.Option(None, "--phase", "-p"),
+                 None, "--customization_type", "--customization-type", "-t",
+                 help="only jobs of this type: GRPO or GRPOLoRA"),
+             phase: Optional[str] = typer.Option(None, "--phase", "-p",
+                                                 help="only jobs in this phase, e.g. Running, "
+                                                 "Completed, Failed"),
              api_key: Optional[str] = KEY, output: str = OUT) -> None:
     """Jobs, newest first."""
     from rltune.cli.rl_cmd import _client
@@ -142,7 +149,7 @@ def list_mcj(page_size: int = typer.Option(10, "--page-size", "-ps"),
 
 
 @_get.command("mcj")
-def get_mcj(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+def get_mcj(job_id: str = typer.Argument(..., help="the job id"), api_key: Optional[str] = KEY,
             output: str = OUT) -> None:
     """A job's status, progress, metadata and configuration."""
     from rltune.cli.rl_cmd import get
@@ -151,9 +158,12 @@ def get_mcj(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
 
 
 @_get.command("foundation-model")
-def get_foundation_model(model: str = typer.Option(..., "--model"),
-                         version: Optional[str] = typer.Option(None, "--version"),
-                         fields: list[str] = typer.Option(["hyperparameters"], "--fields"),
+def get_foundation_model(model: str = typer.Option(..., "--model", help="the model name"),
+                         version: Optional[str] = typer.Option(
+                             None, "--version", help="the model version (appended as -VERSION)"),
+                         fields: list[str] = typer.Option(
+                             ["hyperparameters"], "--fields",
+                             help="what to show, comma-separated (default hyperparameters)"),
                          output: str = OUT) -> None:
     """The hyper-parameters a job may set (Ark's names, rltune's, defaults and ranges)."""
     from rltune.ark.foundation import foundation_model
@@ -194,11 +204,13 @@ def _write_archive(data: bytes, dest: Path) -> list[str]:
 
 
 @_pull.command("mcj")
-def pull_mcj(job_id: str = typer.Argument(...),
+def pull_mcj(job_id: str = typer.Argument(..., help="the job id"),
              directory: Optional[Path] = typer.Option(None, "--output-dir", "-d",
                                                       help="default: ./<job id>"),
-             include_data: bool = typer.Option(False, "--include-data/--exclude-data"),
-             include_plugin: bool = typer.Option(True, "--include-plugin/--exclude-plugin"),
+             include_data: bool = typer.Option(False, "--include-data/--exclude-data",
+                                               help="also the datasets, into data/"),
+             include_plugin: bool = typer.Option(True, "--include-plugin/--exclude-plugin",
+                                                 help="also the plugin (function) code"),
              api_key: Optional[str] = KEY) -> None:
     """The job's job.yaml, plugin code and (with --include-data) data into a folder."""
     from rltune.cli.rl_cmd import _client
@@ -247,8 +259,11 @@ def test_pipeline_plugin(fn: str = typer.Option(..., "--fn", help="module:functi
                                                      help="JSON text or a file"),
                          sync: bool = typer.Option(True, "--sync/--no-sync",
                                                    help="(always synchronous here)"),
-                         workspace: Path = typer.Option(Path("."), "--workspace", "-w"),
-                         output: str = typer.Option("json", "--output", "-o")) -> None:
+                         workspace: Path = typer.Option(
+                             Path("."), "--workspace", "-w",
+                             help="the folder the plugin is imported from"),
+                         output: str = typer.Option("json", "--output", "-o",
+                                                    help="output format: table|json|yaml")) -> None:
     """One call of a plugin with Ark's request shape ({context, proxy, sample})."""
     from rltune.ark.local_test import run_plugin
     from rltune.cli.functions_cmd import _read_input

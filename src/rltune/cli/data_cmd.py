@@ -16,7 +16,8 @@ _SHOWN = 20
 def convert(
     source: Path = typer.Argument(..., help=".parquet, .jsonl/.json, or a saved datasets folder"),
     output: Path = typer.Option(..., "--out", "--output", help="the JSONL to write"),
-    prompt_key: str = typer.Option("prompt", "--prompt-key"),
+    prompt_key: str = typer.Option("prompt", "--prompt-key",
+                                  help="dotted path of the prompt column"),
     ground_truth_key: str = typer.Option("reward_model.ground_truth", "--ground-truth-key",
                                          help="dotted path of the reference answer"),
     split: Optional[str] = typer.Option(None, "--split", help="split of a DatasetDict"),

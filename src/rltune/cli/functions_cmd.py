@@ -61,13 +61,17 @@ def _infer_type(classpath: str, workspace: Path) -> str:
 
 @functions_app.command("serve")
 def serve(
-    classpath: str = typer.Option(..., "--classpath", "-c", envvar="PROCESSOR_CLASS"),
+    classpath: str = typer.Option(..., "--classpath", "-c", envvar="PROCESSOR_CLASS",
+                                help="the processor class, module.Class"),
     func_type: str = typer.Option(..., "--type", "-t", envvar="FUNC_TYPE", help=TYPES),
-    workspace: Path = typer.Option(Path("."), "--workspace", "-w"),
-    host: str = typer.Option("127.0.0.1"),
+    workspace: Path = typer.Option(Path("."), "--workspace", "-w",
+                                   help="the folder the classpath is imported from"),
+    host: str = typer.Option("127.0.0.1", help="interface to bind"),
     port: int = typer.Option(8000, envvar="SERVER_PORT", help="0 picks a free port"),
-    concurrency: int = typer.Option(32, envvar="THREAD_POOL_WORKERS"),
-    queue_size: int = typer.Option(100, envvar="THREAD_POOL_QUEUE"),
+    concurrency: int = typer.Option(32, envvar="THREAD_POOL_WORKERS",
+                                    help="calls run at once"),
+    queue_size: int = typer.Option(100, envvar="THREAD_POOL_QUEUE",
+                                   help="calls waiting before new ones are refused (503)"),
     timeout: Optional[float] = typer.Option(None, help="seconds per call"),
     build_venv: bool = typer.Option(False, help="build a venv for requirements.txt first"),
 ) -> None:
@@ -92,7 +96,7 @@ def serve(
 
 
 @functions_app.command("package")
-def package(workspace: Path = typer.Argument(Path(".")),
+def package(workspace: Path = typer.Argument(Path("."), help="the folder to zip"),
             output: Path = typer.Option(Path("workspace.zip"), "--out", "--output",
                                         help="the zip to write")) -> None:
     """Zip a workspace (cloud exclusions + .gitignore) and print its content hash."""
@@ -107,10 +111,12 @@ def package(workspace: Path = typer.Argument(Path(".")),
 
 @functions_app.command("register")
 def register_fn(
-    classpath: str = typer.Option(..., "--classpath", "-c"),
+    classpath: str = typer.Option(..., "--classpath", "-c",
+                                  help="the function class, module.Class"),
     func_type: str = typer.Option(..., "--type", "-t", help=TYPES),
-    workspace: Path = typer.Option(Path("."), "--workspace", "-w"),
-    name: Optional[str] = typer.Option(None),
+    workspace: Path = typer.Option(Path("."), "--workspace", "-w",
+                                   help="the folder the classpath is imported from"),
+    name: Optional[str] = typer.Option(None, help="a name for it (default: the classpath)"),
 ) -> None:
     """Register a function; prints its entity id (ro-…, rw-…, grw-…)."""
     from rltune.functions.registry import FunctionRegistry
@@ -139,11 +145,14 @@ def list_fn(output: Format = OUT) -> None:
 
 @functions_app.command("load")
 def load_fn(
-    entity_id: str = typer.Argument(...),
+    entity_id: str = typer.Argument(..., help="the registered function (ro-…, rw-…, grw-…)"),
     port: int = typer.Option(0, help="instance port (0 picks a free one)"),
-    concurrency: Optional[int] = typer.Option(None),
-    capacity: Optional[int] = typer.Option(None),
-    max_capacity: Optional[int] = typer.Option(None),
+    concurrency: Optional[int] = typer.Option(None, help="calls per worker at once "
+                                              "(default: the function's runtime)"),
+    capacity: Optional[int] = typer.Option(None, help="workers started up front "
+                                           "(default: the function's runtime)"),
+    max_capacity: Optional[int] = typer.Option(None, help="most workers when scaling out "
+                                               "(default: the function's runtime)"),
     memory_size: Optional[int] = typer.Option(None, help="MB per worker"),
     timeout: Optional[float] = typer.Option(None, help="seconds per call"),
 ) -> None:
@@ -198,13 +207,17 @@ def test_functions(
     n: int = typer.Option(4, "-n", help="rollouts per prompt"),
     limit: Optional[int] = typer.Option(None, help="use the first N prompts"),
     concurrency: int = typer.Option(16, help="rollouts in flight"),
-    base_url: str = typer.Option("http://127.0.0.1:8000/v1", envvar="OPENAI_BASE_URL"),
-    model: str = typer.Option("policy", envvar="RLTUNE_MODEL"),
-    api_key: str = typer.Option("EMPTY", envvar="OPENAI_API_KEY"),
-    temperature: float = typer.Option(1.0),
-    max_tokens: int = typer.Option(512),
+    base_url: str = typer.Option("http://127.0.0.1:8000/v1", envvar="OPENAI_BASE_URL",
+                                 help="the OpenAI-compatible endpoint a rollout calls"),
+    model: str = typer.Option("policy", envvar="RLTUNE_MODEL",
+                              help="model name sent to that endpoint"),
+    api_key: str = typer.Option("EMPTY", envvar="OPENAI_API_KEY",
+                                help="bearer key for that endpoint"),
+    temperature: float = typer.Option(1.0, help="sampling temperature"),
+    max_tokens: int = typer.Option(512, help="most new tokens per completion"),
     timeout: Optional[float] = typer.Option(None, help="seconds per call"),
-    workspace: Path = typer.Option(Path("."), "--workspace", "-w"),
+    workspace: Path = typer.Option(Path("."), "--workspace", "-w",
+                                   help="the folder the classpaths are imported from"),
     output: Optional[Format] = typer.Option(None, "--output", "-o", "--output-format",
                                             help="output format (default table; json with "
                                                  "INSTANCE_ID)"),

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from rltune.cli.rl_cmd import KEY, OUT, Format, _client, _emit, _fail, rl_app
+from rltune.cli.rl_cmd import JOB_ID, KEY, OUT, Format, _client, _emit, _fail, rl_app
 from rltune.sdk.errors import RltuneError
 
 
@@ -34,7 +34,7 @@ def copy(job_id: str = typer.Argument(..., help="the job to copy (any state)"),
            "copied_from": job_id}, output)
 
 
-def stop(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+def stop(job_id: str = JOB_ID, api_key: Optional[str] = KEY,
          output: Format = OUT) -> None:
     """End a RUNNING job at its next step boundary, saving a checkpoint (it becomes STOPPED;
     `rltune cancel` kills it where it is, `rltune resume` continues a STOPPED job)."""

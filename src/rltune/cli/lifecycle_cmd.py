@@ -12,6 +12,8 @@ from rltune.cli.models_cmd import models_app
 from rltune.cli.rl_cmd import KEY, OUT, Format, _client, _emit, _fail
 from rltune.sdk.errors import RltuneError
 
+MODEL = typer.Argument(..., help="a published model's name")
+
 
 def register(app: typer.Typer) -> None:
     """The commands live on ``rltune models`` (attached at import)."""
@@ -29,7 +31,8 @@ def publish(job_id: str = typer.Argument(..., help="the job (ft-…)"),
             name: str = typer.Option(..., "--name", "-n", help="the model's name"),
             checkpoint: str = typer.Option("best", "--checkpoint", "-c",
                                            help="a step number, best or last"),
-            description: str = typer.Option("", "--description"),
+            description: str = typer.Option("", "--description",
+                                            help="free text kept with the model"),
             api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Publish a job's checkpoint as a named model (jobs may then say `model: NAME`)."""
     ckpt: Any = int(checkpoint) if checkpoint.isdigit() else checkpoint
@@ -44,19 +47,19 @@ def published(api_key: Optional[str] = KEY, output: Format = OUT) -> None:
 
 
 @models_app.command("show")
-def show(name: str, api_key: Optional[str] = KEY, output: Format = OUT) -> None:
+def show(name: str = MODEL, api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """A published model: source job, checkpoint, validation reward, base, files."""
     _emit(_run(lambda: _client(api_key).get_model(name)), output, name)
 
 
 @models_app.command("delete")
-def delete(name: str, api_key: Optional[str] = KEY, output: Format = OUT) -> None:
+def delete(name: str = MODEL, api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Delete a published model (refused while a deployment serves it)."""
     _emit(_run(lambda: _client(api_key).delete_model(name)), output, name)
 
 
 @models_app.command("export")
-def export(name: str, out: Path = typer.Option(..., "--out", help="a new folder"),
+def export(name: str = MODEL, out: Path = typer.Option(..., "--out", help="a new folder"),
            adapter: bool = typer.Option(False, "--adapter",
                                         help="the LoRA adapter alone (peft format)"),
            api_key: Optional[str] = KEY) -> None:
@@ -75,7 +78,7 @@ def export(name: str, out: Path = typer.Option(..., "--out", help="a new folder"
 
 
 @models_app.command("push")
-def push(name: str, repo: str = typer.Option(..., "--repo", help="owner/name on the hub"),
+def push(name: str = MODEL, repo: str = typer.Option(..., "--repo", help="owner/name on the hub"),
          adapter: bool = typer.Option(False, "--adapter", help="the LoRA adapter alone"),
          public: bool = typer.Option(False, "--public", help="a public repository"),
          api_key: Optional[str] = KEY, output: Format = OUT) -> None:
@@ -86,7 +89,8 @@ def push(name: str, repo: str = typer.Option(..., "--repo", help="owner/name on 
 
 @models_app.command("deploy")
 def deploy(names: list[str] = typer.Argument(..., help="published models to serve together"),
-           name: str = typer.Option("", "--name"),
+           name: str = typer.Option("", "--name", help="the deployment's name "
+                                    "(default: from the models)"),
            threads: Optional[int] = typer.Option(
                None, "--threads", help="torch threads of the built-in engine (default 1)"),
            engine: str = typer.Option("builtin", "--engine", help="builtin, or vllm where "
@@ -109,7 +113,8 @@ def deployments(api_key: Optional[str] = KEY, output: Format = OUT) -> None:
 
 
 @models_app.command("stop")
-def stop(deployment_id: str, api_key: Optional[str] = KEY, output: Format = OUT) -> None:
+def stop(deployment_id: str = typer.Argument(..., help="the deployment (dep-…)"),
+         api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Stop a deployment's serving process."""
     _emit(_run(lambda: _client(api_key).stop_deployment(deployment_id)), output,
           deployment_id)

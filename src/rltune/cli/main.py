@@ -7,6 +7,8 @@ import os
 
 import typer
 
+from rltune.cli.help_format import ReadableGroup
+
 # The Hugging Face hub is contacted only to download a hub id (org/name) that a job or command
 # names and the HF cache lacks (rltune.models.registry.resolve_model); every load after that is
 # from a local directory. HF_HUB_OFFLINE=1 turns downloads off: a missing model is then an error.
@@ -14,6 +16,7 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 app = typer.Typer(
     name="rltune",
+    cls=ReadableGroup,  # TEXT / PATH / a|b metavars, none on a flag (help_format.py)
     help="Self-hosted reinforcement-learning fine-tuning of LLM agents.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,

@@ -8,109 +8,49 @@ submit, get/status, list, cancel, delete, logs [--follow], resume — each with
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from rltune.cli.exit_codes import FAILED, for_error
-from rltune.sdk.errors import RltuneError, ServerUnreachableError
+from rltune.cli.exit_codes import USAGE
+from rltune.cli.rl_common import (  # noqa: F401 (re-exported: the other command modules)
+    FORMATS,
+    HYPER,
+    JOB_ID,
+    JOB_NAME,
+    KEY,
+    OUT,
+    OUT_JSON,
+    WORKSPACE,
+    Format,
+    _client,
+    _emit,
+    _ensure_server,
+    _fail,
+    _json_option,
+    _split,
+)
+from rltune.sdk.errors import RltuneError
 
 rl_app = typer.Typer(help="Cloud-compatible job verbs (talk to the rltune server).",
                      no_args_is_help=True)
-class Format(str, Enum):
-    """``-o``: the output format (a choice, so --help lists it and a typo is a usage error)."""
-
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-
-
-FORMATS = tuple(f.value for f in Format)
-OUT = typer.Option(Format.table.value, "--output", "-o", "--output-format",
-                   help="output format")
-#: register_functions and test_functions print JSON unless told otherwise (the Bailian CLI).
-OUT_JSON = typer.Option(Format.json.value, "--output", "-o", "--output-format",
-                        help="output format")
-KEY = typer.Option(None, "--api-key", envvar=["RLTUNE_API_KEY", "DASHSCOPE_API_KEY"],
-                   help="default: local admin key")
-
-
-def _emit(data: Any, output: str, title: str = "") -> None:
-    from rltune.functions.render import render
-
-    output = getattr(output, "value", output)
-    if output not in FORMATS:
-        typer.secho(f"error: -o must be one of {', '.join(FORMATS)}", fg="red", err=True)
-        raise typer.Exit(2)
-    if hasattr(data, "model_dump"):
-        data = data.model_dump(mode="json", exclude_none=True)
-    if output == "json":
-        typer.echo(json.dumps(data, indent=2, default=str))
-    else:
-        typer.echo(render(data if isinstance(data, dict) else {"result": data}, output,
-                          title=title))
-
-
-def _fail(exc: Exception, code: int = FAILED) -> None:
-    typer.secho(f"error: {exc}", fg="red", err=True)
-    raise typer.Exit(for_error(exc, code))
-
-
-def _client(api_key: Optional[str], ensure_server: bool = False):
-    from rltune.client import AgenticRL, discovery
-    from rltune.sdk.log_level import configure_logging
-
-    try:  # LOG_LEVEL=debug: the HTTP requests too
-        configure_logging("%(levelname)s %(name)s: %(message)s")
-    except RltuneError as exc:
-        _fail(exc, 2)
-
-    url = discovery.base_url()
-    if ensure_server and not discovery.is_up(url):
-        if not url.startswith(("http://127.0.0.1", "http://localhost")):
-            _fail(ServerUnreachableError(f"no rltune server answers at {url}",
-                                        where="RLTUNE_BASE_URL"))
-        port = int(url.rsplit(":", 1)[-1]) if url.count(":") == 2 else 8600
-        typer.secho(f"no server answers at {url}: starting a local one …", err=True)
-        url = discovery.start_local_server(port=port)
-        typer.secho(f"started the rltune server at {url} (stop it with `rltune server stop`)",
-                    err=True)
-    return AgenticRL(api_key=api_key, base_url=url)
-
-
-def _split(values: list[str], option: str = "") -> list[str]:
-    """Repeated, comma-separated or JSON-list values (``'["rw-1", "rw-2"]'``) → one list."""
-    out: list[str] = []
-    for item in values:
-        text = item.strip()
-        if text.startswith("["):
-            try:
-                parsed = json.loads(text)
-            except json.JSONDecodeError as exc:
-                _fail(RltuneError(f"{option or 'a list option'} looks like a JSON list but is "
-                                  f"not JSON: {exc.msg}", where=option,
-                                  hint='write e.g. \'["rw-1", "rw-2"]\' or rw-1,rw-2'), 2)
-            if not isinstance(parsed, list) or not all(isinstance(v, str) for v in parsed):
-                _fail(RltuneError(f"{option or 'a list option'} must be a JSON list of strings",
-                                  where=option, hint='write e.g. \'["rw-1", "rw-2"]\''), 2)
-            out += [v for v in parsed if v]
-        else:
-            out += [v.strip() for v in text.split(",") if v.strip()]
-    return out
 
 
 def register_functions(
     rollout_classpaths: list[str] = typer.Option([], "--rollout-classpaths",
-                                                 "--rollout-classpath"),
-    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath"),
+                                                 "--rollout-classpath",
+                                                 help="module.Class of a rollout"),
+    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath",
+                                                help="module.Class of a reward"),
     group_reward_classpaths: list[str] = typer.Option([], "--group-reward-classpaths",
-                                                      "--group-reward-classpath"),
-    workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
-    lazy_load: bool = typer.Option(True, "--lazy-load/--no-lazy-load"),
+                                                      "--group-reward-classpath",
+                                                      help="module.Class of a group reward"),
+    workspace_dir: Path = WORKSPACE,
+    lazy_load: bool = typer.Option(True, "--lazy-load/--no-lazy-load",
+                                   help="load the functions when a job needs them (default), "
+                                   "or now, printing their instance ids"),
     api_key: Optional[str] = KEY, output: Format = OUT_JSON,
 ) -> None:
     """Package the workspace and register its functions (load them with --no-lazy-load)."""
@@ -144,7 +84,7 @@ def register_functions(
 
 
 def test_functions(
-    instance_id: str = typer.Argument(...),
+    instance_id: str = typer.Argument(..., help="a loaded function instance"),
     func_type: Optional[str] = typer.Option(None, "--type", "-t",
                                             help="ROLLOUT|REWARD|GROUP_REWARD"),
     input_json: str = typer.Option(..., "--input", "-i", help="JSON text or a file path"),
@@ -167,11 +107,20 @@ def test_functions(
 
 
 def upload_data(
-    training_files: list[str] = typer.Option(..., "--training-files", "--training-file"),
-    validation_files: list[str] = typer.Option([], "--validation-files", "--validation-file"),
+    training_files: list[str] = typer.Option(..., "--training-files", "--training-file",
+                                             help="JSONL file(s) to train on"),
+    validation_files: list[str] = typer.Option([], "--validation-files", "--validation-file",
+                                               help="JSONL file(s) to validate on"),
     api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Upload JSONL datasets (validated row by row on the server)."""
+    from rltune.cli.preflight import check_files
+
+    try:  # a missing file: exit 2 before a server starts
+        check_files(_split(training_files), "--training-files")
+        check_files(_split(validation_files), "--validation-files")
+    except RltuneError as exc:
+        _fail(exc, USAGE)
     try:
         client = _client(api_key, ensure_server=True)
         train, val = asyncio.run(client.upload_datasets(
@@ -185,35 +134,50 @@ LIST = dict(show_default=False)
 
 
 def run(
-    config: Optional[Path] = typer.Option(None, "--config", "-c", exists=True, dir_okay=False),
-    model: Optional[str] = typer.Option(None, "--model"),
-    training_files: list[str] = typer.Option([], "--training-files"),
-    validation_files: list[str] = typer.Option([], "--validation-files"),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", exists=True, dir_okay=False,
+                                          help="the job YAML"),
+    model: Optional[str] = typer.Option(None, "--model", help="base model: a name, a "
+                                        "folder or a hub id (org/name)"),
+    training_files: list[str] = typer.Option([], "--training-files",
+                                             help="JSONL file(s) to train on"),
+    validation_files: list[str] = typer.Option([], "--validation-files",
+                                               help="JSONL file(s) to validate on"),
     rollout_classpath: Optional[str] = typer.Option(None, "--rollout-classpath",
-                                                    "--rollout-classpaths"),
-    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath"),
-    group_reward_classpaths: list[str] = typer.Option([], "--group-reward-classpaths"),
-    rollout_name: Optional[str] = typer.Option(None, "--rollout-name"),
-    reward_names: list[str] = typer.Option([], "--reward-names", **LIST),
-    group_reward_names: list[str] = typer.Option([], "--group-reward-names", **LIST),
+                                                    "--rollout-classpaths",
+                                                    help="module.Class of the rollout"),
+    reward_classpaths: list[str] = typer.Option([], "--reward-classpaths", "--reward-classpath",
+                                                help="module.Class of a reward, comma-separated"),
+    group_reward_classpaths: list[str] = typer.Option(
+        [], "--group-reward-classpaths", help="module.Class of a group reward, comma-separated"),
+    rollout_name: Optional[str] = typer.Option(None, "--rollout-name",
+                                               help="the rollout's name in metrics"),
+    reward_names: list[str] = typer.Option([], "--reward-names", **LIST,
+                                           help="names of the rewards, in order"),
+    group_reward_names: list[str] = typer.Option([], "--group-reward-names", **LIST,
+                                                 help="names of the group rewards, in order"),
     rollout_weight: Optional[str] = typer.Option(None, "--rollout-weight",
                                                  help="only 1 (a rollout is not weighted)"),
     reward_weights: list[str] = typer.Option([], "--reward-weights", help="e.g. 0.7,0.3"),
-    group_reward_weights: list[str] = typer.Option([], "--group-reward-weights"),
+    group_reward_weights: list[str] = typer.Option([], "--group-reward-weights",
+                                                   help="e.g. 0.5,0.5"),
     reward_metric_weights: Optional[str] = typer.Option(
         None, "--reward-metric-weights", help='JSON list of dicts, e.g. \'[{"acc": 1}]\''),
-    rollout_runtime: Optional[str] = typer.Option(None, "--rollout-runtime", help="JSON object"),
+    rollout_runtime: Optional[str] = typer.Option(
+        None, "--rollout-runtime", help='JSON object, e.g. \'{"cpu": 2, "concurrency": 8}\''),
     reward_runtimes: Optional[str] = typer.Option(
         None, "--reward-runtimes", help="JSON list of objects (or one object for all)"),
-    group_reward_runtimes: Optional[str] = typer.Option(None, "--group-reward-runtimes"),
-    hyper_parameters: Optional[str] = typer.Option(None, "--hyper-parameters",
-                                                   help='JSON, e.g. \'{"batch_size": 4}\''),
-    workspace_dir: Path = typer.Option(Path("./"), "--workspace-dir", "-w"),
-    teacher_model: Optional[str] = typer.Option(None, "--teacher-model"),
-    job_name: Optional[str] = typer.Option(None, "--job-name"),
+    group_reward_runtimes: Optional[str] = typer.Option(
+        None, "--group-reward-runtimes", help="JSON list of objects (or one object for all)"),
+    hyper_parameters: Optional[str] = HYPER,
+    workspace_dir: Path = WORKSPACE,
+    teacher_model: Optional[str] = typer.Option(None, "--teacher-model",
+                                                help="the teacher of on-policy distillation"),
+    job_name: Optional[str] = JOB_NAME,
     follow: Optional[bool] = typer.Option(None, "--follow/--no-follow",
-                                          help="default: follow with -o table"),
-    verbose: bool = typer.Option(False, "--verbose", "-v"),
+                                          help="show a progress bar until the job ends "
+                                          "(default: with -o table)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="print where the job went (the server's address)"),
     api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Register, upload and submit a job (from -c job.yaml or direct parameters), then follow.
@@ -221,13 +185,10 @@ def run(
     With -c, --model, --hyper-parameters (merged), --teacher-model and --job-name override the
     YAML; the function and dataset options are for the direct mode only.
     """
+    from rltune.cli.preflight import check_dataset_files, check_files
     from rltune.cli.rl_options import function_components
 
-    try:
-        hp = json.loads(hyper_parameters) if hyper_parameters else None
-    except json.JSONDecodeError as exc:
-        _fail(RltuneError(f"--hyper-parameters is not JSON: {exc.msg}",
-                          hint='write e.g. \'{"learning_rate": 1e-5}\''), 2)
+    hp = _json_option(hyper_parameters, "--hyper-parameters")
     direct = {"--training-files": training_files, "--validation-files": validation_files,
               "--rollout-classpath": rollout_classpath, "--reward-classpaths": reward_classpaths,
               "--group-reward-classpaths": group_reward_classpaths,
@@ -260,16 +221,25 @@ def run(
                           _split(group_reward_names, "--group-reward-names"),
                           _split(group_reward_weights, "--group-reward-weights"),
                           group_reward_runtimes or "", ""))
-        client = _client(api_key, ensure_server=True)
+        client = _client(api_key, offline=True)  # the config comes first
         if config is not None:
             client.init(config)
         else:
+            check_files(_split(training_files), "--training-files")
+            check_files(_split(validation_files), "--validation-files")
             client.defaults = {"model": {"name": model}, "functions": fns, "datasets": (
                 [{"type": "training", "file_name": str(Path(f).resolve())}
                  for f in _split(training_files, "--training-files")]
                 + [{"type": "validation", "file_name": str(Path(f).resolve())}
                    for f in _split(validation_files, "--validation-files")])}
             client.init()
+        check_dataset_files(client.tuning.datasets if client.tuning else [],
+                            lambda name: client.config_dir / Path(name).expanduser(),
+                            where=f"{config}: datasets" if config else "datasets")
+    except RltuneError as exc:  # a bad YAML, option or file: nothing ran
+        _fail(exc, USAGE)
+    try:
+        client.base_url = _ensure_server(client.base_url)
         job = asyncio.run(client.run(model=model, hyper_parameters=hp, job_name=job_name,
                                      teacher_model=teacher_model))
     except RltuneError as exc:
@@ -321,14 +291,20 @@ def _follow(client: Any, job_id: str) -> None:
 
 
 def submit(
-    model: str = typer.Option(..., "--model"),
-    training_file_ids: list[str] = typer.Option(..., "--training-file-ids"),
-    validation_file_ids: list[str] = typer.Option([], "--validation-file-ids"),
-    rollout_id: Optional[str] = typer.Option(None, "--rollout-id"),
-    reward_ids: list[str] = typer.Option([], "--reward-ids"),
-    group_reward_ids: list[str] = typer.Option([], "--group-reward-ids"),
-    hyper_parameters: Optional[str] = typer.Option(None, "--hyper-parameters"),
-    job_name: Optional[str] = typer.Option(None, "--job-name"),
+    model: str = typer.Option(..., "--model", help="base model: a name, a folder or a "
+                              "hub id (org/name)"),
+    training_file_ids: list[str] = typer.Option(..., "--training-file-ids",
+                                                help="uploaded file ids (file-…) to train on"),
+    validation_file_ids: list[str] = typer.Option([], "--validation-file-ids",
+                                                  help="uploaded file ids to validate on"),
+    rollout_id: Optional[str] = typer.Option(None, "--rollout-id",
+                                             help="the registered rollout (ro-…)"),
+    reward_ids: list[str] = typer.Option([], "--reward-ids",
+                                         help="registered rewards (rw-…), comma-separated"),
+    group_reward_ids: list[str] = typer.Option([], "--group-reward-ids",
+                                               help="registered group rewards (grw-…)"),
+    hyper_parameters: Optional[str] = HYPER,
+    job_name: Optional[str] = JOB_NAME,
     api_key: Optional[str] = KEY, output: Format = OUT,
 ) -> None:
     """Submit a job from ids (uploaded file ids, registered function entity ids)."""
@@ -340,18 +316,18 @@ def submit(
         {"type": "reward", "entity_id": e} for e in _split(reward_ids, "--reward-ids")] + [
         {"type": "group_reward", "entity_id": e}
         for e in _split(group_reward_ids, "--group-reward-ids")]
+    hp = _json_option(hyper_parameters, "--hyper-parameters")
     try:
-        hp = json.loads(hyper_parameters) if hyper_parameters else None
         job = _client(api_key).submit_job(
             model=model, functions=fns, hyper_parameters=hp, job_name=job_name,
             training_file_ids=_split(training_file_ids, "--training-file-ids"),
             validation_file_ids=_split(validation_file_ids, "--validation-file-ids"))
-    except (RltuneError, json.JSONDecodeError) as exc:
+    except RltuneError as exc:
         _fail(exc)
     _emit(job.output, output, "job")
 
 
-def get(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+def get(job_id: str = JOB_ID, api_key: Optional[str] = KEY,
         output: Format = OUT) -> None:
     """A job's status, progress and error."""
     try:
@@ -367,9 +343,36 @@ def get(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
 _LIST_COLUMNS = ("job_id", "job_name", "status", "model", "latest_reward", "project", "tags")
 
 
-def list_jobs(page: int = typer.Option(1, "--page", "-p"), size: int = typer.Option(10,
-              "--size", "-s"), status: Optional[str] = typer.Option(None, "--status"),
-              project: Optional[str] = typer.Option(None, "--project"),
+def jobs_table(items: list[dict[str, Any]], title: str) -> Any:
+    """The ``rltune list`` table: the job id and status are never cut or wrapped (at any
+    width they keep theirs); the other columns give up width first, wrapping their text."""
+    from rich.table import Table
+
+    def cell(j: dict, c: str) -> str:
+        if c == "tags":
+            return ",".join(f"{k}={v}" for k, v in (j.get(c) or {}).items()) or "-"
+        return str(j.get(c) if j.get(c) is not None else "-")
+
+    rows = [[cell(j, c) for c in _LIST_COLUMNS] for j in items]
+    table = Table(title=title)
+    for i, col in enumerate(_LIST_COLUMNS):
+        if col in ("job_id", "status"):
+            width = max([len(col)] + [len(r[i]) for r in rows])
+            table.add_column(col, no_wrap=True, min_width=width)
+        else:
+            table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def list_jobs(page: int = typer.Option(1, "--page", "-p", help="page to show, from 1"),
+              size: int = typer.Option(10, "--size", "-s", help="jobs per page"),
+              status: Optional[str] = typer.Option(None, "--status",
+                                                   help="only jobs in this status, e.g. "
+                                                   "RUNNING"),
+              project: Optional[str] = typer.Option(None, "--project",
+                                                    help="only jobs of this project"),
               tag: list[str] = typer.Option([], "--tag", help="KEY or KEY=VALUE (repeat)"),
               api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Jobs, newest first (filtered by status, project and tags)."""
@@ -382,24 +385,16 @@ def list_jobs(page: int = typer.Option(1, "--page", "-p"), size: int = typer.Opt
              for j in res["items"]]
     if output == "table":
         from rich.console import Console
-        from rich.table import Table
 
-        def cell(j: dict, c: str) -> str:
-            if c == "tags":
-                return ",".join(f"{k}={v}" for k, v in (j.get(c) or {}).items()) or "-"
-            return str(j.get(c) if j.get(c) is not None else "-")
-
-        table = Table(title=f"jobs (page {page}, {res['total']} total)")
-        for col in _LIST_COLUMNS:
-            table.add_column(col)
-        for j in items:
-            table.add_row(*(cell(j, c) for c in _LIST_COLUMNS))
-        Console().print(table)
+        console = Console()
+        if not console.is_terminal:  # piped or redirected: every cell in full, one line a job
+            console = Console(width=10_000)
+        console.print(jobs_table(items, f"jobs (page {page}, {res['total']} total)"))
         return
     _emit({"items": items, "total": res["total"], "page_no": page, "page_size": size}, output)
 
 
-def cancel(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+def cancel(job_id: str = JOB_ID, api_key: Optional[str] = KEY,
            output: Format = OUT) -> None:
     """Cancel a job (its processes are stopped; saved checkpoints stay)."""
     try:
@@ -409,7 +404,7 @@ def cancel(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
     _emit({"job_id": job.job_id, "status": job.status}, output)
 
 
-def delete(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
+def delete(job_id: str = JOB_ID, api_key: Optional[str] = KEY,
            output: Format = OUT) -> None:
     """Delete a job that is not running, with its outputs."""
     try:
@@ -419,8 +414,10 @@ def delete(job_id: str = typer.Argument(...), api_key: Optional[str] = KEY,
     _emit(res, output)
 
 
-def resume(job_id: str = typer.Argument(...),
-           checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
+def resume(job_id: str = JOB_ID,
+           checkpoint: Optional[str] = typer.Option(None, "--checkpoint",
+                                                    help="the checkpoint step to resume from "
+                                                    "(default: the last)"),
            api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """Continue a FAILED, CANCELED or STOPPED job from its last checkpoint."""
     try:
@@ -430,9 +427,11 @@ def resume(job_id: str = typer.Argument(...),
     _emit({"job_id": job.job_id, "status": job.status, "resume_from": job.resume_from}, output)
 
 
-def logs(job_id: str = typer.Argument(...), offset: int = typer.Option(1, "--offset"),
-         lines: int = typer.Option(1000, "--lines", "--line"),
-         follow: bool = typer.Option(False, "--follow", "-f"),
+def logs(job_id: str = JOB_ID,
+         offset: int = typer.Option(1, "--offset", help="first line to show, from 1"),
+         lines: int = typer.Option(1000, "--lines", "--line", help="most lines to show"),
+         follow: bool = typer.Option(False, "--follow", "-f",
+                                     help="stream new lines until the job ends"),
          api_key: Optional[str] = KEY, output: Format = OUT) -> None:
     """A job's log lines (--follow streams them until the job ends)."""
     client = _client(api_key)

@@ -15,6 +15,8 @@ from typing import Optional
 
 import typer
 
+from rltune.cli.exit_codes import FAILED, USAGE
+
 DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
           "float16": "float16", "fp16": "float16", "half": "float16"}
 
@@ -72,6 +74,7 @@ def register(app: typer.Typer) -> None:
         """Serve a saved model through rltune's gateway (OpenAI chat completions, tools)."""
         import asyncio
 
+        from rltune.cli.preflight import check_port_free
         from rltune.engine.placement import auto_placement
         from rltune.engine.select import check_engine_options
         from rltune.gateway.toolcalls import parser_name_for_model_dir
@@ -79,6 +82,7 @@ def register(app: typer.Typer) -> None:
         from rltune.sdk.errors import RltuneError
 
         try:
+            check_port_free(host, port)  # a busy port: exit 2 before the weights load
             path = resolve_model(model, what="MODEL")
             # an unknown parser or model family fails here, before the weights load
             parser = parser_name_for_model_dir(path, tool_parser)
@@ -88,13 +92,13 @@ def register(app: typer.Typer) -> None:
             dtype = check_device_dtype(device, dtype)
         except RltuneError as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(USAGE) from None
         try:
             asyncio.run(_serve(path, host, port, api_key, threads, max_batch_size, device,
                                dtype, served_name, parser, template_kwargs, engine))
         except RltuneError as exc:
             typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from None
+            raise typer.Exit(FAILED) from None
 
 
 def _json_object(text: Optional[str]) -> dict:

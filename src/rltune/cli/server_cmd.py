@@ -19,13 +19,17 @@ server_app = typer.Typer(help="Run the job server (REST API, scheduler, store)."
 
 @server_app.command("start")
 def start(
-    port: int = typer.Option(8600, "--port", "-p", envvar="RLTUNE_SERVER_PORT"),
+    port: int = typer.Option(8600, "--port", "-p", envvar="RLTUNE_SERVER_PORT",
+                            help="port to listen on"),
     host: str = typer.Option("127.0.0.1", "--host", help="bind address (keep 127.0.0.1 "
                              "unless the machine is yours alone)"),
     db: Optional[str] = typer.Option(None, "--db", envvar="RLTUNE_DB_URL",
                                      help="SQLAlchemy URL, e.g. postgresql://…; default SQLite"),
-    max_concurrent_jobs: int = typer.Option(1, "--max-concurrent-jobs", "-j"),
-    max_upload_bytes: Optional[int] = typer.Option(None, "--max-upload-bytes"),
+    max_concurrent_jobs: int = typer.Option(1, "--max-concurrent-jobs", "-j",
+                                            help="jobs run at once; the others wait PENDING"),
+    max_upload_bytes: Optional[int] = typer.Option(
+        None, "--max-upload-bytes", help="largest dataset or workspace upload, in bytes "
+        "(default 200 MiB)"),
     foreground: bool = typer.Option(False, "--foreground", "-f", help="do not detach"),
     allow_unisolated: bool = typer.Option(
         False, "--allow-unisolated", help="serve several workspaces even when function code "

@@ -95,6 +95,10 @@ def train(
         raise typer.Exit(USAGE) from err
     base_dir = config.resolve().parent
     try:  # before anything starts: no banner, no run directory for a model that is not there
+        from rltune.cli.preflight import check_dataset_files
+
+        check_dataset_files(job.datasets, lambda name: job.resolve_path(name, base=base_dir),
+                            where=f"{config}: datasets")
         _prepare_models(job)
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)

@@ -1,5 +1,5 @@
-"""Training hyper-parameters: the cloud names and ranges (DESIGN.md §7, reference §11), the
-algorithm knobs of DESIGN.md §6, and the couplings between them.
+"""Training hyper-parameters: the cloud SDK's names and ranges, the algorithm knobs
+(``config/algorithm.py``), and the couplings between them (every key: docs/config.md).
 
 A broken coupling is reported against the field to change, with the value, the rule and a fix
 (the pydantic error's ``ctx`` carries ``field`` and ``fix``; ``rltune.config.errors`` turns it

@@ -1,4 +1,4 @@
-"""Turn the outputs of reward functions into one reward per rollout (DESIGN.md §5).
+"""Turn the outputs of reward functions into one reward per rollout.
 
 A component's score is ``Σ w·metric`` when it has ``reward_metric_weight``, else its
 ``reward_score``. A rollout's reward is ``Σ weight_f · score_f`` over all reward and group-reward

@@ -71,7 +71,7 @@ def _complete_lines(job_dir, source: str) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
-# The cloud SDK's path (reference §9: ``GET /fine-tunes/{id}/logs?offset=&line=``).
+# The cloud SDK's path for a job's log (``GET /fine-tunes/{id}/logs?offset=&line=``).
 router.add_api_route("/fine-tunes/{job_id}/logs", job_logs, methods=["GET"],
                      include_in_schema=False)
 

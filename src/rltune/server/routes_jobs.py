@@ -231,7 +231,7 @@ def delete_job(job_id: str, request: Request, caller: Caller = Depends(authentic
     return {"job_id": job_id, "deleted": True}
 
 
-# The cloud SDK's paths (reference §9), same handlers.
+# The cloud SDK's paths (``/fine-tunes…``, what its client calls), same handlers.
 router.add_api_route("/fine-tunes", create_job, methods=["POST"], status_code=201,
                      include_in_schema=False)
 router.add_api_route("/fine-tunes", list_jobs, methods=["GET"], include_in_schema=False)

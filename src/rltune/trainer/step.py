@@ -1,4 +1,4 @@
-"""The data path of one training step, top to bottom (DESIGN.md §3):
+"""The data path of one training step, top to bottom (docs/design.md, "The step"):
 
 collect groups → score → training rows → update → sync.
 

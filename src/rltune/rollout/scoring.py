@@ -21,10 +21,7 @@ from collections.abc import Mapping
 from typing import Optional
 
 from rltune.sdk.data import AgentOutput, Reward
-
-
-class InvalidReward(ValueError):
-    """A reward function produced a value that cannot be trained on (NaN, inf, missing metric)."""
+from rltune.sdk.errors import InvalidReward
 
 
 class MissingRewardMetric(InvalidReward):

@@ -31,6 +31,25 @@ def test_y_range_pads_a_constant_and_a_span(js):
     assert js("charts.js", "m.padRange(0, 0)") == [-1, 1]
     assert js("charts.js", "m.padRange(2, 2)") == pytest.approx([1.8, 2.2])
     assert js("charts.js", "m.padRange(0, 10)") == pytest.approx([-0.5, 10.5])
+    # a smoothed constant differs from itself by rounding: still a constant, one that ticks
+    assert js("charts.js", "m.padRange(0.9999999999999999, 1.0000000000000002)") == \
+        pytest.approx([0.9, 1.1])
+    assert js("charts.js", "m.padRange(null, null)") == [0, 1]
+
+
+def test_a_smoothed_constant_metric_draws(js):
+    # 19 steps of 1.0 smoothed at 0.6: the curve differs from 1 by rounding only (a nano run's
+    # trace/success_rate/agent); the page fixture fails the test on any JavaScript error
+    out = js("charts.js", """(async () => {
+        const pts = Array.from({length: 19}, (_, i) => [i + 1, 1.0]);
+        const c = m.lineChart({title: 'c', points: pts, smoothing: 0.6});
+        c.style.width = '400px'; document.body.append(c);
+        for (let i = 0; i < 50 && !c.uplot; i++) await new Promise((ok) => setTimeout(ok, 20));
+        await new Promise((ok) => setTimeout(ok, 50));
+        const y = c.uplot.scales.y;
+        return [c.querySelectorAll('canvas').length, y.min < 1, y.max > 1];
+    })()""")
+    assert out == [1, True, True]
 
 
 def test_sparkline_and_histogram_draw_on_a_canvas(js):

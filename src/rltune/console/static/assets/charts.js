@@ -55,10 +55,12 @@ export function binValues(values, nbins = 10) {
   return bins;
 }
 
-/** A y range with a margin: 5% of the span, or ±10% (±1 at 0) around a constant. */
+/** A y range with a margin: 5% of the span, or ±10% (±1 at 0) around a constant. A span
+ * within rounding of its values (a smoothed constant: 0.9999999999999999 to 1.0000000000000002)
+ * is a constant: uPlot cannot tick it. */
 export function padRange(lo, hi) {
-  if (lo === null || hi === null) return [0, 1];
-  if (hi === lo) {
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return [0, 1];
+  if (hi - lo <= 1e-9 * Math.max(Math.abs(lo), Math.abs(hi))) {
     const d = Math.abs(lo) * 0.1 || 1;
     return [lo - d, hi + d];
   }

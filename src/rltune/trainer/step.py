@@ -1,4 +1,4 @@
-"""The data path of one training step, top to bottom (docs/design.md, "The step"):
+"""What a training step does with its rollouts: learn, sync, validate (``StepRunner``).
 
 collect groups → score → training rows → update → sync.
 

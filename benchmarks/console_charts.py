@@ -1,8 +1,11 @@
-"""The console's own SVG line chart (``chart.js``) against uPlot (vendored) in headless
-Chromium: milliseconds to build and lay out one chart of ``series`` curves x ``points`` steps,
-the median of ``--repeats`` draws each (building the element, attaching it, uPlot's canvas
-drawing and the layout; the browser's later paint of the SVG is not counted, which favours the
-own chart), for the sizes a job page and the Compare page draw.
+"""The console's charts (``charts.js``, on the vendored uPlot) against a bare uPlot in headless
+Chromium: milliseconds to build, attach and draw one chart, the median of ``--repeats`` draws
+each. ``metric``: a job's Metrics chart of one curve (``lineChart``: smoothing, hover, step
+range, alert markers); ``overlay``: the Compare chart of ``series`` curves (``overlayChart``);
+``bare``: ``new uPlot`` with the same data and no options of ours. A draw is timed from building
+the element to its canvas being drawn: the console's charts draw once laid out (from a
+ResizeObserver, at the next rendering step), so theirs includes that wait; a bare uPlot draws in
+a microtask.
 
     .venv/bin/python benchmarks/console_charts.py --repeats 15
 """
@@ -17,26 +20,36 @@ import threading
 from rltune.console import STATIC_DIR
 
 JS = """async ([series, points, repeats]) => {
-  const own = await import('/chart.js');
+  const charts = await import('/charts.js');
   const uPlot = (await import('/vendor/uplot/uPlot.esm.js')).default;
   const data = Array.from({length: series}, (_, s) =>
     Array.from({length: points}, (_, i) => [i + 1, Math.sin(i / 7 + s) + s]));
   const host = document.body;
   const med = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  // build, attach, let queued microtasks run (uPlot draws its canvas in one), force layout
+  const ch = new MessageChannel();
+  const yieldTask = () => new Promise((ok) => {
+      ch.port1.onmessage = () => ok(); ch.port2.postMessage(0); });
+  // build, attach, yield until the plot exists (a canvas in the element), let uPlot's
+  // microtask draw it, force layout
   const time = async (fn) => { const out = []; for (let r = 0; r < repeats; r++) {
-      const t0 = performance.now(); const el = fn(); host.append(el);
+      const t0 = performance.now(); const [el, close] = fn(); host.append(el);
+      while (!el.querySelector('canvas')) await yieldTask();
       await new Promise((ok) => queueMicrotask(ok)); el.getBoundingClientRect();
-      out.push(performance.now() - t0); el.remove(); } return med(out); };
-  const ownMs = await time(() => own.lineChart({
-      title: 't', series: data.map((p, i) => ({name: 's' + i, points: p})), smoothing: 0.6}));
-  const steps = data[0].map((p) => p[0]);
-  const aligned = [steps, ...data.map((p) => p.map((q) => q[1]))];
-  const uMs = await time(() => { const div = document.createElement('div');
-      new uPlot({width: 460, height: 220, scales: {x: {time: false}},
+      out.push(performance.now() - t0); close(); el.remove(); } return med(out); };
+  const wide = (el) => { el.style.width = '460px'; return el; };
+  const metricMs = await time(() => { const c = wide(charts.lineChart({title: 't',
+      points: data[0], smoothing: 0.6, markers: [{step: 2, code: 'P9', title: 'x'}]}));
+      return [c, () => c.destroy?.()]; });
+  const jobs = data.map((_, i) => ({job_id: 'j' + i}));
+  const byJob = Object.fromEntries(data.map((p, i) => ['j' + i, {series: {m: p}, alerts: []}]));
+  const overlayMs = await time(() => { const o = charts.overlayChart('m', jobs, byJob);
+      return [wide(o.card), o.destroy]; });
+  const aligned = [data[0].map((p) => p[0]), ...data.map((p) => p.map((q) => q[1]))];
+  const bareMs = await time(() => { const div = document.createElement('div');
+      const u = new uPlot({width: 460, height: 220, scales: {x: {time: false}},
                  series: [{}, ...data.map((_, i) => ({label: 's' + i, stroke: '#36c'}))]},
-                aligned, div); return div; });
-  return [ownMs, uMs];
+                aligned, div); return [div, () => u.destroy()]; });
+  return [metricMs, overlayMs, bareMs];
 }"""
 
 
@@ -59,11 +72,11 @@ def main() -> None:
                                      args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page()
         page.goto(f"http://127.0.0.1:{srv.server_port}/")
-        print("| curves x steps | own SVG chart ms | uPlot ms | own / uPlot |")
+        print("| curves x steps | metric chart ms (1 curve) | overlay chart ms | bare uPlot ms |")
         print("|---|---|---|---|")
         for series, points in ((1, 20), (1, 300), (4, 300), (4, 2000), (8, 5000)):
-            own_ms, u_ms = page.evaluate(JS, [series, points, args.repeats])
-            print(f"| {series} x {points} | {own_ms:.1f} | {u_ms:.1f} | {own_ms / u_ms:.1f} |")
+            metric_ms, overlay_ms, bare_ms = page.evaluate(JS, [series, points, args.repeats])
+            print(f"| {series} x {points} | {metric_ms:.1f} | {overlay_ms:.1f} | {bare_ms:.1f} |")
         browser.close()
     srv.shutdown()
 

@@ -37,6 +37,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
+from rltune.sdk.errors import UnsafeFileError
+
+__all__ = ["TENANT_WRITABLE", "TenantFolder", "UnsafeFileError"]
+
 #: Every folder a sandboxed process can write, by the path it sees it at, with what it is
 #: and the trusted code that touches it (through :class:`TenantFolder` only).
 #: ``functions.sandbox.bwrap_command`` refuses to mount any other folder writable.
@@ -48,10 +52,6 @@ TENANT_WRITABLE: dict[str, str] = {
 }
 
 _FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-
-
-class UnsafeFileError(OSError):
-    """A file in a tenant-writable folder that trusted code refuses to use."""
 
 
 def _kind(mode: int) -> str:
@@ -75,8 +75,8 @@ class TenantFolder:
     def _refuse(self, name: str, what: str) -> UnsafeFileError:
         return UnsafeFileError(
             f"{name} in {self.path} is {what}: trusted code reads and writes only regular "
-            f"files of at most {self.max_bytes} bytes there (a function may have put it "
-            f"there; remove it)")
+            f"files of at most {self.max_bytes} bytes there", where=name,
+            hint="a function may have put it there; remove it")
 
     @contextlib.contextmanager
     def _dir(self) -> Iterator[int]:

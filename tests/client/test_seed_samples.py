@@ -1,7 +1,7 @@
 """The Bailian docs' own sample code against a real rltune server (issue 14 acceptance).
 
 ``seeds/submit_job.py`` is the demo's submit script verbatim (run under the ``dashscope``
-alias); the other calls are the seed docs' snippets with ``dashscope`` → the alias (or the
+alias); the other calls are the cloud docs' snippets with ``dashscope`` → the alias (or the
 CLI name ``dashscope`` → ``rltune``). Only data the docs leave to the user is ours: the
 workspace's function files, the data files, small runtimes (the docs' capacity 30 would start
 30 workers per function). Jobs use the docs' model names: the server refuses a model it does

@@ -1,4 +1,4 @@
-"""Presets of DESIGN.md §6 and per-knob overrides."""
+"""Algorithm presets (rltune.config.algorithm) and per-knob overrides."""
 
 from rltune.config import HyperParameters, resolve_algorithm
 

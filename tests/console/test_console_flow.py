@@ -28,7 +28,9 @@ def test_jobs_list_and_details(page, server, finished_job):
     expect(row).to_be_visible()
     expect(row.locator(".badge")).to_have_text("SUCCEEDED")
     expect(row.locator(".progress-text")).to_have_text(re.compile(r"^(\d+) / \1$"))
-    expect(row.locator("svg.spark path")).to_have_count(1)  # the reward sparkline is drawn
+    spark = row.locator(".spark")  # the reward sparkline, drawn by uPlot on a canvas
+    expect(spark.locator("canvas")).to_have_count(1)
+    assert int(spark.get_attribute("data-points")) >= 2
     expect(page.locator("#workspace")).to_have_text("workspace default")
     row.locator("a.job-link").click()
     expect(page.locator("#status-timeline li")).to_have_count(3)
@@ -45,8 +47,13 @@ def test_metrics_charts_have_data_points(page, server, finished_job):
     series = server.call("GET", f"/v1/jobs/{finished_job}/metrics")["series"]
     steps = len(series["critic/rewards/mean"])
     assert steps >= 3
-    expect(rewards.locator("circle.pt")).to_have_count(steps)  # one dot per logged step
-    assert rewards.locator("path.line").get_attribute("d").count("L") == steps - 1
+    expect(rewards.locator("canvas")).to_have_count(1)  # uPlot draws on a canvas
+    # one point per logged step, the smoothed curve over the same steps, each drawn as a dot
+    drawn = rewards.evaluate("""c => ({steps: c.uplot.data[0].length,
+        raw: c.uplot.data[1].filter(v => v !== null).length,
+        smoothed: c.uplot.data[2].filter(v => v !== null).length,
+        dots: c.uplot.series[2].points.show(c.uplot, 2)})""")
+    assert drawn == {"steps": steps, "raw": steps, "smoothed": steps, "dots": True}
     for group in ("critic", "trajectory", "trace", "timing", "perf", "validation", "custom"):
         expect(page.locator(f'.metric-group[data-group="{group}"]')).to_be_visible()
     expect(page.locator('.metric-group[data-group="custom"] .chart').first).to_have_attribute(
@@ -54,7 +61,7 @@ def test_metrics_charts_have_data_points(page, server, finished_job):
     )
     # Hover shows the value at a step; a typed step range shows mean / max / min on every chart.
     rewards.scroll_into_view_if_needed()  # a long run has more charts above the fold to load
-    box = rewards.locator("svg").bounding_box()
+    box = rewards.locator(".u-over").bounding_box()  # uPlot's plot area takes the mouse
     page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + box["height"] / 2)
     expect(rewards.locator(".chart-info")).to_have_text(re.compile(r"^step \d+: "))
     page.fill("#range-from", "1")
@@ -65,8 +72,8 @@ def test_metrics_charts_have_data_points(page, server, finished_job):
     page.locator('.metric-group[data-group="critic"]').evaluate("e => e.scrollIntoView()")
     shot(page, "job-metrics")  # the reward charts at the top
     # Dragging across a chart selects a range too, on every chart.
-    page.dblclick('.chart[data-metric="critic/rewards/mean"] svg')
-    box = rewards.locator("svg").bounding_box()  # the page scrolled for the screenshot
+    page.dblclick('.chart[data-metric="critic/rewards/mean"] .u-over')
+    box = rewards.locator(".u-over").bounding_box()  # the page scrolled for the screenshot
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * 0.12, y)
     page.mouse.down()

@@ -16,7 +16,7 @@ def test_root_serves_the_page_and_assets_without_shadowing_the_api(server):
     app = httpx.get(server.url + "/console/app.js")
     assert app.status_code == 200 and "javascript" in app.headers["content-type"]
     assert app.headers["cache-control"] == "no-cache"
-    for asset in ("style.css", "chart.js", "views/trajectories.js"):
+    for asset in ("style.css", "charts.js", "views/trajectories.js"):
         assert httpx.get(f"{server.url}/console/{asset}").status_code == 200, asset
     assert httpx.get(server.url + "/console/nope.js").status_code == 404
     # The API keeps its own answers: 401 without a key, JSON with one.

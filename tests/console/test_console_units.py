@@ -1,4 +1,4 @@
-"""The console's pure functions (smoothing, ticks, grouping, best checkpoint, JSONL checks,
+"""The console's pure functions (smoothing, bins, grouping, best checkpoint, JSONL checks,
 routes, progress, colours), run in the real browser as the page runs them."""
 
 from __future__ import annotations
@@ -21,16 +21,51 @@ def js(page, server):
 
 
 def test_smoothing_is_debiased_and_keeps_gaps(js):
-    assert js("chart.js", "m.smooth([2, 2, 2], 0.9)") == pytest.approx([2, 2, 2])
-    assert js("chart.js", "m.smooth([1, 3], 0)") == [1, 3]
-    out = js("chart.js", "m.smooth([0, null, 10], 0.5)")
+    assert js("charts.js", "m.smooth([2, 2, 2], 0.9)") == pytest.approx([2, 2, 2])
+    assert js("charts.js", "m.smooth([1, 3], 0)") == [1, 3]
+    out = js("charts.js", "m.smooth([0, null, 10], 0.5)")
     assert out[1] is None and 0 < out[2] < 10
 
 
-def test_ticks_and_bins(js):
-    assert js("chart.js", "m.ticks(0, 1, 5)") == pytest.approx([0, 0.2, 0.4, 0.6, 0.8, 1])
-    assert js("chart.js", "m.ticks(3, 3)") == [3]
-    bins = js("chart.js", "m.binValues([0, 0.1, 0.5, 1, 1], 4)")
+def test_y_range_pads_a_constant_and_a_span(js):
+    assert js("charts.js", "m.padRange(0, 0)") == [-1, 1]
+    assert js("charts.js", "m.padRange(2, 2)") == pytest.approx([1.8, 2.2])
+    assert js("charts.js", "m.padRange(0, 10)") == pytest.approx([-0.5, 10.5])
+    # a smoothed constant differs from itself by rounding: still a constant, one that ticks
+    assert js("charts.js", "m.padRange(0.9999999999999999, 1.0000000000000002)") == \
+        pytest.approx([0.9, 1.1])
+    assert js("charts.js", "m.padRange(null, null)") == [0, 1]
+
+
+def test_a_smoothed_constant_metric_draws(js):
+    # 19 steps of 1.0 smoothed at 0.6: the curve differs from 1 by rounding only (a nano run's
+    # trace/success_rate/agent); the page fixture fails the test on any JavaScript error
+    out = js("charts.js", """(async () => {
+        const pts = Array.from({length: 19}, (_, i) => [i + 1, 1.0]);
+        const c = m.lineChart({title: 'c', points: pts, smoothing: 0.6});
+        c.style.width = '400px'; document.body.append(c);
+        for (let i = 0; i < 50 && !c.uplot; i++) await new Promise((ok) => setTimeout(ok, 20));
+        await new Promise((ok) => setTimeout(ok, 50));
+        const y = c.uplot.scales.y;
+        return [c.querySelectorAll('canvas').length, y.min < 1, y.max > 1];
+    })()""")
+    assert out == [1, True, True]
+
+
+def test_sparkline_and_histogram_draw_on_a_canvas(js):
+    out = js("charts.js", """(() => {
+        const s = m.sparkline([0.1, 0.4, NaN, 0.3]);
+        const b = m.histogram(m.binValues([0, 0.1, 0.5, 1, 1], 4));
+        document.body.append(s, b);
+        return [s.querySelectorAll('canvas').length, s.dataset.points,
+                b.querySelectorAll('canvas').length, b.uplot.data[1], b.title.split('\\n').length];
+    })()""")
+    assert out == [1, "3", 1, [2, 0, 1, 2], 4]
+    assert js("charts.js", "m.sparkline([1]).querySelectorAll('canvas').length") == 0
+
+
+def test_bins(js):
+    bins = js("charts.js", "m.binValues([0, 0.1, 0.5, 1, 1], 4)")
     assert [b["count"] for b in bins] == [2, 0, 1, 2]
 
 
@@ -118,7 +153,7 @@ def test_evaluation_side_by_side_and_playground_tokens(js):
 
 
 def test_compare_aligns_jobs_on_their_steps_and_quotes_csv(js):
-    aligned = js("views/compare.js", "m.alignSeries([[[1, 0.5], [3, 0.7]], [[2, 0.1], [3, NaN]]])")
+    aligned = js("charts.js", "m.alignSeries([[[1, 0.5], [3, 0.7]], [[2, 0.1], [3, NaN]]])")
     assert aligned == [[1, 2, 3], [0.5, None, 0.7], [None, 0.1, None]]
     csv = js("views/compare.js", """m.toCsv(
         [{job_id: "ft-a", job_name: 'say "hi", ok'}, {job_id: "ft-b"}], ["r"],

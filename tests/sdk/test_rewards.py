@@ -1,4 +1,4 @@
-"""Semantics of the reward decorators (cloud SDK §4, with concurrent async sub-rewards)."""
+"""Semantics of the reward decorators (the cloud SDK's, with concurrent async sub-rewards)."""
 
 import asyncio
 import threading

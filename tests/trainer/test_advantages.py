@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from rltune.trainer.advantages import (
-    broadcast_B_to_BT,
     group_advantages_B,
     opd_advantages_BT,
     overlong_penalty_B,
@@ -43,8 +42,6 @@ def test_opd_reverse_kl_advantage():
     assert adv.tolist() == [[0.5, -1.0, 0.0]]
 
 
-def test_rollout_weights_and_broadcast():
+def test_rollout_weights():
     assert rollout_weights_B(torch.tensor([0, 0, 1, 2, 2, 2])).tolist() == pytest.approx(
         [0.5, 0.5, 1.0, 1 / 3, 1 / 3, 1 / 3])
-    assert broadcast_B_to_BT(torch.tensor([1.0, -2.0]), torch.zeros(2, 3)).tolist() == [
-        [1, 1, 1], [-2, -2, -2]]

@@ -12,7 +12,6 @@ from rltune.trainer.losses import (
     aggregate_loss,
     behaviour_keep_BT,
     behaviour_weight_BT,
-    entropy_from_logits_BT,
     importance_ratio_BT,
     kl_penalty_BT,
     masked_mean,
@@ -104,12 +103,6 @@ def test_kl_estimators():
     assert kl_penalty_BT(logp, ref, "k2").item() == pytest.approx(0.125)
     assert kl_penalty_BT(logp, ref, "k3").item() == pytest.approx(math.exp(-0.5) + 0.5 - 1)
     assert kl_penalty_BT(ref, ref, "k3").item() == 0.0
-
-
-def test_entropy():
-    logits = torch.tensor([[[0.0, 0.0], [0.0, math.log(3.0)]]])
-    h = entropy_from_logits_BT(logits)[0].tolist()
-    assert h == pytest.approx([math.log(2), -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))])
 
 
 # --- off-policy correction (max_staleness >= 1): decoupled PPO, truncated behaviour weight ---

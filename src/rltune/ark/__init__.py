@@ -1,4 +1,4 @@
-"""Volcano Ark's RL plugin interface (``ark_sdk``, reference §13) on rltune.
+"""Volcano Ark's RL plugin interface (``ark_sdk``; docs/ark.md) on rltune.
 
 Ark rollout and grader plugins run unchanged: function workers install
 :func:`install_as_ark_sdk`, which makes ``ark_sdk.resources.pipeline_plugin``,

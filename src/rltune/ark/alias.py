@@ -2,7 +2,7 @@
 
 Like :func:`rltune.reinforcement.install_as_dashscope`: an explicit call (function workers make
 it at start) that never shadows a real ``ark_sdk`` installation unless ``force=True``. Each Ark
-module path (reference §13) is a module whose names are rltune's own objects.
+module path (the table in docs/ark.md) is a module whose names are rltune's own objects.
 
 Example:
     >>> install_as_ark_sdk()

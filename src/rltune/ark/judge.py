@@ -29,16 +29,13 @@ import httpx
 
 from rltune.ark.plugins import group_grader, single_grader
 from rltune.ark.types import ChatCompletionSample, GroupGraderResult, PluginStatus, Trajectory
+from rltune.sdk.errors import JudgeError
 
 SYSTEM = (
     "You are a strict grader. You see a task, optionally its reference answer, and several "
     "candidate responses to it. Score every response from 0 (wrong or useless) to 1 (fully "
     "correct and helpful), comparing them with each other: a better response gets a higher "
     'score. Reply with JSON only: {"scores": [one number per response, in order]}.')
-
-
-class JudgeError(ValueError):
-    """The judge's reply cannot be read as one score per response."""
 
 
 def judge_config(env: Optional[Mapping[str, str]] = None) -> dict[str, Any]:

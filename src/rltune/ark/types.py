@@ -1,4 +1,4 @@
-"""Data types of Volcano Ark's RL plugin interface (reference §13.4), as pydantic models.
+"""Data types of Volcano Ark's RL plugin interface, as pydantic models.
 
 A rollout plugin gets a :class:`PluginContext`, an inference proxy and a
 :class:`ChatCompletionSample` (the dataset row) and returns ``None`` or a

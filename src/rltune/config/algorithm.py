@@ -1,4 +1,4 @@
-"""Algorithm presets (DESIGN.md §6): each is a set of knob values over one PPO-clip core.
+"""Algorithm presets: each is a set of knob values over one PPO-clip core (docs/config.md).
 
 Each knob is declared once in ``KNOBS`` (type, range, description, paper, default); the
 hyper-parameter of the same name (its override: a knob set explicitly wins over the preset) is

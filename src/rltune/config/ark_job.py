@@ -1,7 +1,7 @@
 """Volcano Ark job definitions (``job.yaml`` / ``ModelCustomizationJob``) → rltune's job config.
 
 Every Ark key either takes effect or is refused with a ``ConfigError`` naming it, what rltune
-has instead, and the fix. The mapping (reference §13.3):
+has instead, and the fix. The mapping (also in docs/ark.md):
 
 ===============================  ==========================================================
 Ark                              rltune

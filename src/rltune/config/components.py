@@ -153,11 +153,6 @@ class AgenticRLFunctionComponent(StrictModel):
                 )
         return self
 
-    @property
-    def effective_weight(self) -> float:
-        """The weight used in the final reward (unset means 1.0)."""
-        return 1.0 if self.weight is None else self.weight
-
 
 class RolloutFunctionComponent(AgenticRLFunctionComponent):
     """The rollout (agent) function (``weight`` may only be unset or 1)."""

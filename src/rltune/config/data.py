@@ -31,7 +31,7 @@ from rltune.config.rowshapes import RowShapeError, to_rltune_row
 from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
 from rltune.sdk.errors import DatasetError
 
-#: Keys of ``rollout_extra`` that hold the reference answer, in priority order (DESIGN.md §5).
+#: Keys of ``rollout_extra`` that hold the reference answer, in priority order.
 GROUND_TRUTH_KEYS = ("solution", "ground_truth", "answer")
 #: Row fields passed to the rollout input as they are (Volcano Ark's sample fields).
 FORWARDED_KEYS = ("extra", "thinking")

@@ -1,5 +1,5 @@
-"""Training hyper-parameters: the cloud names and ranges (DESIGN.md §7, reference §11), the
-algorithm knobs of DESIGN.md §6, and the couplings between them.
+"""Training hyper-parameters: the cloud SDK's names and ranges, the algorithm knobs
+(``config/algorithm.py``), and the couplings between them (every key: docs/config.md).
 
 A broken coupling is reported against the field to change, with the value, the rule and a fix
 (the pydantic error's ``ctx`` carries ``field`` and ``fix``; ``rltune.config.errors`` turns it
@@ -171,8 +171,9 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
     )
     # --- the asynchronous pipeline (rltune's own; trainer/scheduler.py) ---
     max_staleness: int = Field(
-        0, ge=0, le=1000,
-        description="0 = synchronous (rollouts, then the update, every step). N >= 1 = "
+        0, ge=0, le=MAX_STALENESS_SUPPORTED,
+        description="0 = synchronous (rollouts, then the update, every step). N >= 1 (at most "
+        f"{MAX_STALENESS_SUPPORTED}) = "
         "streaming rollouts: groups sample continuously, a step trains on the first "
         "batch_size groups to finish (the rest carry over) and new groups start at most N "
         "weight versions behind the policy that trains on them; the loss corrects for it "
@@ -380,13 +381,6 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
 
 def _check_async(hp: HyperParameters) -> None:
     """The asynchronous pipeline's couplings (``trainer/scheduler.py``)."""
-    if hp.max_staleness > MAX_STALENESS_SUPPORTED:
-        raise _coupling(
-            "max_staleness", hp.max_staleness,
-            f"is not supported: max_staleness may be 0 (synchronous) to "
-            f"{MAX_STALENESS_SUPPORTED} (groups sampled that many weight versions ahead)",
-            f"set max_staleness: {MAX_STALENESS_SUPPORTED}",
-        )
     if hp.partial_rollouts and hp.max_staleness == 0:
         raise _coupling(
             "partial_rollouts", True,

@@ -1,6 +1,6 @@
 """``JobConfig``: the one schema behind YAML, the SDK, the CLI and REST.
 
-It accepts both YAML shapes of the cloud SDK (reference §9.4):
+It accepts both YAML shapes of the cloud SDK's documentation:
 
 * the SDK's: ``name``, ``model: {name}``, ``teacher_model``, ``functions``, ``datasets``,
   ``training: {type, hyper_parameters, resources}``, ``observability``;
@@ -194,7 +194,7 @@ class JobConfig(StrictModel):
 
     @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # The documented YAML shape (seed doc 001) → the SDK shape.
+        # The cloud documentation's YAML shape (``job_name``, scalar ``model``) → the SDK shape.
         if "job_name" in data:
             job_name = data.pop("job_name")
             if "name" in data and data["name"] != job_name:

@@ -27,14 +27,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rltune.sdk.errors import RowShapeError
+
 #: Top-level fields of an rltune row (``rltune.config.data.DataRow``).
 ROW_FIELDS = ("messages", "rollout_extra", "tools", "ground_truth", "extra", "thinking")
 #: Default dotted path of the reference answer in a verl row.
 VERL_GROUND_TRUTH = "reward_model.ground_truth"
-
-
-class RowShapeError(ValueError):
-    """The row has no prompt rltune can read (the message names the columns it has)."""
 
 
 def dotted(row: dict[str, Any], path: str) -> Any:

@@ -1,6 +1,6 @@
 """Workspace archives: zip a workspace reproducibly, hash its content, extract safely.
 
-Zipping skips the cloud SDK's default exclusions (reference §7: VCS and editor files, caches,
+Zipping skips the cloud SDK's default exclusions (VCS and editor files, caches,
 ``*.md``, ``*.log``, ``data/``, ``tests/``, …) and whatever the workspace's ``.gitignore``
 ignores, by git's rules (``pathspec.GitIgnoreSpec``). Entries are sorted and time-stamped
 1980-01-01 so the same content gives the same bytes; ``content_hash`` (over paths and file

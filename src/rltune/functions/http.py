@@ -23,13 +23,7 @@ from __future__ import annotations
 import asyncio
 from typing import Optional
 
-
-class WorkerConnectionError(ConnectionError):
-    """The worker could not be reached or dropped the connection mid-call."""
-
-
-class WorkerTimeout(TimeoutError):
-    """The worker did not answer within the timeout."""
+from rltune.sdk.errors import WorkerConnectionError, WorkerTimeout
 
 
 class _Conn:

@@ -1,6 +1,6 @@
 """The function component spec: what to run (classpath, workspace, type) and how (runtime knobs).
 
-``FunctionComponentRuntime`` keeps the cloud SDK's field names (reference §8.2) so a job YAML
+``FunctionComponentRuntime`` keeps the cloud SDK's field names so a job YAML
 written for the cloud validates here. Every field is optional; ``resolve()`` fills rltune's
 local defaults, which are sized for one machine rather than a cloud account.
 

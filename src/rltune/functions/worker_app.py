@@ -1,6 +1,6 @@
 """The HTTP app of one worker: ``POST /api/v1`` runs the processor, ``GET /health`` answers.
 
-Status codes follow the cloud function server (reference §6): 400 body is not JSON, 422 body does
+Status codes follow the cloud function server: 400 body is not JSON, 422 body does
 not fit the input model, 503 more than ``concurrency`` in flight plus ``queue_size`` waiting,
 500 ``process`` raised, 499 the client went away (the call is cancelled). rltune adds 504 when a
 call runs past the per-call timeout. A ``traceparent`` header becomes the OTel parent context.

@@ -191,7 +191,6 @@ def create_app(gw: Gateway) -> FastAPI:
     async def _auth(_: Request, exc: AuthError) -> JSONResponse:
         return _error(401, str(exc), code="invalid_api_key")
 
-    app.state.started = time.time()
     return app
 
 

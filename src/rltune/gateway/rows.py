@@ -1,4 +1,4 @@
-"""Captured calls → token-exact training rows (DESIGN.md §4).
+"""Captured calls → token-exact training rows (docs/design.md, "The data path").
 
 Rule: a call extends an open row when its prompt ids start with that row's ids exactly; the
 gap (tool results, the next user turn, template tokens such as ``<|im_end|>\\n``) enters with

@@ -3,7 +3,7 @@
 * ``results``: ``RolloutResult`` (what one rollout produced) and ``has_signal`` (does a
   prompt's group carry a learning signal?), ``trajectory_record`` (the stored record)
 * ``runner``: ``RolloutRunner`` runs one rollout attempt end to end, with retries
-* ``scoring`` / ``rewarder``: the reward rules (DESIGN.md §5) and ``Rewarder``, which scores
+* ``scoring`` / ``rewarder``: the reward rules (docs/design.md) and ``Rewarder``, which scores
   a group with every reward and group-reward component
 * ``groups``: ``run_group``, n rollouts of one prompt, scored together
 * ``harness``: ``rltune test-functions`` over a dataset, through the same path

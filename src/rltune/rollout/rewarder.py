@@ -7,7 +7,7 @@ metric the reward did not return is a config mistake: it raises one ``ConfigErro
 fails at its first scoring, ``rltune test-functions`` stops with it) instead of dropping
 every rollout. A rollout or reward output that discards
 (``error_code="discard"``, Volcano Ark's DISCARD) drops the whole group at once, unretried.
-Scores combine per DESIGN.md §5.
+Scores combine as ``scoring`` says.
 """
 
 from __future__ import annotations

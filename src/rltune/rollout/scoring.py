@@ -1,4 +1,4 @@
-"""Turn the outputs of reward functions into one reward per rollout (DESIGN.md §5).
+"""Turn the outputs of reward functions into one reward per rollout.
 
 A component's score is ``Σ w·metric`` when it has ``reward_metric_weight``, else its
 ``reward_score``. A rollout's reward is ``Σ weight_f · score_f`` over all reward and group-reward
@@ -21,10 +21,7 @@ from collections.abc import Mapping
 from typing import Optional
 
 from rltune.sdk.data import AgentOutput, Reward
-
-
-class InvalidReward(ValueError):
-    """A reward function produced a value that cannot be trained on (NaN, inf, missing metric)."""
+from rltune.sdk.errors import InvalidReward
 
 
 class MissingRewardMetric(InvalidReward):

@@ -103,3 +103,36 @@ class BuildError(RltuneError, status=500, code="build_failed"):
     def __init__(self, message: str, *, metrics: dict[str, Any] | None = None, **kw: str | None):
         self.metrics = metrics or {}
         super().__init__(message, **kw)
+
+
+# Errors one part raises and usually handles itself (a dropped rollout, a retried worker call).
+# They keep the built-in base callers catch them by (ValueError, ConnectionError, TimeoutError)
+# and are importable from the module that raises them as well.
+
+
+class RowShapeError(DatasetError, ValueError):
+    """A dataset row has no prompt rltune can read (the message names the columns it has);
+    raised by ``rltune.config.rowshapes``."""
+
+
+class InvalidReward(UserCodeError, ValueError):
+    """A reward function produced a value that cannot be trained on (NaN, inf, missing
+    metric); the rollout is dropped and counted (``rltune.rollout.scoring``)."""
+
+
+class JudgeError(FunctionCallError, ValueError):
+    """An LLM judge's reply cannot be read as one score per response (``rltune.ark.judge``)."""
+
+
+class WorkerConnectionError(FunctionCallError, ConnectionError):
+    """A function worker could not be reached or dropped the connection mid-call
+    (``rltune.functions.http``)."""
+
+
+class WorkerTimeout(FunctionCallError, TimeoutError):
+    """A function worker did not answer within the timeout (``rltune.functions.http``)."""
+
+
+class UnsafeFileError(UserCodeError, OSError):
+    """A file in a folder that tenant code can write is a link, a FIFO, a hard link, a folder
+    or over its size bound, so trusted code refuses to use it (``rltune.safefs``)."""

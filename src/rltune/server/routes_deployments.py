@@ -28,12 +28,15 @@ from rltune.sdk.errors import (
     OverloadedError,
     RltuneError,
 )
+from rltune.server import schemas as M
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, list_page, page_query
 from rltune.server.deployments import LIVE, RUNNING, DeploymentManager
+from rltune.server.openapi import V1_ERRORS, TypedRoute
 from rltune.server.published import get_model
 
-router = APIRouter(prefix="/v1", tags=["deployments"])
+router = APIRouter(prefix="/v1", tags=["deployments"], route_class=TypedRoute,
+                   responses=V1_ERRORS)
 
 
 class TooManyError(RltuneError):
@@ -86,7 +89,7 @@ class DeployRequest(BaseModel):
                               where="threads", hint="leave threads out with engine: vllm")
 
 
-@router.post("/deployments", status_code=201)
+@router.post("/deployments", response_model=M.NewDeployment, status_code=201)
 async def create_deployment(body: DeployRequest, request: Request,
                             caller: Caller = Depends(authenticate)) -> dict:
     """Start serving published models; the answer carries ``api_key`` (shown once)."""
@@ -124,45 +127,45 @@ def check_deployment_caps(request: Request, workspace: str) -> None:
                 f"on one deployment; the operator sets the limit with {flag}")
 
 
-@router.get("/deployments")
+@router.get("/deployments", response_model=M.Page[M.DeploymentView])
 def list_deployments(request: Request, page_q: tuple[int, int] = Depends(page_query),
                      caller: Caller = Depends(authenticate)) -> dict:
     return list_page(request, "deployments", caller.workspace, page_q, dep_view)
 
 
-@router.get("/deployments/{dep_id}")
+@router.get("/deployments/{dep_id}", response_model=M.DeploymentView)
 def get_deployment(dep_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     return dep_view(_owned(request, dep_id, caller))
 
 
-@router.post("/deployments/{dep_id}/stop")
+@router.post("/deployments/{dep_id}/stop", response_model=M.DeploymentView)
 async def stop_deployment(dep_id: str, request: Request,
                           caller: Caller = Depends(authenticate)) -> dict:
     return dep_view(await _mgr(request).stop_deployment(_owned(request, dep_id, caller)))
 
 
-@router.delete("/deployments/{dep_id}")
+@router.delete("/deployments/{dep_id}", response_model=M.DeploymentDeleted)
 async def delete_deployment(dep_id: str, request: Request,
                             caller: Caller = Depends(authenticate)) -> dict:
     await _mgr(request).delete(_owned(request, dep_id, caller))
     return {"deployment_id": dep_id, "deleted": True}
 
 
-@router.get("/deployments/{dep_id}/logs")
+@router.get("/deployments/{dep_id}/logs", response_model=M.DeploymentLogs)
 def deployment_logs(dep_id: str, request: Request, lines: int = Query(200, ge=1, le=10000),
                     caller: Caller = Depends(authenticate)) -> dict:
     _owned(request, dep_id, caller)
     return {"deployment_id": dep_id, "logs": _mgr(request).log_lines(dep_id, lines)}
 
 
-@router.post("/deployments/{dep_id}/keys", status_code=201)
+@router.post("/deployments/{dep_id}/keys", response_model=M.NewDeploymentKey, status_code=201)
 def add_key(dep_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     """Another API key for the deployment (the secret is shown once)."""
     key, secret = _mgr(request).add_key(_owned(request, dep_id, caller))
     return {"key_id": key["key_id"], "created_at": key["created_at"], "api_key": secret}
 
 
-@router.delete("/deployments/{dep_id}/keys/{key_id}")
+@router.delete("/deployments/{dep_id}/keys/{key_id}", response_model=M.DeploymentKeyRevoked)
 def revoke_key(dep_id: str, key_id: str, request: Request,
                caller: Caller = Depends(authenticate)) -> dict:
     if not _mgr(request).revoke_key(_owned(request, dep_id, caller), key_id):
@@ -171,7 +174,7 @@ def revoke_key(dep_id: str, key_id: str, request: Request,
     return {"key_id": key_id, "revoked": True}
 
 
-@router.post("/deployments/{dep_id}/chat/completions")
+@router.post("/deployments/{dep_id}/chat/completions", response_model=M.ChatCompletion)
 async def playground_chat(dep_id: str, request: Request,
                           caller: Caller = Depends(authenticate)) -> Any:
     """Forward an OpenAI chat request to the deployment (the console's playground)."""

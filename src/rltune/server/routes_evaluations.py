@@ -14,11 +14,14 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
 from rltune.sdk.errors import ConfigError, NotFoundError
+from rltune.server import schemas as M
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, list_page, page_query
+from rltune.server.openapi import V1_ERRORS, TypedRoute
 from rltune.server.published import find_model
 
-router = APIRouter(prefix="/v1", tags=["evaluations"])
+router = APIRouter(prefix="/v1", tags=["evaluations"], route_class=TypedRoute,
+                   responses=V1_ERRORS)
 HINT = "list evaluations: GET /v1/evaluations"
 
 
@@ -59,7 +62,7 @@ def _dataset_path(ctx: Any, workspace: str, config: Any, which: str) -> str:
     return rec["path"]
 
 
-@router.post("/evaluations", status_code=201)
+@router.post("/evaluations", response_model=M.EvaluationView, status_code=201)
 async def create_evaluation(body: EvaluationRequest, request: Request,
                             caller: Caller = Depends(authenticate)) -> dict:
     """Start an evaluation; poll ``GET /v1/evaluations/{id}`` for the result."""
@@ -92,20 +95,20 @@ async def create_evaluation(body: EvaluationRequest, request: Request,
     return eval_view(rec)
 
 
-@router.get("/evaluations")
+@router.get("/evaluations", response_model=M.Page[M.EvaluationView])
 def list_evaluations(request: Request, page_q: tuple[int, int] = Depends(page_query),
                      caller: Caller = Depends(authenticate)) -> dict:
     return list_page(request, "evaluations", caller.workspace, page_q, eval_view)
 
 
-@router.get("/evaluations/{eval_id}")
+@router.get("/evaluations/{eval_id}", response_model=M.EvaluationDetail)
 def get_evaluation(eval_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     rec = ctx_of(request).owned("evaluations", eval_id, caller.workspace, "evaluation", HINT)
     runner = request.app.state.evaluations
     return eval_view(rec, runner.result(eval_id)) | {"logs": runner.log_lines(eval_id, 50)}
 
 
-@router.delete("/evaluations/{eval_id}")
+@router.delete("/evaluations/{eval_id}", response_model=M.EvaluationDeleted)
 async def delete_evaluation(eval_id: str, request: Request,
                             caller: Caller = Depends(authenticate)) -> dict:
     rec = ctx_of(request).owned("evaluations", eval_id, caller.workspace, "evaluation", HINT)

@@ -13,11 +13,14 @@ from fastapi.responses import FileResponse
 
 from rltune.config.data import parse_rows
 from rltune.sdk.errors import DatasetError
+from rltune.server import schemas as M
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging, read_body_limited
 from rltune.server.idempotency import fingerprint, idempotent
+from rltune.server.openapi import V1_ERRORS, TypedRoute, media
 
-router = APIRouter(prefix="/v1", tags=["files"])
+router = APIRouter(prefix="/v1", tags=["files"], route_class=TypedRoute,
+                   responses=V1_ERRORS)
 HINT = "list files: GET /v1/files"
 
 
@@ -27,7 +30,7 @@ def file_view(rec: dict) -> dict:
             "description": rec.get("description"), "created_at": rec["created_at"]}
 
 
-@router.post("/files", status_code=201)
+@router.post("/files", response_model=M.FileView, status_code=201)
 async def upload_file(request: Request,
                       filename: str = Query(..., min_length=1, max_length=255),
                       purpose: str = Query("fine-tune", max_length=64),
@@ -72,7 +75,7 @@ def store_file(ctx, workspace: str, name: str, data: bytes, purpose: str = "fine
     return rec
 
 
-@router.get("/files")
+@router.get("/files", response_model=M.Page[M.FileView])
 def list_files(request: Request, page_no: int = Query(1, ge=1, le=10**6),
                page_size: int = Query(50, ge=1, le=500),
                caller: Caller = Depends(authenticate)) -> dict:
@@ -82,18 +85,18 @@ def list_files(request: Request, page_no: int = Query(1, ge=1, le=10**6),
     return page([file_view(r) for r in rows], total, page_no, page_size)
 
 
-@router.get("/files/{file_id}")
+@router.get("/files/{file_id}", response_model=M.FileView)
 def get_file(file_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     return file_view(ctx_of(request).owned("files", file_id, caller.workspace, "file", HINT))
 
 
-@router.get("/files/{file_id}/content")
+@router.get("/files/{file_id}/content", **media("application/jsonl"))
 def file_content(file_id: str, request: Request, caller: Caller = Depends(authenticate)):
     rec = ctx_of(request).owned("files", file_id, caller.workspace, "file", HINT)
     return FileResponse(rec["path"], media_type="application/jsonl", filename=rec["filename"])
 
 
-@router.delete("/files/{file_id}")
+@router.delete("/files/{file_id}", response_model=M.FileDeleted)
 def delete_file(file_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     ctx = ctx_of(request)
     rec = ctx.owned("files", file_id, caller.workspace, "file", HINT)

@@ -19,11 +19,14 @@ from pydantic import BaseModel, Field
 from rltune.functions.archive import extract_archive
 from rltune.sdk.data import FunctionType
 from rltune.sdk.errors import NotFoundError, ValidationError
+from rltune.server import schemas as M
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging, read_body_limited
 from rltune.server.idempotency import fingerprint, idempotent
+from rltune.server.openapi import V1_ERRORS, TypedRoute, media
 
-router = APIRouter(prefix="/v1", tags=["functions"])
+router = APIRouter(prefix="/v1", tags=["functions"], route_class=TypedRoute,
+                   responses=V1_ERRORS)
 FN_HINT = "list functions: GET /v1/functions"
 
 
@@ -34,7 +37,7 @@ def function_view(rec: dict) -> dict:
             "created_at": rec["created_at"]}
 
 
-@router.post("/functions", status_code=201)
+@router.post("/functions", response_model=M.FunctionView, status_code=201)
 async def register_function(
         request: Request,
         classpath: str = Query(..., min_length=3, max_length=512,
@@ -68,7 +71,7 @@ async def register_function(
                             created=("functions", "entity_id"))
 
 
-@router.get("/functions")
+@router.get("/functions", response_model=M.Page[M.FunctionView])
 def list_functions(request: Request, page_no: int = Query(1, ge=1, le=10**6),
                    page_size: int = Query(50, ge=1, le=500),
                    type: Optional[FunctionType] = Query(None),
@@ -81,14 +84,14 @@ def list_functions(request: Request, page_no: int = Query(1, ge=1, le=10**6),
     return page([function_view(r) for r in rows[off:off + lim]], len(rows), page_no, page_size)
 
 
-@router.get("/functions/{entity_id}")
+@router.get("/functions/{entity_id}", response_model=M.FunctionView)
 def get_function(entity_id: str, request: Request,
                  caller: Caller = Depends(authenticate)) -> dict:
     return function_view(ctx_of(request).owned("functions", entity_id, caller.workspace,
                                                "function", FN_HINT))
 
 
-@router.get("/functions/{entity_id}/archive")
+@router.get("/functions/{entity_id}/archive", **media("application/zip"))
 def get_function_archive(entity_id: str, request: Request,
                          caller: Caller = Depends(authenticate)):
     """The workspace zip the function was registered from (``rltune ark pull mcj``)."""
@@ -103,7 +106,7 @@ def get_function_archive(entity_id: str, request: Request,
     return FileResponse(path, media_type="application/zip", filename=f"{entity_id}.zip")
 
 
-@router.delete("/functions/{entity_id}")
+@router.delete("/functions/{entity_id}", response_model=M.FunctionDeleted)
 async def delete_function(entity_id: str, request: Request,
                           caller: Caller = Depends(authenticate)) -> dict:
     """Forget a function; its loaded instances are stopped (jobs keep their own copies)."""
@@ -119,7 +122,7 @@ class LoadRequest(BaseModel):
     timeout: Optional[float] = Field(None, gt=0, le=86400)
 
 
-@router.post("/functions/{entity_id}/load", status_code=201)
+@router.post("/functions/{entity_id}/load", response_model=M.InstanceView, status_code=201)
 async def load_function(entity_id: str, body: LoadRequest, request: Request,
                         caller: Caller = Depends(authenticate),
                         idempotency_key: Optional[str] = Header(None)):
@@ -142,7 +145,7 @@ async def load_function(entity_id: str, body: LoadRequest, request: Request,
                             fingerprint("load", entity_id, body.model_dump()), create)
 
 
-@router.get("/instances")
+@router.get("/instances", response_model=M.Page[M.InstanceView])
 def list_instances(request: Request, page_no: int = Query(1, ge=1, le=10**6),
                    page_size: int = Query(50, ge=1, le=500),
                    caller: Caller = Depends(authenticate)) -> dict:
@@ -151,7 +154,7 @@ def list_instances(request: Request, page_no: int = Query(1, ge=1, le=10**6),
     return page(views, total, page_no, page_size)
 
 
-@router.get("/instances/{instance_id}")
+@router.get("/instances/{instance_id}", response_model=M.InstanceView)
 def get_instance(instance_id: str, request: Request,
                  caller: Caller = Depends(authenticate)) -> dict:
     return ctx_of(request).instances.get(caller.workspace, instance_id)
@@ -162,7 +165,7 @@ class TestRequest(BaseModel):
     type: Optional[FunctionType] = None
 
 
-@router.post("/instances/{instance_id}/test")
+@router.post("/instances/{instance_id}/test", response_model=M.InstanceTest)
 async def test_instance(instance_id: str, body: TestRequest, request: Request,
                         caller: Caller = Depends(authenticate)) -> dict:
     """Send one input to a loaded instance; the output is validated by its type's model."""
@@ -170,7 +173,7 @@ async def test_instance(instance_id: str, body: TestRequest, request: Request,
         caller.workspace, instance_id, body.input, body.type.value if body.type else None)
 
 
-@router.get("/instances/{instance_id}/logs")
+@router.get("/instances/{instance_id}/logs", response_model=M.InstanceLogs)
 def instance_logs(instance_id: str, request: Request, offset: int = Query(1, ge=1),
                   lines: int = Query(1000, ge=1, le=100000),
                   caller: Caller = Depends(authenticate)) -> dict:
@@ -181,7 +184,7 @@ def instance_logs(instance_id: str, request: Request, offset: int = Query(1, ge=
             "next_offset": offset + len(chunk), "total": len(events)}
 
 
-@router.delete("/instances/{instance_id}")
+@router.delete("/instances/{instance_id}", response_model=M.InstanceDeleted)
 async def delete_instance(instance_id: str, request: Request,
                           caller: Caller = Depends(authenticate)) -> dict:
     await ctx_of(request).instances.delete(caller.workspace, instance_id)

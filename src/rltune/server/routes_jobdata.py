@@ -13,6 +13,7 @@ from fastapi.responses import StreamingResponse
 
 from rltune.doctor.alerts import read_alerts
 from rltune.sdk.errors import NotFoundError
+from rltune.server import schemas as M
 from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging
@@ -22,8 +23,10 @@ from rltune.server.jobdata import (
     read_log_lines,
     trajectory_steps,
 )
+from rltune.server.openapi import V1_ERRORS, TypedRoute, media
 
-router = APIRouter(prefix="/v1", tags=["job outputs"])
+router = APIRouter(prefix="/v1", tags=["job outputs"], route_class=TypedRoute,
+                   responses=V1_ERRORS)
 HINT = "list jobs: GET /v1/jobs"
 FOLLOW_TICK_S = 0.25
 
@@ -32,7 +35,7 @@ def _job(request: Request, job_id: str, caller: Caller) -> dict:
     return ctx_of(request).owned("jobs", job_id, caller.workspace, "job", HINT)
 
 
-@router.get("/jobs/{job_id}/logs")
+@router.get("/jobs/{job_id}/logs", response_model=M.JobLogs)
 async def job_logs(job_id: str, request: Request,
                    offset: int = Query(1, ge=-100000, le=10**9,
                                        description="1-based line; -N: the last N lines (tail)"),
@@ -71,12 +74,12 @@ def _complete_lines(job_dir, source: str) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
-# The cloud SDK's path (reference §9: ``GET /fine-tunes/{id}/logs?offset=&line=``).
+# The cloud SDK's path for a job's log (``GET /fine-tunes/{id}/logs?offset=&line=``).
 router.add_api_route("/fine-tunes/{job_id}/logs", job_logs, methods=["GET"],
                      include_in_schema=False)
 
 
-@router.get("/jobs/{job_id}/logs/stream")
+@router.get("/jobs/{job_id}/logs/stream", **media("text/event-stream", {"type": "string"}))
 async def job_log_stream(job_id: str, request: Request, offset: int = Query(1, ge=1, le=10**9),
                          caller: Caller = Depends(authenticate)) -> StreamingResponse:
     """Server-sent events: one ``data:`` per log line; ``event: end`` when the job is over."""
@@ -100,7 +103,7 @@ async def job_log_stream(job_id: str, request: Request, offset: int = Query(1, g
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
-@router.get("/jobs/{job_id}/metrics")
+@router.get("/jobs/{job_id}/metrics", response_model=M.JobMetrics)
 def job_metrics(job_id: str, request: Request, names: Optional[str] = Query(None),
                 start_step: Optional[int] = Query(None, ge=0, le=10**9),
                 end_step: Optional[int] = Query(None, ge=0, le=10**9),
@@ -113,7 +116,7 @@ def job_metrics(job_id: str, request: Request, names: Optional[str] = Query(None
     return {"job_id": job_id, "names": sorted(series), "series": series}
 
 
-@router.get("/jobs/{job_id}/alerts")
+@router.get("/jobs/{job_id}/alerts", response_model=M.JobAlerts)
 def job_alerts(job_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     """The training doctor's alerts (``alerts.jsonl``: step, code, title, evidence, advice)."""
     _job(request, job_id, caller)
@@ -121,14 +124,14 @@ def job_alerts(job_id: str, request: Request, caller: Caller = Depends(authentic
     return {"job_id": job_id, "alerts": [a.model_dump() for a in alerts]}
 
 
-@router.get("/jobs/{job_id}/trajectories/steps")
+@router.get("/jobs/{job_id}/trajectories/steps", response_model=M.TrajectorySteps)
 def job_trajectory_steps(job_id: str, request: Request,
                          caller: Caller = Depends(authenticate)) -> dict:
     _job(request, job_id, caller)
     return {"job_id": job_id, "steps": trajectory_steps(ctx_of(request).executor.job_dir(job_id))}
 
 
-@router.get("/jobs/{job_id}/trajectories")
+@router.get("/jobs/{job_id}/trajectories", response_model=M.TrajectoryPage)
 def job_trajectories(job_id: str, request: Request, step: int = Query(..., ge=0, le=10**9),
                      min_reward: Optional[float] = Query(None),
                      max_reward: Optional[float] = Query(None),
@@ -165,7 +168,7 @@ def _step_index(request: Request, job_id: str, step: int):
     return step_index(path) if path.is_file() else None
 
 
-@router.get("/jobs/{job_id}/trajectories/{step}/groups")
+@router.get("/jobs/{job_id}/trajectories/{step}/groups", response_model=M.TrajectoryGroups)
 def job_groups(job_id: str, step: int, request: Request,
                sample_index: Optional[int] = Query(None, ge=0, le=10**9),
                caller: Caller = Depends(authenticate)) -> dict:
@@ -181,7 +184,7 @@ def job_groups(job_id: str, step: int, request: Request,
         for k, v in sorted(groups.items())]}
 
 
-@router.get("/jobs/{job_id}/trajectories/{step}/{rollout_id}")
+@router.get("/jobs/{job_id}/trajectories/{step}/{rollout_id}", response_model=M.Trajectory)
 def job_trajectory(job_id: str, step: int, rollout_id: str, request: Request,
                    tokens: Optional[Literal["decoded"]] = Query(
                        None, description="'decoded': add tokens[i].text, one string per id"),
@@ -199,7 +202,7 @@ def job_trajectory(job_id: str, step: int, rollout_id: str, request: Request,
     return found[0]
 
 
-@router.get("/jobs/{job_id}/checkpoints")
+@router.get("/jobs/{job_id}/checkpoints", response_model=M.JobCheckpoints)
 def job_checkpoints(job_id: str, request: Request,
                     caller: Caller = Depends(authenticate)) -> dict:
     """Saved checkpoints with their validation reward, oldest first."""

@@ -27,14 +27,17 @@ from rltune.config.overrides import apply_overrides
 from rltune.jobdir import JobDir
 from rltune.names import OptionalJobName
 from rltune.sdk.errors import ConflictError, ValidationError
+from rltune.server import schemas as M
 from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of
 from rltune.server.jobdata import job_config
+from rltune.server.openapi import V1_ERRORS, TypedRoute
 from rltune.server.redact import MASK
 from rltune.server.routes_jobs import HINT, JobCreate, _create, job_view
 
-router = APIRouter(prefix="/v1", tags=["jobs"])
+router = APIRouter(prefix="/v1", tags=["jobs"], route_class=TypedRoute,
+                   responses=V1_ERRORS)
 
 
 class JobCopy(BaseModel):
@@ -71,7 +74,7 @@ def _edited(text: str, source: dict[str, Any]) -> dict[str, Any]:
     return unmasked(data, source)
 
 
-@router.post("/jobs/{job_id}/copy", status_code=201)
+@router.post("/jobs/{job_id}/copy", response_model=M.JobView, status_code=201)
 async def copy_job(job_id: str, request: Request, body: Optional[JobCopy] = None,
                    caller: Caller = Depends(authenticate),
                    idempotency_key: Optional[str] = Header(None)):
@@ -91,7 +94,7 @@ async def copy_job(job_id: str, request: Request, body: Optional[JobCopy] = None
                          idempotency_key, extra={"copied_from": job_id})
 
 
-@router.post("/jobs/{job_id}/stop", status_code=202)
+@router.post("/jobs/{job_id}/stop", response_model=M.JobDetail, status_code=202)
 def stop_job(job_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     """End a RUNNING job at its next step boundary with a checkpoint; it becomes STOPPED."""
     ctx = ctx_of(request)
@@ -142,7 +145,7 @@ def hyperparameter_fields() -> list[dict[str, Any]]:
     return out
 
 
-@router.get("/hyperparameters")
+@router.get("/hyperparameters", response_model=M.HyperParameterFields)
 def list_hyperparameters(caller: Caller = Depends(authenticate)) -> dict:
     """Every hyper-parameter a job takes (``training.hyper_parameters``), for forms."""
     return {"items": hyperparameter_fields()}

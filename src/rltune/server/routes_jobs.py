@@ -19,16 +19,19 @@ from pydantic import ValidationError as PydanticValidationError
 from rltune.jobdir import JobDir
 from rltune.names import OptionalJobName
 from rltune.sdk.errors import ConflictError, ValidationError
+from rltune.server import schemas as M
 from rltune.server import states as S
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ServerContext, ctx_of, page, paging
 from rltune.server.errors import path_hider
 from rltune.server.idempotency import fingerprint, idempotent
 from rltune.server.jobdata import job_config, latest_metric, list_checkpoints, read_progress
+from rltune.server.openapi import V1_ERRORS, TypedRoute
 from rltune.server.redact import masked
 from rltune.server.submit import fetch_url_datasets, parse_config, resolve
 
-router = APIRouter(prefix="/v1", tags=["jobs"])
+router = APIRouter(prefix="/v1", tags=["jobs"], route_class=TypedRoute,
+                   responses=V1_ERRORS)
 HINT = "list jobs: GET /v1/jobs"
 
 
@@ -120,7 +123,7 @@ _BODY_SCHEMA = {"requestBody": {"required": True, "content": {
     "application/json": {"schema": JobCreate.model_json_schema()}}}}
 
 
-@router.post("/jobs", status_code=201, openapi_extra=_BODY_SCHEMA)
+@router.post("/jobs", response_model=M.JobView, status_code=201, openapi_extra=_BODY_SCHEMA)
 async def create_job(request: Request, caller: Caller = Depends(authenticate),
                      idempotency_key: Optional[str] = Header(None)):
     """Submit a job; it starts when a slot is free (``max_concurrent_jobs``). The body is a
@@ -139,7 +142,7 @@ def _statuses(status: Optional[str]) -> Optional[list[str]]:
     return wanted
 
 
-@router.get("/jobs")
+@router.get("/jobs", response_model=M.Page[M.JobView])
 def list_jobs(request: Request, page_no: int = Query(1, ge=1, le=10**6),
               page_size: int = Query(10, ge=1, le=500), status: Optional[str] = Query(None),
               project: Optional[str] = Query(None, max_length=128),
@@ -164,13 +167,13 @@ def list_jobs(request: Request, page_no: int = Query(1, ge=1, le=10**6),
     return page([job_view(ctx, r) for r in kept[off:off + lim]], len(kept), page_no, page_size)
 
 
-@router.get("/jobs/{job_id}")
+@router.get("/jobs/{job_id}", response_model=M.JobDetail)
 def get_job(job_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     ctx = ctx_of(request)
     return job_view(ctx, ctx.owned("jobs", job_id, caller.workspace, "job", HINT), detail=True)
 
 
-@router.post("/jobs/{job_id}/cancel")
+@router.post("/jobs/{job_id}/cancel", response_model=M.JobDetail)
 async def cancel_job(job_id: str, request: Request,
                      caller: Caller = Depends(authenticate)) -> dict:
     """Cancel: a PENDING job never starts; a RUNNING job's process group is killed."""
@@ -193,7 +196,7 @@ class ResumeRequest(BaseModel):
     checkpoint: Optional[str] = Field(None, pattern=r"^checkpoint-\d+$")
 
 
-@router.post("/jobs/{job_id}/resume")
+@router.post("/jobs/{job_id}/resume", response_model=M.JobDetail)
 def resume_job(job_id: str, request: Request, body: Optional[ResumeRequest] = None,
                caller: Caller = Depends(authenticate)) -> dict:
     """Queue a FAILED/CANCELED/STOPPED job again, continuing from a checkpoint (default: the
@@ -219,7 +222,7 @@ def resume_job(job_id: str, request: Request, body: Optional[ResumeRequest] = No
     return job_view(ctx, new, detail=True)
 
 
-@router.delete("/jobs/{job_id}")
+@router.delete("/jobs/{job_id}", response_model=M.JobDeleted)
 def delete_job(job_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     """Delete a job that is not running, with its outputs."""
     ctx = ctx_of(request)
@@ -232,7 +235,7 @@ def delete_job(job_id: str, request: Request, caller: Caller = Depends(authentic
     return {"job_id": job_id, "deleted": True}
 
 
-# The cloud SDK's paths (reference §9), same handlers.
+# The cloud SDK's paths (``/fine-tunes…``, what its client calls), same handlers.
 router.add_api_route("/fine-tunes", create_job, methods=["POST"], status_code=201,
                      include_in_schema=False)
 router.add_api_route("/fine-tunes", list_jobs, methods=["GET"], include_in_schema=False)

@@ -14,11 +14,14 @@ from fastapi import APIRouter, Depends, Header, Request
 from pydantic import BaseModel, Field
 
 from rltune.sdk.errors import AuthError, ConflictError, NotFoundError
+from rltune.server import schemas as M
 from rltune.server.auth import Caller, authenticate, create_key, public_key
 from rltune.server.context import ctx_of
 from rltune.server.idempotency import fingerprint, idempotent
+from rltune.server.openapi import V1_ERRORS, TypedRoute
 
-router = APIRouter(prefix="/v1", tags=["keys"])
+router = APIRouter(prefix="/v1", tags=["keys"], route_class=TypedRoute,
+                   responses=V1_ERRORS)
 #: Workspace names become folder names (``published/<workspace>``): no '.', '..' or '/'.
 WORKSPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
 
@@ -30,13 +33,13 @@ class KeyCreate(BaseModel):
         description="an identifier: a letter or digit, then letters, digits, '_' or '-'")
 
 
-@router.get("/whoami")
+@router.get("/whoami", response_model=M.WhoAmI)
 def whoami(caller: Caller = Depends(authenticate)) -> dict:
     """The caller's key id, workspace and admin flag."""
     return {"key_id": caller.key_id, "workspace": caller.workspace, "admin": caller.admin}
 
 
-@router.post("/keys", status_code=201)
+@router.post("/keys", response_model=M.NewKey, status_code=201)
 async def new_key(body: KeyCreate, request: Request, caller: Caller = Depends(authenticate),
                   idempotency_key: Optional[str] = Header(None)):
     """Create a key in the caller's workspace (admin: in any workspace, created when new)."""
@@ -56,7 +59,7 @@ async def new_key(body: KeyCreate, request: Request, caller: Caller = Depends(au
                             redact=lambda b: {**b, "api_key": None})
 
 
-@router.get("/keys")
+@router.get("/keys", response_model=M.KeyList)
 def list_keys(request: Request, caller: Caller = Depends(authenticate)) -> dict:
     """Admin: the keys of its workspace; other keys: only themselves (never secrets)."""
     rows, _ = ctx_of(request).store.list("keys", workspace=caller.workspace,
@@ -64,7 +67,7 @@ def list_keys(request: Request, caller: Caller = Depends(authenticate)) -> dict:
     return {"items": [public_key(r) for r in rows if caller.admin or r["id"] == caller.key_id]}
 
 
-@router.delete("/keys/{key_id}")
+@router.delete("/keys/{key_id}", response_model=M.KeyView)
 def revoke_key(key_id: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     """Revoke a key (admin: any key; other keys: only themselves); it answers 401 from now."""
     store = ctx_of(request).store

@@ -15,10 +15,13 @@ from pydantic import BaseModel, Field
 
 from rltune.lifecycle.publish import NAME_PATTERN
 from rltune.server import published as P
+from rltune.server import schemas as M
 from rltune.server.auth import Caller, authenticate
 from rltune.server.context import ctx_of, page, paging
+from rltune.server.openapi import V1_ERRORS, TypedRoute, media
 
-router = APIRouter(prefix="/v1", tags=["models"])
+router = APIRouter(prefix="/v1", tags=["models"], route_class=TypedRoute,
+                   responses=V1_ERRORS)
 
 
 class PublishRequest(BaseModel):
@@ -40,21 +43,21 @@ def _publish(request: Request, caller: Caller, job_id: str, body: PublishRequest
     return P.model_view(rec)
 
 
-@router.post("/models", status_code=201)
+@router.post("/models", response_model=M.ModelView, status_code=201)
 def publish_model(body: PublishJobRequest, request: Request,
                   caller: Caller = Depends(authenticate)) -> dict:
     """Publish a checkpoint of a job (any state) as a model."""
     return _publish(request, caller, body.job_id, body)
 
 
-@router.post("/jobs/{job_id}/publish", status_code=201)
+@router.post("/jobs/{job_id}/publish", response_model=M.ModelView, status_code=201)
 def publish_job_checkpoint(job_id: str, body: PublishRequest, request: Request,
                            caller: Caller = Depends(authenticate)) -> dict:
     """Same as ``POST /v1/models`` with the job in the path."""
     return _publish(request, caller, job_id, body)
 
 
-@router.get("/models")
+@router.get("/models", response_model=M.Page[M.ModelView])
 def list_models(request: Request, page_no: int = Query(1, ge=1, le=10**6),
                 page_size: int = Query(50, ge=1, le=500),
                 caller: Caller = Depends(authenticate)) -> dict:
@@ -66,7 +69,7 @@ def list_models(request: Request, page_no: int = Query(1, ge=1, le=10**6),
     return page([P.model_view(r) for r in rows], total, page_no, page_size)
 
 
-@router.get("/models/{name}")
+@router.get("/models/{name}", response_model=M.ModelDetail)
 def get_model(name: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     rec = P.get_model(ctx_of(request).store, caller.workspace, name)
     from rltune.lifecycle.export import model_files
@@ -74,14 +77,14 @@ def get_model(name: str, request: Request, caller: Caller = Depends(authenticate
     return P.model_view(rec) | {"files": model_files(rec["path"])}
 
 
-@router.delete("/models/{name}")
+@router.delete("/models/{name}", response_model=M.ModelDeleted)
 def delete_model(name: str, request: Request, caller: Caller = Depends(authenticate)) -> dict:
     """Delete a model that no running deployment serves, with its files."""
     P.delete_model(ctx_of(request).store, caller.workspace, name)
     return {"name": name, "deleted": True}
 
 
-@router.get("/models/{name}/export")
+@router.get("/models/{name}/export", **media("application/gzip"))
 def export_model(name: str, request: Request, background: BackgroundTasks,
                  part: str = Query("merged", pattern="^(merged|adapter)$"),
                  caller: Caller = Depends(authenticate)) -> FileResponse:
@@ -105,7 +108,7 @@ class PushRequest(BaseModel):
     private: bool = True
 
 
-@router.post("/models/{name}/push")
+@router.post("/models/{name}/push", response_model=M.ModelPushed)
 async def push_model(name: str, body: PushRequest, request: Request,
                      caller: Caller = Depends(authenticate)) -> dict:
     """Upload the model to a Hugging Face hub with the server's ``HF_TOKEN``

@@ -1,5 +1,5 @@
-"""The success bodies of the REST API as pydantic models (their JSON Schemas type every 2xx
-answer in the OpenAPI document, ``rltune.server.openapi``).
+"""The success bodies of the REST API as pydantic models: each route names its own as
+``response_model``, so their JSON Schemas type every 2xx answer in the OpenAPI document.
 
 The routes build plain dicts; these models describe them (a field without a default is always
 present, ``Optional`` ones may be null). ``tests/server/test_schemathesis.py`` checks real
@@ -9,7 +9,7 @@ function's test output) is an open object with its known fields typed.
 
 from __future__ import annotations
 
-from typing import Any, Generic, Literal, Optional, TypeVar
+from typing import Any, Generic, Literal, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,7 +18,16 @@ from rltune.doctor.alerts import Alert
 T = TypeVar("T")
 
 
-class Page(BaseModel, Generic[T]):
+class Body(BaseModel):
+    """Base of every answer model. A route names its model as ``response_model`` and returns a
+    plain dict: FastAPI checks the dict against the model, keeps the keys the model does not
+    name (``extra="allow"``) and leaves out the ones the dict has not set
+    (``rltune.server.openapi.TypedRoute``), so the answer is the dict the route built."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Page(Body, Generic[T]):
     """One page of a list, newest first unless the route says otherwise."""
 
     items: list[T]
@@ -42,7 +51,7 @@ class ErrorBody(BaseModel):
 
 
 # ---- server and keys
-class Health(BaseModel):
+class Health(Body):
     status: Literal["ok"]
     version: str
     pid: int
@@ -53,13 +62,13 @@ class Health(BaseModel):
     time: float
 
 
-class WhoAmI(BaseModel):
+class WhoAmI(Body):
     key_id: str
     workspace: str
     admin: bool
 
 
-class KeyView(BaseModel):
+class KeyView(Body):
     key_id: str
     name: str
     workspace: str
@@ -72,12 +81,12 @@ class NewKey(KeyView):
     api_key: Optional[str] = Field(description="the secret, shown once (null in a replay)")
 
 
-class KeyList(BaseModel):
+class KeyList(Body):
     items: list[KeyView]
 
 
 # ---- files, functions, instances
-class FileView(BaseModel):
+class FileView(Body):
     file_id: str
     filename: str
     bytes: int
@@ -88,12 +97,12 @@ class FileView(BaseModel):
     created_at: float
 
 
-class FileDeleted(BaseModel):
+class FileDeleted(Body):
     file_id: str
     deleted: bool
 
 
-class FunctionView(BaseModel):
+class FunctionView(Body):
     entity_id: str
     type: str
     name: str
@@ -104,12 +113,12 @@ class FunctionView(BaseModel):
     created_at: float
 
 
-class FunctionDeleted(BaseModel):
+class FunctionDeleted(Body):
     entity_id: str
     deleted: bool
 
 
-class InstanceView(BaseModel):
+class InstanceView(Body):
     instance_id: str
     entity_id: str
     type: str
@@ -119,14 +128,14 @@ class InstanceView(BaseModel):
     created_at: float
 
 
-class InstanceTest(BaseModel):
+class InstanceTest(Body):
     instance_id: str
     status: str
     seconds: float
     output: dict[str, Any] = Field(description="the function's output, validated by its type")
 
 
-class InstanceLogs(BaseModel):
+class InstanceLogs(Body):
     instance_id: str
     logs: list[str]
     offset: int
@@ -134,13 +143,13 @@ class InstanceLogs(BaseModel):
     total: int
 
 
-class InstanceDeleted(BaseModel):
+class InstanceDeleted(Body):
     instance_id: str
     deleted: bool
 
 
 # ---- jobs
-class JobView(BaseModel):
+class JobView(Body):
     job_id: str
     job_name: str
     status: str
@@ -171,7 +180,7 @@ class JobDetail(JobView):
     exit_code: Optional[int]
 
 
-class HyperParameterField(BaseModel):
+class HyperParameterField(Body):
     name: str
     type: str = Field(description="a JSON Schema type, or choice (see choices)")
     default: Any
@@ -182,16 +191,16 @@ class HyperParameterField(BaseModel):
     description: str
 
 
-class HyperParameterFields(BaseModel):
+class HyperParameterFields(Body):
     items: list[HyperParameterField]
 
 
-class JobDeleted(BaseModel):
+class JobDeleted(Body):
     job_id: str
     deleted: bool
 
 
-class JobLogs(BaseModel):
+class JobLogs(Body):
     job_id: str
     logs: list[str]
     offset: int
@@ -200,33 +209,31 @@ class JobLogs(BaseModel):
     finished: bool
 
 
-class JobMetrics(BaseModel):
+class JobMetrics(Body):
     job_id: str
     names: list[str]
-    series: dict[str, list[list[Optional[float]]]] = Field(
+    series: dict[str, list[list[Union[int, float, None]]]] = Field(
         description="{name: [[step, value], ...]}: pairs, the step an integer; a NaN/inf "
                     "value is null")
 
 
-class JobAlerts(BaseModel):
+class JobAlerts(Body):
     job_id: str
     alerts: list[Alert]
 
 
-class StepCount(BaseModel):
+class StepCount(Body):
     step: int
     count: int
 
 
-class TrajectorySteps(BaseModel):
+class TrajectorySteps(Body):
     job_id: str
     steps: list[StepCount]
 
 
-class Trajectory(BaseModel):
+class Trajectory(Body):
     """One rollout's record (``trajectories/step_<n>.jsonl``); more fields than these."""
-
-    model_config = ConfigDict(extra="allow")
 
     rollout_id: Optional[str] = None
     sample_index: Optional[int] = None
@@ -239,19 +246,19 @@ class TrajectoryPage(Page[Trajectory]):
     step: int
 
 
-class TrajectoryGroup(BaseModel):
+class TrajectoryGroup(Body):
     sample_index: int
     rewards: list[Optional[float]]
     trajectories: list[Trajectory]
 
 
-class TrajectoryGroups(BaseModel):
+class TrajectoryGroups(Body):
     job_id: str
     step: int
     groups: list[TrajectoryGroup]
 
 
-class Checkpoint(BaseModel):
+class Checkpoint(Body):
     name: str
     step: int
     path: str
@@ -259,13 +266,13 @@ class Checkpoint(BaseModel):
     created_at: float
 
 
-class JobCheckpoints(BaseModel):
+class JobCheckpoints(Body):
     job_id: str
     checkpoints: list[Checkpoint]
 
 
 # ---- models, deployments, evaluations
-class ModelView(BaseModel):
+class ModelView(Body):
     name: str
     status: str
     source_job: Optional[str]
@@ -282,7 +289,7 @@ class ModelView(BaseModel):
     auto: Optional[bool]
 
 
-class ModelFile(BaseModel):
+class ModelFile(Body):
     path: str
     bytes: int
 
@@ -291,19 +298,19 @@ class ModelDetail(ModelView):
     files: list[ModelFile]
 
 
-class ModelDeleted(BaseModel):
+class ModelDeleted(Body):
     name: str
     deleted: bool
 
 
-class ModelPushed(BaseModel):
+class ModelPushed(Body):
     name: str
     repo_id: str
     part: Literal["merged", "adapter"]
     commit_url: str
 
 
-class DeploymentKey(BaseModel):
+class DeploymentKey(Body):
     key_id: str
     created_at: float
 
@@ -312,7 +319,7 @@ class NewDeploymentKey(DeploymentKey):
     api_key: str = Field(description="the secret, shown once")
 
 
-class DeploymentView(BaseModel):
+class DeploymentView(Body):
     deployment_id: str
     name: Optional[str]
     status: str
@@ -330,25 +337,23 @@ class NewDeployment(DeploymentView):
     api_key: str = Field(description="the secret, shown once")
 
 
-class DeploymentDeleted(BaseModel):
+class DeploymentDeleted(Body):
     deployment_id: str
     deleted: bool
 
 
-class DeploymentLogs(BaseModel):
+class DeploymentLogs(Body):
     deployment_id: str
     logs: list[str]
 
 
-class DeploymentKeyRevoked(BaseModel):
+class DeploymentKeyRevoked(Body):
     key_id: str
     revoked: bool
 
 
-class ChatCompletion(BaseModel):
+class ChatCompletion(Body):
     """The deployment's OpenAI chat completion, relayed as it answered."""
-
-    model_config = ConfigDict(extra="allow")
 
     id: Optional[str] = None
     object: Optional[str] = None
@@ -357,7 +362,7 @@ class ChatCompletion(BaseModel):
     usage: Optional[dict[str, Any]] = None
 
 
-class EvaluationView(BaseModel):
+class EvaluationView(Body):
     evaluation_id: str
     status: str
     job_id: str
@@ -378,6 +383,6 @@ class EvaluationDetail(EvaluationView):
     logs: list[str]
 
 
-class EvaluationDeleted(BaseModel):
+class EvaluationDeleted(Body):
     evaluation_id: str
     deleted: bool

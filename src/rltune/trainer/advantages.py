@@ -70,7 +70,3 @@ def rollout_weights_B(rollout_index_B: torch.Tensor) -> torch.Tensor:
     _, inverse, counts = torch.unique(rollout_index_B, return_inverse=True, return_counts=True)
     return 1.0 / counts[inverse].float()
 
-
-def broadcast_B_to_BT(values_B: torch.Tensor, like_BT: torch.Tensor) -> torch.Tensor:
-    """A per-row value repeated over the row's token positions."""
-    return values_B.to(like_BT.dtype).unsqueeze(-1).expand_as(like_BT)

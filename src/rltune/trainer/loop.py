@@ -1,4 +1,4 @@
-"""The training job, readable top to bottom (DESIGN.md §3).
+"""The training job, readable top to bottom (docs/design.md, "The step").
 
 ``Trainer.run``: start the runtime (``trainer/runtime.py``) → restore a checkpoint when
 resuming → validate before training → for every step: run it (``trainer/step.py``: collect

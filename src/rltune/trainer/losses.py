@@ -189,12 +189,6 @@ def kl_penalty_BT(
     return (torch.exp(neg) - neg - 1.0).clamp(-10.0, 10.0)
 
 
-def entropy_from_logits_BT(logits_BTV: torch.Tensor) -> torch.Tensor:
-    """Entropy of the next-token distribution at each position."""
-    logp = torch.log_softmax(logits_BTV.float(), dim=-1)
-    return -(logp.exp() * logp).sum(-1)
-
-
 def aggregate_loss(
     loss_BT: torch.Tensor,
     mask_BT: torch.Tensor,

@@ -1,4 +1,4 @@
-"""Per-step metrics of the rollouts and rewards, named as DESIGN.md §8 (verl / Bailian).
+"""Per-step metrics of the rollouts and rewards, named as verl / Bailian do (docs/metrics.md).
 
 Example:
     >>> from rltune.rollout.results import RolloutResult

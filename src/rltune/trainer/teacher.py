@@ -3,7 +3,7 @@ the student's sampled tokens.
 
 ``Teacher.load`` reads a model directory into the trainer process (eval, no gradients)
 and refuses a teacher whose tokenizer differs from the student's: OPD compares the two models
-token by token (DESIGN.md §6, advantage ``-(log pi - log pi_teacher)``), which only means
+token by token (advantage ``-(log pi - log pi_teacher)``, docs/architecture.md), which only means
 something when a token id is the same token for both. ``Teacher.logprobs(rows)`` returns
 ``log pi_teacher(x_t | x_<t)`` per token, at the sampling temperature, exactly as the
 updater's ``compute_logprobs`` does for the student.

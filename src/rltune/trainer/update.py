@@ -223,7 +223,7 @@ class PolicyUpdater:
         active = self._active(rows)
         missing = [r for r, a in zip(rows, active, strict=True) if a and r.old_logprobs is None]
         if missing:
-            # Old log-probs are recomputed by the trainer (DESIGN.md §6); the engine's
+            # Old log-probs are recomputed by the trainer, never taken from the engine; the engine's
             # sampling log-probs feed the mismatch metric and, with max_staleness >= 1, the
             # behaviour weight of the off-policy correction.
             for r, lp in zip(missing, self.compute_logprobs(missing), strict=True):

@@ -1,4 +1,4 @@
-# The Bailian demo's submit_job.py exactly as the seed doc prints it (seed 000, "提交训练任务").
+# The Bailian demo's submit_job.py exactly as the Bailian documentation prints it (section "提交训练任务").
 # Run by tests/client/test_seed_samples.py under rltune's dashscope alias.
 import asyncio
 from dashscope.finetune.reinforcement import (

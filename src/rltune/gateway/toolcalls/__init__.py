@@ -73,7 +73,6 @@ from rltune.gateway.toolcalls.registry import (
     HOW_TO_CHOOSE,
     UnknownParserError,
     get_parser,
-    known_families,
     parser_for_model_type,
     parser_name_for_model,
     parser_name_for_model_dir,
@@ -83,7 +82,7 @@ from rltune.gateway.toolcalls.registry import (
 __all__ = [
     "BUILTIN_PARSERS", "HOW_TO_CHOOSE", "HermesToolParser", "Llama3JsonToolParser",
     "MistralToolParser", "ParsedOutput", "ParsedToolCall", "Qwen3CoderToolParser",
-    "TaggedBlockParser", "ToolParser", "UnknownParserError", "get_parser", "known_families",
+    "TaggedBlockParser", "ToolParser", "UnknownParserError", "get_parser",
     "parser_for_model_type", "parser_name_for_model", "parser_name_for_model_dir",
     "register_parser", "special_token_ids",
 ]

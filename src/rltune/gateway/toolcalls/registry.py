@@ -64,11 +64,6 @@ def register_parser(name: str, factory: Callable[[], ToolParser], *,
         _FAMILIES[mt] = name
 
 
-def known_families() -> dict[str, str]:
-    """``config.model_type`` → parser name, as :func:`parser_for_model_type` uses it."""
-    return dict(_FAMILIES)
-
-
 def get_parser(name: str) -> ToolParser:
     """A parser by name (``hermes``, ``llama3_json``, ``mistral``, ``qwen3_coder``); raises
     :class:`UnknownParserError` (a ``ConfigError`` and a ``KeyError``) naming the known ones."""

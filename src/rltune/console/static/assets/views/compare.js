@@ -1,28 +1,14 @@
-// Compare runs: pick jobs and metrics, one chart per metric with a curve per job (uPlot,
-// vendored in assets/vendor/uplot), the training doctor's alerts as markers at their steps,
+// Compare runs: pick jobs and metrics, one chart per metric with a curve per job
+// (charts.js's overlayChart, on the vendored uPlot), the doctor's alerts as markers at their steps,
 // and the picked curves as CSV. The choice lives in the hash (#/compare?jobs=a,b&metrics=m),
 // so a comparison is a link.
 import { api } from "../api.js";
-import { errorBox, fmtNum, h, mount, statusBadge } from "../dom.js";
+import { overlayChart } from "../charts.js";
+import { errorBox, h, mount, statusBadge } from "../dom.js";
 import { hashOf } from "../router.js";
-import uPlot from "../vendor/uplot/uPlot.esm.js";
 
-const COLORS = ["#2f6fde", "#e0692b", "#2a9d5c", "#a34fd1", "#c9a227", "#d43b5c"];
 const DEFAULT_METRICS = ["critic/rewards/mean", "validation/data/reward/mean@1"];
 const MAX_JOBS = 100;
-
-/** Rows of x = the union of the series' steps and one y column per series (null where a job
- * has no value at that step): uPlot's aligned data. */
-export function alignSeries(seriesList) {
-  const steps = [...new Set(seriesList.flatMap((pts) => pts.map((p) => p[0])))].sort((a, b) => a - b);
-  const index = new Map(steps.map((s, i) => [s, i]));
-  const ys = seriesList.map((pts) => {
-    const col = new Array(steps.length).fill(null);
-    for (const [s, v] of pts) col[index.get(s)] = Number.isFinite(v) ? v : null;
-    return col;
-  });
-  return [steps, ...ys];
-}
 
 function csvCell(v) {
   const s = v === null || v === undefined ? "" : String(v);
@@ -40,77 +26,6 @@ export function toCsv(jobs, metrics, data) {
     }
   }
   return `${lines.join("\n")}\n`;
-}
-
-/** A uPlot chart of ``metric`` with one curve per job and the jobs' alerts as markers; the
- * card is mounted first, ``plot()`` then draws at the card's width. */
-function overlayChart(metric, jobs, data) {
-  const card = h("div", { class: "chart compare-chart", "data-metric": metric });
-  const title = h("div", { class: "chart-title" }, metric);
-  const info = h("div", { class: "chart-info muted" }, " ");
-  const plot = h("div", { class: "uplot-host" });
-  card.append(title, plot, info);
-  const shown = jobs.filter((j) => (data[j.job_id]?.series?.[metric] || []).length);
-  if (!shown.length) {
-    info.textContent = "no data for these jobs";
-    return { card, plot() {}, destroy() {} };
-  }
-  const aligned = alignSeries(shown.map((j) => data[j.job_id].series[metric]));
-  const markers = shown.flatMap((j, i) =>
-    (data[j.job_id].alerts || []).map((a) => ({ ...a, job: j.job_id, color: COLORS[i % COLORS.length] })),
-  );
-  const opts = {
-    width: 460,
-    height: 220,
-    scales: { x: { time: false } },
-    axes: [{ label: "step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, { size: 56 }],
-    legend: { live: true },
-    cursor: { drag: { x: true, y: false } },
-    // after every redraw (the first layout, zoom, resize): markers at the final positions
-    hooks: { draw: [(self) => placeMarkers(self)] },
-    series: [
-      { label: "step", value: (u, v) => (v === null || v === undefined ? "–" : String(v)) },
-      ...shown.map((j, i) => ({
-        label: j.job_name ? `${j.job_name} (${j.job_id})` : j.job_id,
-        stroke: COLORS[i % COLORS.length],
-        width: 1.5,
-        spanGaps: true,
-        points: { show: aligned[0].length <= 300 },
-        value: (u, v) => fmtNum(v),
-      })),
-    ],
-  };
-  let u = null;
-  const draw = () => {
-    opts.width = Math.max(300, plot.clientWidth || 460);
-    u = new uPlot(opts, aligned, plot);
-  };
-  // The doctor's alerts: a dashed line at the step with the code, in the job's colour (elements
-  // over the plot: they carry the hover text, and follow zoom).
-  const layer = h("div", { class: "alert-layer" });
-  const placeMarkers = (u) => {
-    if (layer.parentNode !== u.over) u.over.append(layer);
-    layer.replaceChildren(
-      ...markers
-        .filter((m) => m.step >= u.scales.x.min && m.step <= u.scales.x.max)
-        .map((m) =>
-          h(
-            "div",
-            {
-              class: "alert-marker",
-              "data-code": m.code,
-              "data-step": String(m.step),
-              "data-job": m.job,
-              title: `${m.job} step ${m.step}: ${m.code} ${m.title}`,
-              style: { left: `${u.valToPos(m.step, "x")}px`, borderColor: m.color, color: m.color },
-            },
-            h("span", { class: "alert-code" }, m.code),
-          ),
-        ),
-    );
-  };
-  info.textContent = `${shown.length} job${shown.length === 1 ? "" : "s"} · drag to zoom, double-click to reset`;
-  return { card, plot: draw, destroy: () => u?.destroy() };
 }
 
 export function renderCompare(el, route) {
@@ -230,7 +145,6 @@ export function renderCompare(el, route) {
     }
     charts = [...metrics].sort().map((m) => overlayChart(m, chosen, data));
     mount(chartGrid, charts.map((c) => c.card));
-    for (const c of charts) c.plot();
   }
 
   async function loadJob(id) {

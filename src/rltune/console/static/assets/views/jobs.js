@@ -1,7 +1,7 @@
 // Jobs list: status, model, algorithm, progress, latest reward with a sparkline, created and
 // duration; status filter and name search; cancel / delete with confirmation; auto-refresh.
 import { api } from "../api.js";
-import { sparkline } from "../chart.js";
+import { sparkline } from "../charts.js";
 import {
   confirmDialog,
   errorBox,

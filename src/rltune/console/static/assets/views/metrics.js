@@ -2,7 +2,7 @@
 // them, with smoothing, hover values and a step range (drag on any chart, or type it) that
 // shows mean / max / min on every chart. Refreshes while the job runs.
 import { api } from "../api.js";
-import { lineChart } from "../chart.js";
+import { lineChart } from "../charts.js";
 import { errorBox, h, mount } from "../dom.js";
 
 const GROUPS = [
@@ -93,6 +93,7 @@ export function renderMetrics(el, ctx) {
     last = data;
     const q = filter.value.trim().toLowerCase();
     const names = Object.keys(data.series || {}).filter((n) => !q || n.toLowerCase().includes(q)).sort();
+    for (const c of charts) c.destroy?.();
     charts = [];
     if (!names.length) {
       mount(body, h("p", { class: "muted" }, "No metrics yet."));
@@ -109,7 +110,7 @@ export function renderMetrics(el, ctx) {
           "div",
           { class: "chart-grid" },
           mine.map((n) => {
-            const c = lineChart({ title: n, series: [{ name: n, points: data.series[n] }], smoothing, markers: data.alerts || [] });
+            const c = lineChart({ title: n, points: data.series[n], smoothing, markers: data.alerts || [] });
             charts.push(c);
             return c;
           }),
@@ -141,5 +142,6 @@ export function renderMetrics(el, ctx) {
   return () => {
     alive = false;
     clearTimeout(timer);
+    for (const c of charts) c.destroy?.();
   };
 }

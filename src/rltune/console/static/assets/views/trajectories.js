@@ -5,7 +5,7 @@
 // All state lives in the hash (#/jobs/<id>/trajectories?step=3&page=2&status=failed&rid=…)
 // so every view can be linked and the browser's back button works.
 import { api } from "../api.js";
-import { binValues, histogram } from "../chart.js";
+import { binValues, histogram } from "../charts.js";
 import { debounce, errorBox, fmtNum, h, mount, statusBadge } from "../dom.js";
 import { go } from "../router.js";
 import { chainView, modeSwitch } from "./compare_chain.js";

@@ -20,7 +20,6 @@ from typing import Any, Optional
 from rltune.observability.spans import record_reward, reward_span
 from rltune.rollout.results import RolloutResult
 from rltune.rollout.scoring import (
-    InvalidReward,
     MissingRewardMetric,
     combine_scores,
     component_score,
@@ -35,7 +34,7 @@ from rltune.sdk.data import (
     TaskStatus,
     is_discard,
 )
-from rltune.sdk.errors import ConfigError
+from rltune.sdk.errors import ConfigError, InvalidReward
 
 
 @dataclass

@@ -215,6 +215,17 @@ class LocalProcessBackend(WorkerBackend):
             wrapped.close()  # the child holds its own copies now
         if log_pipe:
             log_pipe.started()
+        try:
+            return await self._wait_ready(spec, worker_id, proc, ready, log_path,
+                                          sandboxed=isolation == "bwrap")
+        except asyncio.CancelledError:  # the pool shuts down while this worker starts
+            proc.kill()
+            proc.wait(timeout=5)  # reaped: no zombie, no late output into the job's log
+            raise
+
+    async def _wait_ready(self, spec: FunctionComponentSpec, worker_id: str,
+                          proc: subprocess.Popen, ready: Path, log_path: Path, *,
+                          sandboxed: bool) -> WorkerHandle:
         deadline = time.monotonic() + spec.start_timeout
         delay = 0.01
         while True:
@@ -222,7 +233,7 @@ class LocalProcessBackend(WorkerBackend):
                 info = json.loads(ready.read_text())
                 if info.get("ok"):
                     return LocalProcessHandle(worker_id, proc, int(info["port"]), log_path,
-                                              sandboxed=isolation == "bwrap")
+                                              sandboxed=sandboxed)
                 proc.wait(timeout=5)
                 raise UserCodeError(info.get("error", "worker failed to start"),
                                     where=info.get("where") or spec.display_name,

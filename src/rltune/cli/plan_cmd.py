@@ -87,7 +87,7 @@ async def calibrate(job: Any, base_dir: Path, steps: int) -> dict[str, Any]:
         "training": job.training.model_copy(update={"hyper_parameters": hp}),
         "advisor": job.advisor.model_copy(update={"enabled": False})})
     with tempfile.TemporaryDirectory(prefix="rltune-plan-") as tmp:
-        trainer = Trainer(short, job_dir=tmp, base_dir=base_dir)
+        trainer = Trainer(short, job_dir=tmp, base_dir=base_dir, functions_as_user=True)
         await trainer.run()
         rows = [r["metrics"] for r in read_metrics(tmp) if r["step"] > 0]
         tokens = [sum(json.loads(line)["prompt_tokens"] + json.loads(line)["response_tokens"]

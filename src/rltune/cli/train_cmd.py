@@ -243,7 +243,7 @@ async def _run(
 
         try:
             trainer = Trainer(job, job_dir=job_dir, job_id=job_id, base_dir=base_dir, sink=sink,
-                              progress=on_progress)
+                              progress=on_progress, functions_as_user=True)  # the user's machine
             bar.update(task, total=trainer.total_steps)
             bar.console.print(f"job {job_id}: {trainer.total_steps} steps → {job_dir}")
             return await trainer.run(resume_from=resume)

@@ -69,8 +69,12 @@ class Trainer:
         base_dir: str | Path | None = None,
         sink: Optional[Sink] = None,
         progress: Optional[ProgressFn] = None,
+        functions_as_user: bool = False,
     ):
+        """``functions_as_user``: the functions run as the user's own script would (a local
+        ``rltune train`` or ``plan``; never on the job server), see ``TrainingRuntime``."""
         self.config = config
+        self.functions_as_user = functions_as_user
         self.hp = config.hyper_parameters
         self.job_dir = Path(job_dir)
         self.job_dir.mkdir(parents=True, exist_ok=True)
@@ -126,7 +130,7 @@ class Trainer:
             f"{len(self.train_rows)} training rows, {len(self.val_rows)} validation rows")
         async with TrainingRuntime(self.config, job_dir=self.job_dir, base_dir=self.base_dir,
                                    job_id=self.job_id, total_steps=self.total_steps,
-                                   log=log) as rt:
+                                   log=log, functions_as_user=self.functions_as_user) as rt:
             self.rt = rt
             if hp.algorithm == "sft":  # supervised on the rows' messages: no rollouts
                 self.steps = self.scheduler = SftSteps(rt, train_rows=self.train_rows,

@@ -119,9 +119,13 @@ class LocalProcessBackend(WorkerBackend):
     """Start workers as child processes of this one.
 
     ``log_dir`` keeps one ``<worker_id>.log`` per worker (a temp dir by default).
+    ``as_user`` (a local ``rltune train``, never the job server): while
+    ``RLTUNE_FUNCTION_ISOLATION`` is not set, workers run as the user's own script would, with
+    this process's environment and no sandbox.
     """
 
-    def __init__(self, log_dir: str | Path | None = None):
+    def __init__(self, log_dir: str | Path | None = None, *, as_user: bool = False):
+        self.as_user = as_user and not sandbox.isolation_chosen()
         self._own_dir = log_dir is None  # a temp dir we made is removed on close
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="rltune-workers-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -151,6 +155,8 @@ class LocalProcessBackend(WorkerBackend):
         if sandboxed and trace_dir and Path(trace_dir).exists():  # mounted there
             env["RLTUNE_TRACE_DIR"] = sandbox.TRACES
         env.update(runtime.env_strings())
+        if self.as_user:
+            return sandbox.user_env(Path(spec.workspace), env)
         if sandboxed:
             inside = sandbox.minimal_env(Path(sandbox.WORKSPACE), Path(sandbox.WORKER_DIR), env,
                                          tmpdir="/tmp")
@@ -161,7 +167,7 @@ class LocalProcessBackend(WorkerBackend):
 
     async def start_worker(self, spec: FunctionComponentSpec, worker_id: str) -> WorkerHandle:
         runtime = spec.resolved_runtime()
-        isolation = sandbox.active_isolation()
+        isolation = "none" if self.as_user else sandbox.active_isolation()
         private = Path(tempfile.mkdtemp(prefix=f"{worker_id}-", dir=self.log_dir))
         ready = private / "ready.json"
         log_path = self.log_dir / f"{worker_id}.log"

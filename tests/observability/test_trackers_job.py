@@ -110,9 +110,10 @@ ARK_TRAIN, ARK_VAL = "train/reward->final_reward.mean", "test/reward->final_rewa
 
 async def test_a_job_with_validation_and_ark_aliases_reaches_every_tracker(
         tmp_path, tiny_model_dir, monkeypatch):
-    """Every metric name a job logs (validation's ``…@1``, Ark's ``…->…`` aliases) reaches
-    every tracker under its name or the tracker's documented spelling, read back with the
-    tracker's own reader; no tracker turns itself off."""
+    """Every metric name a job logs (validation's ``…@1``, Ark's ``…->…`` aliases, verl's and
+    TRL's names from ``metric_names``) reaches every tracker under its name or the tracker's
+    documented spelling, read back with the tracker's own reader; no tracker turns itself
+    off."""
     for module in ("tensorboard", "mlflow", "wandb", "swanlab", "trackio"):
         pytest.importorskip(module)
     from tracker_readers import (
@@ -132,13 +133,18 @@ async def test_a_job_with_validation_and_ark_aliases_reaches_every_tracker(
     trackers = ["tensorboard", "mlflow", "wandb", "swanlab",
                 {"type": "trackio", "project": project}]
     ws = workspace(tmp_path, tiny_model_dir, trackers, max_steps=1, eval_steps=1)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["observability"]["metric_names"] = ["rltune", "verl", "trl"]
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
     job_dir = tmp_path / "job"
     summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir,
                             base_dir=ws).run()
     assert summary["steps"] == 1
     log = (job_dir / "train.log").read_text()
     assert "failed (metrics)" not in log, log
-    names = {REWARD: [1], VAL: [0, 1], ARK_TRAIN: [1], ARK_VAL: [0, 1]}
+    names = {REWARD: [1], VAL: [0, 1], ARK_TRAIN: [1], ARK_VAL: [0, 1],
+             "reward": [1], "completions/mean_length": [1], "timing_s/step": [1],
+             "val-core/data/reward/mean@1": [0, 1]}  # metric_names: verl's and TRL's
     ids = json.loads((Path(summary["checkpoints"][0]) / "trainer_state.json").read_text()
                      )["trackers"]
     uri = f"sqlite:///{job_dir / 'mlflow.db'}"

@@ -63,7 +63,10 @@ def functions_seeing(config: JobConfig, *, as_user: bool) -> str:
         return ("functions run as you (a local rltune train): your environment, HOME and "
                 "files, as your own script would; the job server sandboxes them "
                 "(set RLTUNE_FUNCTION_ISOLATION=auto here to run them so)")
-    where = "a sandbox (bubblewrap)" if not remote and active_isolation() == "bwrap" else \
+    if remote:
+        return ("functions run on the Ray cluster's workers: pass a variable such as "
+                "OPENAI_API_KEY in the function's runtime.env and files in its workspace")
+    where = "a sandbox (bubblewrap)" if active_isolation() == "bwrap" else \
         "a minimal environment"
     return (f"functions run in {where}: they see none of this process's environment but "
             "runtime.env, and only their workspace (read-only in the sandbox); pass a "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 
@@ -51,7 +52,6 @@ async def test_a_worker_start_cancelled_by_the_pools_shutdown_kills_the_worker(t
 
     import pytest
 
-    from conftest import WS
     from rltune.functions.backends.local import LocalProcessBackend
     from rltune.functions.spec import FunctionComponentSpec
 
@@ -66,8 +66,9 @@ async def test_a_worker_start_cancelled_by_the_pools_shutdown_kills_the_worker(t
         return out
 
     backend = LocalProcessBackend(tmp_path / "logs")
+    ws = Path(__file__).parent / "fixtures" / "ws"
     spec = FunctionComponentSpec(classpath="functions.trivial.Trivial", func_type="reward",
-                                 workspace=WS)
+                                 workspace=ws)
     start = asyncio.ensure_future(backend.start_worker(spec, "w0"))
     while not workers():
         await asyncio.sleep(0.01)

@@ -31,6 +31,8 @@ ENGINES: tuple[str, ...] = ("builtin", "vllm")
 REPLICA_BACKENDS: tuple[str, ...] = ("local", "ray")
 #: Experiment trackers (``rltune.observability.trackers.base``).
 TRACKERS: tuple[str, ...] = ("tensorboard", "wandb", "mlflow", "swanlab", "trackio")
+#: Metric-name vocabularies a tracker can get (``observability.metric_names``).
+METRIC_VOCABULARIES: tuple[str, ...] = ("rltune", "trl", "verl")
 #: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls``).
 TOOL_PARSERS: tuple[str, ...] = ("hermes", "llama3_json", "mistral", "qwen3_coder")
 #: Advantage estimators: each has a learning-signal class (``rltune.trainer.signals``).

@@ -30,21 +30,15 @@ def test_plan_calibrates_and_warns_about_a_small_validation_set(tmp_path, tiny_m
     assert not list(ws.glob("runs/*"))  # nothing of the calibration is kept
 
 
-def test_the_context_seed_concurrency_sizing_and_capacity_warnings():
+def test_the_seed_concurrency_sizing_and_capacity_warnings():
     job = JobConfig(model={"name": "nano"}, functions=[
         {"type": "rollout", "name": "agent", "fcmodel": {"classpath": "a.py:A"},
          "runtime": {"concurrency": 2, "capacity": 1, "max_capacity": 64}}],
         training={"hyper_parameters": {"batch_size": 8, "n_rollouts": 8}})
-    out = warnings(job, seconds_per_step=2.0, cores=2, model_context=4096, val_rows=0)
-    assert not any("context" in w for w in out)  # max_length 2048
+    out = warnings(job, seconds_per_step=2.0, cores=2, val_rows=0)
     assert any("64 instances" in w and "2 cores" in w for w in out)
     sizing = next(w for w in out if "concurrency sizing" in w)
     assert "= 2 is below" in sizing and "= 38" in sizing  # 8 x 8 / 2 x 1.2
     assert warnings(job.model_copy(update={"functions": []}), seconds_per_step=2.0, cores=2,
-                    model_context=None, val_rows=800) == []
+                    val_rows=800) == []
     assert detectable_change(800) < 0.05 < detectable_change(256)
-    long = job.model_copy(update={"training": job.training.model_copy(update={
-        "hyper_parameters": job.hyper_parameters.model_copy(update={"max_length": 4096})})})
-    ctx = warnings(long, seconds_per_step=None, cores=64, model_context=1024, val_rows=0)
-    assert ctx[0] == ("max_length 4096 is beyond the model's context of 1024 tokens: set "
-                      "max_length <= 1024")

@@ -79,6 +79,26 @@ def test_overrides_take_dotted_keys_bare_knobs_and_list_indexes():
     assert key_path("engine") == ("engine",)
 
 
+def test_an_object_override_merges_into_its_section():
+    """A nested object (as a REST copy sends it) is a merge patch, not a new section."""
+    from rltune.config import JobConfig
+    from rltune.config.overrides import apply_overrides, apply_sets
+
+    out = apply_overrides(BASE, {"training": {"hyper_parameters": {"max_steps": 2}}})
+    assert out["training"]["hyper_parameters"] == {"learning_rate": 1e-3, "n_epochs": 1,
+                                                   "max_steps": 2}
+    hp = JobConfig.load_from_dict(out).hyper_parameters
+    assert (hp.learning_rate, hp.max_steps) == (1e-3, 2)
+    out = apply_overrides(BASE, {"hyper_parameters": {"n_epochs": None, "batch_size": 4},
+                                 "datasets": [{"type": "training", "file_id": "file-9"}]})
+    assert out["training"]["hyper_parameters"] == {"learning_rate": 1e-3, "batch_size": 4}
+    assert out["datasets"] == [{"type": "training", "file_id": "file-9"}]  # a list replaces
+    assert BASE["training"]["hyper_parameters"] == {"learning_rate": 1e-3, "n_epochs": 1}
+    sets = apply_sets({"training": {"hyper_parameters": {"learning_rate": 1e-3}}},
+                      ["training={hyper_parameters: {max_steps: 2}}"])
+    assert sets["training"]["hyper_parameters"] == {"learning_rate": 1e-3, "max_steps": 2}
+
+
 def test_bad_override_paths_are_refused_naming_the_key():
     from rltune.config.overrides import apply_overrides
 

@@ -112,6 +112,16 @@ def test_p6_is_silent_when_the_training_reward_falls_with_validation():
     assert fires("P6", steps) is None
 
 
+def test_p9_fires_when_a_third_of_the_answers_are_cut_and_not_on_a_few():
+    """A third of the answers cut at max_length for six steps is a truncation problem (it got
+    no alert at a threshold of one half); one in twenty is the usual tail."""
+    third = with_(healthy(6), trajectory__response_length__clip_ratio=lambda i: 1 / 3)
+    assert "P9" in [a.code for a in diagnose(_drop_none(third))]
+    assert fires("P9", third)["clip_ratio"] == pytest.approx(1 / 3, abs=1e-6)
+    few = with_(healthy(6), trajectory__response_length__clip_ratio=lambda i: 0.05)
+    assert "P9" not in [a.code for a in diagnose(_drop_none(few))]
+
+
 def test_thresholds_overrides_and_off_take_effect():
     steps = _drop_none(FAILURES["P9"](healthy()))
     assert "P9" in [a.code for a in diagnose(steps)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 
@@ -44,3 +45,38 @@ def test_rss_includes_children_and_walks_for_them_only_every_refresh_interval(
             child.kill()
         proc.kill()
         proc.wait()
+
+
+async def test_a_worker_start_cancelled_by_the_pools_shutdown_kills_the_worker(tmp_path):
+    import asyncio
+
+    import pytest
+
+    from rltune.functions.backends.local import LocalProcessBackend
+    from rltune.functions.spec import FunctionComponentSpec
+
+    def workers() -> list[psutil.Process]:
+        out = []
+        for p in psutil.Process().children(recursive=True):
+            try:
+                if "rltune.functions.worker" in " ".join(p.cmdline()):
+                    out.append(p)
+            except psutil.Error:  # gone, or a zombie not reaped
+                out.append(p)
+        return out
+
+    backend = LocalProcessBackend(tmp_path / "logs")
+    ws = Path(__file__).parent / "fixtures" / "ws"
+    spec = FunctionComponentSpec(classpath="functions.trivial.Trivial", func_type="reward",
+                                 workspace=ws)
+    start = asyncio.ensure_future(backend.start_worker(spec, "w0"))
+    while not workers():
+        await asyncio.sleep(0.01)
+    start.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await start
+    await backend.close()
+    deadline = time.monotonic() + 10
+    while workers() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert workers() == []  # killed and reaped

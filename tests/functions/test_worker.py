@@ -191,3 +191,18 @@ async def test_configured_by_cloud_env_vars():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_worker_whose_pool_shut_down_while_it_started_exits_quietly(tmp_path):
+    """The job ended while a worker started: its folder (and ready file's) is gone. It exits
+    0 with one line, no traceback for the finished job's log."""
+    gone = tmp_path / "removed" / "ready.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rltune.functions.worker", "--func-type", "reward",
+         "--classpath", "functions.trivial.Trivial", "--workspace", str(WS), "--port", "0",
+         "--ready-file", str(gone)],
+        cwd=WS, capture_output=True, text=True, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out and "FileNotFoundError" not in out, out
+    assert "the pool that started this worker has shut down" in out

@@ -25,24 +25,34 @@ def test_resolve_model_path(tmp_path, monkeypatch, tiny_model_dir):
         resolve_model_path("nope")
 
 
+def start_serve(args: list[str], env: dict) -> tuple[subprocess.Popen, str]:
+    """``rltune serve ARGS --port 0`` as a process, and its base URL once it listens."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rltune.cli.main", "serve", *args, "--port", "0",
+         "--threads", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**env, "OMP_NUM_THREADS": "1"})
+    deadline, url, seen = time.time() + 90, None, []
+    while time.time() < deadline and url is None:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen.append(line)
+        m = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line)
+        url = m.group(1) if m else None
+    if url is None:
+        proc.terminate()
+        proc.wait(timeout=30)
+        raise AssertionError("".join(seen))
+    return proc, url
+
+
 def test_serve_process_answers_with_key(tmp_path, tiny_model_dir):
     home = tmp_path / "home"
     shutil.copytree(tiny_model_dir, home / "models" / "tiny")
-    env = {**os.environ, "RLTUNE_HOME": str(home), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rltune.cli.main", "serve", "tiny", "--port", "0",
-         "--api-key", "sk-test", "--threads", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc, url = start_serve(["tiny", "--api-key", "sk-test"],
+                            {**os.environ, "RLTUNE_HOME": str(home)})
     try:
-        deadline, url, seen = time.time() + 90, None, []
-        while time.time() < deadline and url is None:
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
-                break
-            seen.append(line)
-            m = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line)
-            url = m.group(1) if m else None
-        assert url, "".join(seen)
         client = openai.OpenAI(base_url=url, api_key="sk-test")
         r = client.chat.completions.create(model="tiny", max_tokens=4, messages=[
             {"role": "user", "content": "hi"}])
@@ -52,6 +62,25 @@ def test_serve_process_answers_with_key(tmp_path, tiny_model_dir):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_serve_of_a_hub_id_serves_it_under_that_id(hf_home):
+    """A hub id resolves to a snapshot folder named by its hash; the model is still served
+    (and requests name it) as the id the user gave."""
+    from rltune.cli.serve_cmd import served_model_name
+
+    proc, url = start_serve(["acme/qwen-standin"], dict(os.environ))
+    try:
+        client = openai.OpenAI(base_url=url, api_key="none")
+        assert [m.id for m in client.models.list()] == ["acme/qwen-standin"]
+        r = client.chat.completions.create(model="acme/qwen-standin", max_tokens=2, messages=[
+            {"role": "user", "content": "hi"}])
+        assert r.model == "acme/qwen-standin"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    snapshot = resolve_model_path("acme/qwen-standin")
+    assert served_model_name(str(snapshot)) == snapshot.name  # a folder: its name
 
 
 def test_serve_refuses_bad_chat_template_kwargs_before_loading(tiny_model_dir):

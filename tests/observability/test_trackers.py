@@ -214,3 +214,39 @@ def test_rltune_train_refuses_an_unknown_tracker_before_running(tmp_path):
     assert result.exit_code == 2
     assert "unknown tracker 'neptune'" in result.output and "--tracker" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_metric_names_adds_trls_and_verls_names_in_every_tracker_read_back(tmp_path):
+    """``metric_names: [rltune, verl, trl]``: TensorBoard (read with its own reader) has each
+    metric under rltune's, verl's and TRL's names; metrics.jsonl keeps rltune's only."""
+    pytest.importorskip("tensorboard")
+    from tracker_readers import tensorboard_series
+
+    cfg = JobConfig.model_validate({
+        "name": "obs-test", "model": {"name": "nano"},
+        "observability": {"trackers": ["tensorboard"], "metric_names": ["rltune", "verl", "trl"]}})
+    sink = FileSink(tmp_path / "a")
+    try:
+        with JobObservability.open(cfg, job_dir=tmp_path / "a", job_id="ft-obs",
+                                   sink=sink) as obs:
+            obs.sink.metrics(1, {REWARD: 0.5, VAL: 0.4, "trace/reward/exact/mean": 0.7,
+                                 "trajectory/response_length/mean": 12.0,
+                                 "timing/s/rollout": 2.0, "critic/rewards/group_std": 0.3})
+            logdir = Path(obs.run_ids()["tensorboard"])
+    finally:
+        sink.close()
+    for name, value in (("reward", .5), ("reward_std", .3), ("rewards/exact/mean", .7),
+                        ("completions/mean_length", 12.0), ("response_length/mean", 12.0),
+                        ("timing_s/gen", 2.0), ("val-core/data/reward/mean@1", .4),
+                        (REWARD, .5)):
+        assert same(tensorboard_series(logdir, name), [(1, value)]), name
+    assert "reward" not in read_metrics(tmp_path / "a")[0]["metrics"]
+
+
+def test_metric_names_are_checked_and_default_to_rltunes():
+    from rltune.config.observability import Observability
+
+    assert Observability().metric_names == ["rltune"]
+    assert Observability(metric_names="trl").metric_names == ["trl"]
+    with pytest.raises(Exception, match="metric_names"):
+        Observability(metric_names=["wandb"])

@@ -39,6 +39,15 @@ def test_copy_a_job_with_one_override(server, tmp_path, tiny_model_dir):
             source["training"]["hyper_parameters"]["learning_rate"]
         assert {**copied, "name": source["name"]} == source
 
+        # a nested object merges into the section (JSON merge-patch), keeping the rest
+        r = c.post(f"/v1/jobs/{src}/copy",
+                   json={"overrides": {"training": {"hyper_parameters": {"max_steps": 2}}}})
+        assert r.status_code == 201, r.text
+        c.post(f"/v1/jobs/{r.json()['job_id']}/cancel")
+        merged = c.get(f"/v1/jobs/{r.json()['job_id']}").json()["config"]
+        assert merged["training"]["hyper_parameters"] == {
+            **source["training"]["hyper_parameters"], "max_steps": 2}
+
         # a bad value or an unknown key: 422 naming the field, and no job is made
         total = c.get("/v1/jobs").json()["total"]
         r = c.post(f"/v1/jobs/{src}/copy", json={"overrides": {"learning_rate": "fast"}})

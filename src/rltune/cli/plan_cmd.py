@@ -33,11 +33,13 @@ def plan(
     """Calibrate a job on this machine: seconds per step, total time, memory, tokens, and
     warnings about settings that cannot work here."""
     from rltune.config import load_job_config
+    from rltune.config.lengths import fit_job
     from rltune.sdk.errors import RltuneError
 
     try:
         job = load_job_config(config)
-        report = asyncio.run(calibrate(job, config.resolve().parent, steps))
+        job, notes = fit_job(job, policy_dir(job))  # the one length rule, as train and run
+        report = {"notes": notes, **asyncio.run(calibrate(job, config.resolve().parent, steps))}
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
         raise typer.Exit(2) from err
@@ -45,6 +47,8 @@ def plan(
         typer.echo(json.dumps(report, indent=2, default=str))
     else:
         est = report["estimate"]
+        for note in report["notes"]:
+            typer.echo(note)
         typer.echo(f"calibrated on {report['calibration_steps']} steps ({report['cpu']}):")
         typer.echo(f"  {est['seconds_per_step']:.2f} s/step x {est['total_steps']} steps"
                    f" + {est['validations']} validations ≈ {_took(est['total_seconds'])}")
@@ -83,7 +87,7 @@ async def calibrate(job: Any, base_dir: Path, steps: int) -> dict[str, Any]:
         "training": job.training.model_copy(update={"hyper_parameters": hp}),
         "advisor": job.advisor.model_copy(update={"enabled": False})})
     with tempfile.TemporaryDirectory(prefix="rltune-plan-") as tmp:
-        trainer = Trainer(short, job_dir=tmp, base_dir=base_dir)
+        trainer = Trainer(short, job_dir=tmp, base_dir=base_dir, functions_as_user=True)
         await trainer.run()
         rows = [r["metrics"] for r in read_metrics(tmp) if r["step"] > 0]
         tokens = [sum(json.loads(line)["prompt_tokens"] + json.loads(line)["response_tokens"]
@@ -103,20 +107,15 @@ async def calibrate(job: Any, base_dir: Path, steps: int) -> dict[str, Any]:
     return {"calibration_steps": steps, "cpu": cpu_model(), "estimate": est,
             "measured_seconds_per_step": per_step,
             "warnings": warnings(job, seconds_per_step=est["seconds_per_step"],
-                                 cores=os.cpu_count() or 1,
-                                 model_context=model_context(job), val_rows=val_rows)}
+                                 cores=os.cpu_count() or 1, val_rows=val_rows)}
 
 
-def model_context(job: Any) -> Optional[int]:
-    """The policy's ``max_position_embeddings`` (None when its config does not say)."""
+def policy_dir(job: Any) -> Optional[Path]:
+    """The policy's folder when it is here already (None for a demo size not built yet or a
+    hub id not cached: the trainer fits the lengths once it has the model)."""
     from rltune.paths import check_model
 
-    source = check_model(job.model.name or "")
-    path = source.path
-    if path is None or not (Path(path) / "config.json").is_file():
-        return None
-    value = json.loads((Path(path) / "config.json").read_text()).get("max_position_embeddings")
-    return int(value) if value else None
+    return check_model(job.model.name or "").path
 
 
 def cpu_model() -> str:

@@ -45,6 +45,19 @@ def check_device_dtype(device: str, dtype: str) -> str:
     return name
 
 
+def served_model_name(spec: str) -> str:
+    """The name a model is served under when ``--served-name`` is not given: the folder's name
+    for a model directory, else what the user typed (a name under ``$RLTUNE_HOME/models``, a
+    demo size, a hub id ``org/name``, a cloud code), never the hub cache's snapshot hash.
+
+    >>> served_model_name("acme/calc-nano")
+    'acme/calc-nano'
+    """
+    spec = spec.strip()
+    path = Path(spec).expanduser()
+    return path.resolve().name if (path / "config.json").is_file() else spec
+
+
 def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve(
@@ -62,7 +75,9 @@ def register(app: typer.Typer) -> None:
                                    "cpu), cpu, cuda or cuda:N"),
         dtype: str = typer.Option("auto", help="auto (bfloat16 on a GPU, float32 on the CPU), "
                                   "float32, bfloat16 (bf16) or float16 (fp16)"),
-        served_name: Optional[str] = typer.Option(None, help="name shown in /v1/models"),
+        served_name: Optional[str] = typer.Option(
+            None, help="name shown in /v1/models and expected in each request's model "
+            "(default: MODEL as given, a directory's folder name)"),
         tool_parser: Optional[str] = typer.Option(
             None, help="tool-call parser: hermes, llama3_json, mistral or qwen3_coder "
             "(default: from the model's config.json model_type)"),
@@ -95,7 +110,8 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(USAGE) from None
         try:
             asyncio.run(_serve(path, host, port, api_key, threads, max_batch_size, device,
-                               dtype, served_name, parser, template_kwargs, engine))
+                               dtype, served_name or served_model_name(model), parser,
+                               template_kwargs, engine))
         except RltuneError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(FAILED) from None
@@ -119,14 +135,14 @@ def _json_object(text: Optional[str]) -> dict:
 
 async def _serve(path: Path, host: str, port: int, api_key: Optional[str], threads: int,
                  max_batch_size: int, device: str, dtype: str,
-                 served_name: Optional[str], tool_parser: Optional[str] = None,
+                 served_name: str, tool_parser: Optional[str] = None,
                  chat_template_kwargs: Optional[dict] = None,
                  engine_name: str = "builtin") -> None:
     from rltune.engine.select import build_engine
     from rltune.gateway.server import Gateway
 
     engine = build_engine(engine_name, path, device=device, dtype=dtype, threads=threads,
-                          max_batch_size=max_batch_size, model_name=served_name or path.name,
+                          max_batch_size=max_batch_size, model_name=served_name,
                           colocated=False)
     gw = await Gateway.start(engine, host=host, port=port,
                              static_keys=(api_key,) if api_key else (),

@@ -134,6 +134,7 @@ def _prepare_models(job) -> None:
     """Resolve the job's models, download a hub id that is not cached (a demo size still
     builds inside the run, where its progress is logged), and check that the policy's
     tool-call parser is known."""
+    from rltune.config.lengths import fit_job
     from rltune.gateway.toolcalls import parser_name_for_model_dir
     from rltune.paths import check_model, download_snapshot
 
@@ -144,6 +145,7 @@ def _prepare_models(job) -> None:
             typer.echo(f"downloading {source.spec} from the Hugging Face hub …", err=True)
             path = download_snapshot(source.spec)  # a cloud code's hub id
         if what == "model.name" and path is not None:
+            fit_job(job, path)  # lengths that cannot fit: refused before a run folder exists
             parser_name_for_model_dir(path, job.model.tool_call_parser)
             if (job.engine or "builtin") == "builtin":
                 from rltune.engine.cache_support import check_builtin_cache
@@ -245,7 +247,7 @@ async def _run(
 
         try:
             trainer = Trainer(job, job_dir=job_dir, job_id=job_id, base_dir=base_dir, sink=sink,
-                              progress=on_progress)
+                              progress=on_progress, functions_as_user=True)  # the user's machine
             bar.update(task, total=trainer.total_steps)
             bar.console.print(f"job {job_id}: {trainer.total_steps} steps → {job_dir}")
             return await trainer.run(resume_from=resume)

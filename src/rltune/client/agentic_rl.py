@@ -36,6 +36,7 @@ from rltune.config.components import (  # noqa: F401 - importable from here, as 
     RolloutFunctionComponent,
     as_typed_component,
 )
+from rltune.config.data import as_jsonl
 from rltune.config.datasets import DataSourceType, TrainingDataset, ValidationDataset
 from rltune.names import JOB_TERMINAL
 from rltune.sdk.data import FunctionType
@@ -250,12 +251,14 @@ class AgenticRL(LifecycleMixin):
             if ds.file_name and ds.data_source_type is DataSourceType.FILE_ID:
                 path = Path(ds.file_name)
                 path = path if path.is_absolute() else (self.config_dir / path)
-                if not path.is_file():
+                if not path.exists():
                     raise ValidationError(f"dataset file {ds.file_name} does not exist",
                                           where=str(path), hint="check datasets[].file_name")
+                # JSONL as it is; parquet, JSON and saved `datasets` folders as JSONL rows
+                name, body = await asyncio.to_thread(as_jsonl, path)
                 rec = await self.http.request(
-                    "POST", "/v1/files", content=path.read_bytes(),
-                    params={"filename": path.name, "purpose": "fine-tune"},
+                    "POST", "/v1/files", content=body,
+                    params={"filename": name, "purpose": "fine-tune"},
                     headers={"Content-Type": "application/jsonl"})
                 ds.file_id = rec["file_id"]
             if ds.file_id:

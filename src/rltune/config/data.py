@@ -223,6 +223,18 @@ def read_objects(path: str | Path) -> list[RawRow]:
     return list(_line_objects(text.splitlines()))
 
 
+def as_jsonl(path: str | Path) -> tuple[str, bytes]:
+    """``(file name, JSONL bytes)`` of any dataset ``load_dataset`` reads, for the job server's
+    file upload (which keeps JSONL): a JSONL file as it is, a parquet or JSON file or a saved
+    ``datasets`` folder written out row by row, after the same row checks as a local run."""
+    p = Path(path)
+    if not (p.is_dir() or p.suffix in TABLE_SUFFIXES):
+        return p.name, p.read_bytes()
+    load_dataset(p)  # a bad row is refused here, naming it, as `rltune train` would
+    lines = (json.dumps(obj, ensure_ascii=False, default=str) for _, obj, _ in read_objects(p))
+    return f"{p.stem if p.is_file() else p.name}.jsonl", ("\n".join(lines) + "\n").encode()
+
+
 def _line_objects(lines: list[str]) -> Iterable[RawRow]:
     return ((n, *_json_object(text)) for n, text in enumerate(lines, start=1)
             if text.strip())  # blank lines (e.g. a trailing newline) are not rows

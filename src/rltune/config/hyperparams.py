@@ -67,8 +67,15 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
         "repeats as needed). Volcano Ark's num_steps",
     )
     kl_loss_coef: float = Field(0.001, ge=0, le=10)
-    max_length: int = Field(2048, ge=1, le=131072, description="prompt + response tokens")
-    max_prompt_length: int = Field(1024, ge=1, le=131072)
+    max_length: int = Field(
+        2048, ge=1, le=131072,
+        description="prompt + response tokens; unset: 2048 or the model's context "
+        "(max_position_embeddings), whichever is smaller")
+    max_prompt_length: int = Field(
+        1024, ge=1, le=131072,
+        description="prompt tokens; unset: 1024, or half of max_length when that leaves no "
+        "room, or what the model's context leaves after the response budget of a max_length "
+        "set beyond it")
     eval_steps: int = Field(10, ge=1, le=999999)
     save_steps: int = Field(50, ge=1, le=999999)
     save_strategy: Literal["steps", "epoch", "no"] = "epoch"
@@ -307,6 +314,10 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
                 f" = {total}",
                 f"set ppo_mini_batch_size to at most {total}, or raise batch_size/n_rollouts",
             )
+        if "max_prompt_length" not in self.model_fields_set:  # the length rule's default
+            from rltune.config.lengths import derived_prompt
+
+            self.__dict__["max_prompt_length"] = derived_prompt(self.max_length)
         if self.max_prompt_length >= self.max_length:
             raise _coupling(
                 "max_prompt_length", self.max_prompt_length,

@@ -371,8 +371,13 @@ class JobConfig(StrictModel):
         return load_job_config(path, **overrides)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict in the SDK shape, without None values and derived fields."""
+        """JSON-safe dict in the SDK shape, without None values and derived fields (lengths
+        left unset stay unset, for the length rule of ``rltune.config.lengths``)."""
         data = self.model_dump(mode="json", exclude_none=True)
+        hp = data.get("training", {}).get("hyper_parameters", {})
+        for key in ("max_length", "max_prompt_length"):
+            if key not in self.hyper_parameters.model_fields_set:
+                hp.pop(key, None)
         for fn in data.get("functions", []):
             fc = fn.get("fcmodel") or {}
             if fc.get("classpath"):

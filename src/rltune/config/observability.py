@@ -23,9 +23,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from rltune.config._base import StrictModel
-from rltune.names import TRACKERS, literal
+from rltune.names import METRIC_VOCABULARIES, TRACKERS, literal
 
 TrackerName = literal(TRACKERS)
+MetricVocabulary = literal(METRIC_VOCABULARIES)
 TRACKER_NAMES: tuple[str, ...] = TRACKERS
 
 #: The options each tracker reads (besides ``type``).
@@ -80,6 +81,14 @@ class Observability(StrictModel):
     trackers: list[TrackerConfig] = Field(default_factory=list)
     #: Sample trajectories sent to each tracker's table per step (0 = none).
     sample_trajectories: int = Field(4, ge=0, le=256)
+    #: Whose metric names the trackers get: rltune's always, plus TRL's and verl's when
+    #: listed (``[rltune, verl, trl]``; docs/metrics.md has the tables).
+    metric_names: list[MetricVocabulary] = Field(default_factory=lambda: ["rltune"])
+
+    @field_validator("metric_names", mode="before")
+    @classmethod
+    def _one_name_is_a_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
 
     @field_validator("trackers", mode="before")
     @classmethod

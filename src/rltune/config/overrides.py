@@ -7,8 +7,10 @@ hyper-parameter alone (``learning_rate``, a knob such as ``clip_ratio_high``, or
 synonym such as ``num_generations`` or ``actor_rollout_ref.rollout.n``); ``hyper_parameters.x``
 is short for ``training.hyper_parameters.x``. A ``--set`` value is read as YAML (``4``,
 ``true``, ``[a, b]``, ``{k: v}``) except where the schema says the field is a string, where it
-is kept as written. Validation then runs as for the file itself, so a bad value is refused
-naming its field.
+is kept as written. An object value is merged into the section it names, as JSON merge-patch
+(RFC 7386) does: ``{"training": {"hyper_parameters": {"max_steps": 2}}}`` sets ``max_steps``
+and keeps the other hyper-parameters, ``null`` inside it removes a key, a list replaces the
+list. Validation then runs as for the file itself, so a bad value is refused naming its field.
 
 Example:
     >>> apply_sets({"model": "small"}, ["num_generations=8", "engine=vllm",
@@ -151,8 +153,30 @@ def _put(data: dict[str, Any], path: tuple[str, ...], value: Any, label: str) ->
         node[index:index + 1] = [value]
     elif path == ("model",) and isinstance(node.get("model"), dict) and isinstance(value, str):
         node["model"]["name"] = value  # keeps the model's other keys
+    elif isinstance(value, Mapping) and isinstance(node.get(last), dict):
+        node[last] = merge_patch(node[last], value)
     else:
         node[last] = value
+
+
+def merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """``target`` with ``patch`` merged in, as JSON merge-patch (RFC 7386) does: an object
+    merges key by key, ``null`` removes the key, anything else (a list too) replaces it.
+
+    Example:
+        >>> merge_patch({"hyper_parameters": {"learning_rate": 1e-3, "n_epochs": 1}},
+        ...             {"hyper_parameters": {"max_steps": 2, "n_epochs": None}})
+        {'hyper_parameters': {'learning_rate': 0.001, 'max_steps': 2}}
+    """
+    out = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = merge_patch(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value) if isinstance(value, (dict, list)) else value
+    return out
 
 
 def _index(node: list[Any], part: str, label: str) -> Any:

@@ -63,6 +63,9 @@ def _choice(target: str, values: dict[Any, Any], name: str) -> Convert:
     return convert
 
 
+_UNSET_PROMPT = "(an unset max_prompt_length is 1024, or what the model's context leaves)"
+
+
 def _plus_prompt(value: Any, data: dict[str, Any], defaults: Defaults) -> dict[str, Any]:
     """max_completion_length / max_response_length: rltune's max_length is prompt + response."""
     prompt = data.get("max_prompt_length", defaults("max_prompt_length"))
@@ -202,9 +205,11 @@ _CONVERTED: tuple[Synonym, ...] = (
          _choice("norm_adv_by_std", _SCALE_REWARDS, "scale_rewards"),
          why="true/group → true; false/none → false; batch is refused"),
     _syn("max_completion_length", "TRL", "max_length", _plus_prompt,
-         why="max_length = max_prompt_length + max_completion_length", derived=True),
+         why=f"max_length = max_prompt_length + max_completion_length {_UNSET_PROMPT}",
+         derived=True),
     _syn("data.max_response_length", "verl", "max_length", _plus_prompt,
-         why="max_length = max_prompt_length + max_response_length", derived=True),
+         why=f"max_length = max_prompt_length + max_response_length {_UNSET_PROMPT}",
+         derived=True),
     _syn(_A + "ppo_mini_batch_size", "verl", "ppo_mini_batch_size", _times_n,
          why="verl counts prompts, rltune rollouts: the value is multiplied by n_rollouts",
          derived=True),

@@ -1,9 +1,9 @@
 """A plan before the job: the estimate from a short calibration, and the settings that cannot
-work here (torch-free; ``rltune plan`` runs the calibration, ``cli/plan_cmd.py``).
+work here (torch-free; ``rltune plan`` runs the calibration, ``cli/plan_cmd.py``). The lengths
+are fitted to the model's context before, as for every run (``rltune.config.lengths``).
 
 The checks:
 
-* ``max_length`` beyond the model's context (``max_position_embeddings``);
 * function capacity beyond this machine's cores (each instance is a process);
 * the seed's concurrency sizing: ``concurrency x capacity >= batch_size x n_rollouts /
   seconds per step x 1.2`` for the rollout function (seed 001, "并发估算公式");
@@ -46,13 +46,10 @@ def estimate(*, step_seconds: list[float], total_steps: int, tokens_per_step: fl
 
 
 def warnings(job: Any, *, seconds_per_step: Optional[float], cores: int,
-             model_context: Optional[int], val_rows: int) -> list[str]:
+             val_rows: int) -> list[str]:
     """What cannot work (or will not tell anything) here; each names the key and a fix."""
     hp = job.hyper_parameters
     out = []
-    if model_context is not None and hp.max_length > model_context:
-        out.append(f"max_length {hp.max_length} is beyond the model's context of "
-                   f"{model_context} tokens: set max_length <= {model_context}")
     capacity = sum((fn.runtime.max_capacity or fn.runtime.capacity or 1) if fn.runtime else 1
                    for fn in job.functions)
     if capacity > cores:

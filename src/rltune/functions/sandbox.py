@@ -53,6 +53,12 @@ _ETC = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf",
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
+def isolation_chosen() -> bool:
+    """``RLTUNE_FUNCTION_ISOLATION`` is set: a local ``rltune train`` then isolates as it says
+    instead of running functions as the user."""
+    return bool(os.environ.get("RLTUNE_FUNCTION_ISOLATION", "").strip())
+
+
 def isolation_mode() -> str:
     """The configured mode (``RLTUNE_FUNCTION_ISOLATION``), checked."""
     mode = os.environ.get("RLTUNE_FUNCTION_ISOLATION", "auto").strip().lower() or "auto"
@@ -120,6 +126,22 @@ def minimal_env(workspace: Path, private_dir: Path, extra: dict[str, str],
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     rltune_root = str(Path(rltune.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join((str(workspace), rltune_root))
+    env.update(extra)
+    return env
+
+
+def user_env(workspace: Path, extra: dict[str, str]) -> dict[str, str]:
+    """A worker's environment when it runs as the user (a local ``rltune train``): this
+    process's whole environment (``HOME``, the HF cache, API keys), the workspace and rltune
+    first on ``PYTHONPATH``, then ``extra``."""
+    import rltune
+
+    env = dict(os.environ)
+    rltune_root = str(Path(rltune.__file__).resolve().parent.parent)
+    paths = [str(workspace), rltune_root, *filter(None, env.get("PYTHONPATH", "").split(
+        os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env
 

@@ -75,18 +75,26 @@ def install_cloud_alias() -> bool:
     return True
 
 
-def _write_ready(path: Optional[str], payload: dict) -> None:
+def _write_ready(path: Optional[str], payload: dict) -> bool:
+    """Write the ready file; False when its folder is gone: the pool that started this worker
+    shut down while it started (the job ended), so nobody is waiting for it."""
     if not path:
-        return
+        return True
     if path.startswith(_FD_PREFIX):  # a pipe from the pool: one line, then closed
         fd = int(path[len(_FD_PREFIX):])
-        with contextlib.suppress(OSError):
+        try:
             os.write(fd, json.dumps(payload).encode() + b"\n")
             os.close(fd)
-        return
+        except OSError:  # the pool is gone (EPIPE): nobody is waiting for this worker
+            return False
+        return True
     tmp = f"{path}.tmp"
-    Path(tmp).write_text(json.dumps(payload))
-    os.replace(tmp, path)  # atomic: the pool never reads a half-written file
+    try:
+        Path(tmp).write_text(json.dumps(payload))
+        os.replace(tmp, path)  # atomic: the pool never reads a half-written file
+    except FileNotFoundError:
+        return False
+    return True
 
 
 async def load_processor(cfg: WorkerConfig):
@@ -176,7 +184,12 @@ async def serve(cfg: WorkerConfig) -> int:
     if task.done():
         task.result()
         return 1
-    _write_ready(cfg.ready_file, {"ok": True, "port": port, "pid": os.getpid()})
+    if not _write_ready(cfg.ready_file, {"ok": True, "port": port, "pid": os.getpid()}):
+        print("rltune worker: the pool that started this worker has shut down; exiting",
+              file=sys.__stderr__, flush=True)  # a quiet end, no traceback in the job log
+        server.should_exit = True
+        await task
+        return 0
     print(f"rltune worker: {type(processor).__name__} ({cfg.func_type}) serving on "
           f"http://{cfg.host}:{port}/api/v1", file=sys.__stderr__, flush=True)  # untagged
     await task

@@ -1,7 +1,8 @@
 """``TrackedSink``: the job's sink plus its experiment trackers and stored spans.
 
 Everything goes to the inner sink (``FileSink``: metrics.jsonl, trajectories, logs) as before;
-metrics also go to every tracker under the same names, the first ``samples`` trajectories of a
+metrics also go to every tracker under the same names (and under TRL's or verl's when
+``observability.metric_names`` lists them, ``vocab.py``), the first ``samples`` trajectories of a
 step go to each tracker's table, the training doctor's alerts to each tracker's alerts or
 text, and, when spans are stored locally, each trajectory record gets its rollout's spans
 (``record["spans"]``) before it is written.
@@ -13,11 +14,12 @@ on; the job goes on (a tracker that cannot start stops the job before step 1, se
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
 from rltune.observability.spanstore import SpanStore
 from rltune.observability.trackers.base import Tracker, finite
+from rltune.observability.vocab import aliases
 
 
 def _text(message: Any) -> str:
@@ -40,8 +42,9 @@ def table_row(step: int, record: dict[str, Any]) -> list[Any]:
 
 class TrackedSink:
     def __init__(self, inner: Any, trackers: list[Tracker], *, samples: int = 4,
-                 spans: Optional[SpanStore] = None):
+                 spans: Optional[SpanStore] = None, metric_names: Sequence[str] = ("rltune",)):
         self.inner = inner
+        self.metric_names = tuple(metric_names)
         self.trackers = list(trackers)
         self.samples = samples
         self.spans = spans
@@ -59,6 +62,7 @@ class TrackedSink:
     def metrics(self, step: int, values: dict[str, float]) -> None:
         self.inner.metrics(step, values)
         clean = finite(values)
+        clean.update(aliases(clean, self.metric_names))  # TRL's / verl's names, when chosen
         self._each("metrics", lambda t: t.metrics(step, clean))
 
     def trajectories(self, step: int, records: Iterable[dict[str, Any]]) -> None:

@@ -87,7 +87,8 @@ class JobObservability:
             sink.log(f"tracing on: spans go to {where}; ENABLE_TRAJECTORY=false turns it off")
         samples = obs.sample_trajectories if obs else 0
         tracked = TrackedSink(sink, started, samples=samples,
-                              spans=tracing.store if tracing else None)
+                              spans=tracing.store if tracing else None,
+                              metric_names=obs.metric_names if obs else ("rltune",))
         return cls(tracked, tracing, run_ids, job_id)
 
     def run_ids(self) -> dict[str, str]:

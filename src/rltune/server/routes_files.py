@@ -58,7 +58,9 @@ def store_file(ctx, workspace: str, name: str, data: bytes, purpose: str = "fine
         text = data.decode("utf-8", errors="strict") if data else ""
     except UnicodeDecodeError as exc:
         raise DatasetError(f"the file is not UTF-8 text (byte {exc.start})", where=name,
-                           hint="save the JSONL as UTF-8") from None
+                           hint="save the JSONL as UTF-8; a parquet file or a saved datasets "
+                           "folder goes through `rltune upload-data` or `rltune run`, which "
+                           "send it as JSONL") from None
     rows = parse_rows(text.splitlines(), source=name)  # DatasetError names file:line
     if not rows:
         raise DatasetError(f"{name} has no rows", where=name,

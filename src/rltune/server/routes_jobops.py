@@ -4,8 +4,8 @@ hyper-parameters form of the console's job creation.
 - ``POST /v1/jobs/{id}/copy`` ``{"overrides": {"dotted.key": value}, "config_yaml", "job_name"}``
   → ``201`` and the new job: the source's config as submitted (its file and function ids),
   the edited YAML when given (masked secrets, ``***``, keep the source's values), then the
-  overrides (``rltune.config.overrides``); validated like any submit, so a bad override is a
-  ``422`` naming its field.
+  overrides (``rltune.config.overrides``: dotted keys, or objects merged as JSON merge-patch);
+  validated like any submit, so a bad override is a ``422`` naming its field.
 - ``POST /v1/jobs/{id}/stop`` → ``202``: a RUNNING job ends at its next step boundary with a
   checkpoint and becomes ``STOPPED`` (a finished run: publishable, resumable). Unlike cancel,
   nothing is killed; the request is a file in the job folder the trainer reads after each step
@@ -43,7 +43,8 @@ router = APIRouter(prefix="/v1", tags=["jobs"], route_class=TypedRoute,
 class JobCopy(BaseModel):
     overrides: dict[str, Any] = Field(
         default_factory=dict, description='changes, e.g. {"training.hyper_parameters.'
-        'learning_rate": 1e-5}; a bare hyper-parameter name is short for its place')
+        'learning_rate": 1e-5}; a bare hyper-parameter name is short for its place; an '
+        'object merges into its section (JSON merge-patch: null removes a key)')
     config_yaml: Optional[str] = Field(
         None, max_length=1_000_000, description="the source's config as edited (the console's "
         "editor); masked secrets (***) keep the source's values")

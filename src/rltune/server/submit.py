@@ -4,20 +4,21 @@ Datasets must name uploaded files (``file_id``; ``download_url`` ones are fetche
 as files first, ``fetch_url_datasets``) and functions registered entities
 (``entity_id``, or a loaded ``instance_id``) of the caller's workspace; they are rewritten to
 absolute paths (the file's JSONL, the entity's extracted workspace). Everything else is the
-user's ``JobConfig``, validated the same way as YAML. The model must exist on this server and
-fit ``max_length``; both are checked here, at submit, not when the job runs, as is
+user's ``JobConfig``, validated the same way as YAML. The model must exist on this server, and
+the job's lengths must fit its context by the rule the trainer applies
+(``rltune.config.lengths``; the trainer logs what it derived); both are checked here, at
+submit, not when the job runs, as is
 ``function_backend`` against the server's Ray cluster (``rltune.server.cluster``).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import json
-from pathlib import Path
 from typing import Any, Optional
 
 from rltune.config import JobConfig, load_job_config_text
 from rltune.config.datasets import DataSourceType
+from rltune.config.lengths import fit_job
 from rltune.config.yaml_io import check_depth
 from rltune.paths import check_model
 from rltune.sdk.errors import ConfigError, NotFoundError
@@ -35,24 +36,6 @@ def parse_config(config: Optional[dict[str, Any]], config_yaml: Optional[str],
         return load_job_config_text(config_yaml, source="config_yaml", ark=False, **overrides)
     check_depth(config, "config")
     return JobConfig.load_from_dict(dict(config or {}), ark=False, **overrides)
-
-
-def check_context(job: JobConfig, model_dir: Path) -> None:
-    """The model holds the job's ``max_length`` (its ``max_position_embeddings``)."""
-    name = str(job.model.name or "")
-    try:
-        cfg = json.loads((model_dir / "config.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"the model's config.json cannot be read: {exc}", where="model",
-                          hint="point model at a Hugging Face model directory") from None
-    limit = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
-    wanted = job.hyper_parameters.max_length
-    if isinstance(limit, int) and wanted > limit:
-        raise ConfigError(
-            f"max_length {wanted} is longer than the model's context of {limit} tokens "
-            f"(max_position_embeddings of {name})",
-            where="training.hyper_parameters.max_length",
-            hint=f"set max_length to at most {limit}")
 
 
 #: Downloads run on their own threads: a slow ``download_url`` (up to the deadline of
@@ -167,7 +150,7 @@ def resolve(ctx: ServerContext, workspace: str, job: JobConfig) -> tuple[JobConf
         if source.kind in ("dir", "named"):  # the job loads exactly what was checked here
             _set_model(data, what, str(source.path))
         if what == "model.name" and source.path is not None:
-            check_context(runnable, source.path)
+            fit_job(runnable, source.path)  # refused here what cannot fit; the job fits it
     return JobConfig.load_from_dict(data), facts
 
 

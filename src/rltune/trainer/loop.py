@@ -47,7 +47,7 @@ from rltune.trainer.data_prep import load_job_rows
 from rltune.trainer.metrics import ark_aliases
 from rltune.trainer.outcome import FailedSteps, PluginFailures
 from rltune.trainer.protocols import Stateful
-from rltune.trainer.runtime import TrainingRuntime
+from rltune.trainer.runtime import TrainingRuntime, resolve_model_path
 from rltune.trainer.scheduler import StepScheduler
 from rltune.trainer.sft import SftSteps
 from rltune.trainer.signals import build_signal
@@ -93,8 +93,12 @@ class Trainer:
         base_dir: str | Path | None = None,
         sink: Optional[Sink] = None,
         progress: Optional[ProgressFn] = None,
+        functions_as_user: bool = False,
     ):
+        """``functions_as_user``: the functions run as the user's own script would (a local
+        ``rltune train`` or ``plan``; never on the job server), see ``TrainingRuntime``."""
         self.config = config
+        self.functions_as_user = functions_as_user
         self.hp = config.hyper_parameters
         self.job_dir = Path(job_dir)
         self.job_dir.mkdir(parents=True, exist_ok=True)
@@ -137,12 +141,20 @@ class Trainer:
                 self.sink = outer
 
     async def _run(self, resume_from: str | Path | None) -> dict[str, Any]:
+        from rltune.config.lengths import fit_job
+
+        # the one length rule (rltune.config.lengths), once the model is here (a demo builds)
+        self.config, notes = fit_job(self.config, resolve_model_path(self.config.model.name
+                                                                     or ""))
+        self.hp = self.config.hyper_parameters
         hp, log = self.hp, self.sink.log
+        for note in notes:
+            log(note)
         log(f"job {self.job_id}: {self.total_steps} steps, algorithm {hp.algorithm}, "
             f"{len(self.train_rows)} training rows, {len(self.val_rows)} validation rows")
         async with TrainingRuntime(self.config, job_dir=self.job_dir, base_dir=self.base_dir,
                                    job_id=self.job_id, total_steps=self.total_steps,
-                                   log=log) as rt:
+                                   log=log, functions_as_user=self.functions_as_user) as rt:
             self.rt = rt
             self.steps: JobValidation
             self.scheduler: JobSteps

@@ -1,4 +1,5 @@
-"""Per-step metrics of the rollouts and rewards, named as verl / Bailian do (docs/metrics.md).
+"""Per-step metrics of the rollouts and rewards, named as verl and the cloud name them
+(docs/metrics.md).
 
 Example:
     >>> from rltune.rollout.results import RolloutResult
@@ -11,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -42,6 +44,10 @@ def rollout_metrics(results: Sequence[RolloutResult], *, scored: bool = True) ->
     out["train/discarded_groups"] = float(len({r.sample_index for r in results if r.discarded}))
     out["trace/attempts/agent/mean"] = _mean([r.attempts for r in results])
     _stats("critic/rewards", [final_reward(r) for r in usable], out)
+    spreads = [statistics.stdev(final_reward(r) for r in g) for g in by_prompt(usable)
+               if len(g) > 1]
+    if spreads:  # TRL's reward_std: the mean over prompts of their rollouts' std
+        out["critic/rewards/group_std"] = _mean(spreads)
     if usable:
         out["critic/score/mean"] = _mean([float(r.score) for r in usable])  # type: ignore[arg-type]
     lengths = [r.response_tokens for r in ok]

@@ -57,6 +57,26 @@ def resolve_model_path(name: str) -> Path:
     return resolve_model(name)
 
 
+def functions_seeing(config: JobConfig, *, as_user: bool) -> str:
+    """One log line: what the job's functions see of this machine, and how to pass more."""
+    from rltune.functions.sandbox import active_isolation, isolation_chosen
+
+    remote = config.function_backend is not None and config.function_backend.type != "local"
+    if as_user and not remote and not isolation_chosen():
+        return ("functions run as you (a local rltune train): your environment, HOME and "
+                "files, as your own script would; the job server sandboxes them "
+                "(set RLTUNE_FUNCTION_ISOLATION=auto here to run them so)")
+    if remote:
+        return ("functions run on the Ray cluster's workers: pass a variable such as "
+                "OPENAI_API_KEY in the function's runtime.env and files in its workspace")
+    where = "a sandbox (bubblewrap)" if active_isolation() == "bwrap" else \
+        "a minimal environment"
+    return (f"functions run in {where}: they see none of this process's environment but "
+            "runtime.env, and only their workspace (read-only in the sandbox); pass a "
+            "variable such as OPENAI_API_KEY in the function's runtime.env, put files in the "
+            "workspace, write to $HOME or $TMPDIR (private to the worker)")
+
+
 def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
     """The function pool's spec for one configured component."""
     from rltune.functions.spec import FunctionComponentSpec
@@ -120,8 +140,10 @@ class TrainingRuntime:
         job_id: str,
         total_steps: int,
         log: Callable[..., None],
+        functions_as_user: bool = False,
     ):
         self.config, self.base_dir, self.job_id = config, base_dir, job_id
+        self.functions_as_user = functions_as_user
         self.hp, self.knobs = config.hyper_parameters, config.knobs
         self.total_steps = total_steps
         self.log = log
@@ -272,9 +294,12 @@ class TrainingRuntime:
 
         hp = self.hp
 
+        self.log(functions_seeing(self.config, as_user=self.functions_as_user))
+
         async def start_pool(comp: Any, ftype: FunctionType) -> Any:
             pool = await FunctionPool.start(component_spec(comp, ftype, self.base_dir),
-                                            backend_for(self.config.function_backend))
+                                            backend_for(self.config.function_backend,
+                                                        as_user=self.functions_as_user))
             self._closers.append(pool.close)
             where = type(pool.backend).__name__
             self.log(f"started {ftype.value} function {comp.name} ({comp.fcmodel.classpath}) "

@@ -9,10 +9,11 @@ from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.backends.local import LocalProcessBackend
 
 
-def backend_for(config: Any = None) -> WorkerBackend:
-    """The backend a job's ``function_backend`` names (None or ``local``: local processes)."""
+def backend_for(config: Any = None, *, as_user: bool = False) -> WorkerBackend:
+    """The backend a job's ``function_backend`` names (None or ``local``: local processes,
+    run as the user when ``as_user``, see ``LocalProcessBackend``)."""
     if config is None or config.type == "local":
-        return LocalProcessBackend()
+        return LocalProcessBackend(as_user=as_user)
     from rltune.functions.backends.ray_backend import RayBackend
 
     return RayBackend(config.address)

@@ -150,9 +150,13 @@ class LocalProcessBackend(WorkerBackend):
     """Start workers as child processes of this one.
 
     ``log_dir`` keeps one ``<worker_id>.log`` per worker (a temp dir by default).
+    ``as_user`` (a local ``rltune train``, never the job server): while
+    ``RLTUNE_FUNCTION_ISOLATION`` is not set, workers run as the user's own script would, with
+    this process's environment and no sandbox.
     """
 
-    def __init__(self, log_dir: str | Path | None = None):
+    def __init__(self, log_dir: str | Path | None = None, *, as_user: bool = False):
+        self.as_user = as_user and not sandbox.isolation_chosen()
         self._own_dir = log_dir is None  # a temp dir we made is removed on close
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="rltune-workers-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -182,6 +186,8 @@ class LocalProcessBackend(WorkerBackend):
         if sandboxed and trace_dir and Path(trace_dir).exists():  # mounted there
             env["RLTUNE_TRACE_DIR"] = sandbox.TRACES
         env.update(runtime.env_strings())
+        if self.as_user:
+            return sandbox.user_env(Path(spec.workspace), env)
         if sandboxed:
             inside = sandbox.minimal_env(Path(sandbox.WORKSPACE), Path(sandbox.WORKER_DIR), env,
                                          tmpdir="/tmp")
@@ -192,7 +198,7 @@ class LocalProcessBackend(WorkerBackend):
 
     async def start_worker(self, spec: FunctionComponentSpec, worker_id: str) -> WorkerHandle:
         runtime = spec.resolved_runtime()
-        isolation = sandbox.active_isolation()
+        isolation = "none" if self.as_user else sandbox.active_isolation()
         private = Path(tempfile.mkdtemp(prefix=f"{worker_id}-", dir=self.log_dir))
         log_path = self.log_dir / f"{worker_id}.log"
         python = spec.python or sys.executable
@@ -268,6 +274,10 @@ class LocalProcessBackend(WorkerBackend):
         try:
             return await self._wait_ready(spec, worker_id, proc, ready_r, log_path, token,
                                           sandboxed)
+        except asyncio.CancelledError:  # the pool shuts down while this worker starts
+            proc.kill()
+            proc.wait(timeout=5)  # reaped: no zombie, no late output into the job's log
+            raise
         finally:
             os.close(ready_r)
 

@@ -2,14 +2,17 @@
 artifacts in ``<job dir>/mlartifacts``; MLflow's file store is deprecated).
 ``MLFLOW_TRACKING_URI`` and ``MLFLOW_EXPERIMENT_NAME`` apply where the YAML sets nothing.
 
-Metric names keep their slashes; MLflow refuses ``@`` in names, so ``…/mean@1`` is logged as
-``…/mean_at_1`` (the only rename, see :func:`mlflow_key`). The job config is the run's params
+Metric names keep their slashes; MLflow takes only letters, digits, ``_ - . / : `` and spaces,
+so ``…/mean@1`` is logged as ``…/mean_at_1``, Ark's ``train/reward->final_reward.mean`` as
+``train/reward_to_final_reward.mean``, and any other refused character becomes ``_`` (see
+:func:`mlflow_key`). The job config is the run's params
 (flattened with dots), sample trajectories are JSON table artifacts ``samples/step_<n>.json``,
 the training doctor's alerts tags ``doctor/<code>`` and the artifact ``doctor/alerts.txt``.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -26,13 +29,19 @@ _MAX_PARAM_CHARS = 6000
 PROBE_TIMEOUT_S = 5.0
 
 
+_REFUSED = re.compile(r"[^/\w.\- :]")  # MLflow's own rule for metric names, negated
+
+
 def mlflow_key(name: str) -> str:
-    """The MLflow name of a metric: ``@`` (not allowed by MLflow) becomes ``_at_``.
+    """The MLflow name of a metric: ``@`` becomes ``_at_``, ``->`` ``_to_``, and any other
+    character MLflow refuses ``_``.
 
     >>> mlflow_key("validation/data/reward/mean@1")
     'validation/data/reward/mean_at_1'
+    >>> mlflow_key("train/reward->final_reward.mean")
+    'train/reward_to_final_reward.mean'
     """
-    return name.replace("@", "_at_")
+    return _REFUSED.sub("_", name.replace("@", "_at_").replace("->", "_to_"))
 
 
 def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, str]:

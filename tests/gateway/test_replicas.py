@@ -64,8 +64,10 @@ async def _turns(gw, key, turns, *, max_retries=0):
 
 
 async def _health(gw):
+    gw.register("key-health", "health")  # a valid key sees the counters
     async with httpx.AsyncClient() as http:
-        return (await http.get(gw.base_url.removesuffix("/v1") + "/health")).json()
+        return (await http.get(gw.base_url.removesuffix("/v1") + "/health",
+                               headers={"Authorization": "Bearer key-health"})).json()
 
 
 async def test_every_call_of_a_rollout_reaches_one_replica(group_gateway):

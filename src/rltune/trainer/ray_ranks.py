@@ -124,6 +124,36 @@ class RankPlace:
         return f"node {self.node[:12]} ({self.host})"
 
 
+def smallest_node_cpus(nodes: Sequence[dict[str, Any]]) -> Optional[float]:
+    """The fewest CPUs a live node of ``ray.nodes()`` has (nodes without CPUs left out)."""
+    cpus = [float(n.get("Resources", {}).get("CPU", 0)) for n in nodes if n.get("Alive", True)]
+    return min((c for c in cpus if c > 0), default=None)
+
+
+def rank_resources(cuda: bool, threads: int, cpus_per_rank: Optional[float] = None,
+                   smallest_node: Optional[float] = None) -> tuple[dict[str, float], int]:
+    """What one Ray trainer rank reserves (its placement bundle) and its torch threads.
+
+    ``cpus_per_rank`` is ``trainer_cpus_per_rank``; unset, a CPU rank takes the driver's
+    ``threads`` but no more than ``smallest_node`` (so every node can hold a rank) and a CUDA
+    rank one CPU next to its GPU (it runs ``threads``).
+
+    >>> rank_resources(False, threads=2, smallest_node=1.0)
+    ({'CPU': 1.0}, 1)
+    >>> rank_resources(True, threads=4, cpus_per_rank=3)
+    ({'GPU': 1.0, 'CPU': 3.0}, 3)
+    """
+    if cpus_per_rank is not None:
+        cpus, rank_threads = float(cpus_per_rank), max(1, int(cpus_per_rank))
+    elif cuda:
+        cpus, rank_threads = 1.0, threads
+    else:
+        cpus = float(threads) if smallest_node is None else max(
+            1.0, min(float(threads), float(int(smallest_node))))
+        rank_threads = int(cpus)
+    return ({"GPU": 1.0, "CPU": cpus} if cuda else {"CPU": cpus}), rank_threads
+
+
 class RayRankGroup:
     """The driver's handle on the ranks' actors and their placement group."""
 
@@ -361,36 +391,6 @@ class RayRankedUpdater:
             await asyncio.to_thread(self.group.close)
         finally:
             disconnect()
-
-
-def smallest_node_cpus(nodes: Sequence[dict[str, Any]]) -> Optional[float]:
-    """The fewest CPUs a live node of ``ray.nodes()`` has (nodes without CPUs left out)."""
-    cpus = [float(n.get("Resources", {}).get("CPU", 0)) for n in nodes if n.get("Alive", True)]
-    return min((c for c in cpus if c > 0), default=None)
-
-
-def rank_resources(cuda: bool, threads: int, cpus_per_rank: Optional[float] = None,
-                   smallest_node: Optional[float] = None) -> tuple[dict[str, float], int]:
-    """What one Ray trainer rank reserves (its placement bundle) and its torch threads.
-
-    ``cpus_per_rank`` is ``trainer_cpus_per_rank``; unset, a CPU rank takes the driver's
-    ``threads`` but no more than ``smallest_node`` (so every node can hold a rank) and a CUDA
-    rank one CPU next to its GPU (running ``threads``, as before).
-
-    >>> rank_resources(False, threads=2, smallest_node=1.0)
-    ({'CPU': 1.0}, 1)
-    >>> rank_resources(True, threads=4, cpus_per_rank=3)
-    ({'GPU': 1.0, 'CPU': 3.0}, 3)
-    """
-    if cpus_per_rank is not None:
-        cpus, rank_threads = float(cpus_per_rank), max(1, int(cpus_per_rank))
-    elif cuda:
-        cpus, rank_threads = 1.0, threads
-    else:
-        cpus = float(threads) if smallest_node is None else max(
-            1.0, min(float(threads), float(int(smallest_node))))
-        rank_threads = int(cpus)
-    return ({"GPU": 1.0, "CPU": cpus} if cuda else {"CPU": cpus}), rank_threads
 
 
 def _bare(rows: Sequence[TrainingRow]) -> list[TrainingRow]:

@@ -21,7 +21,7 @@ import torch
 
 from ray_cluster import LocalRayCluster
 from rltune.config import resolve_algorithm
-from rltune.sdk.errors import TrainingFailedError
+from rltune.sdk.errors import ConfigError, TrainingFailedError
 from rltune.trainer.policy import load_policy
 from rltune.trainer.ray_ranks import start_ray_ranked_updater
 from rltune.trainer.sharded import SHARDED_DIR, consolidate
@@ -150,6 +150,37 @@ async def test_full_format_state_of_ray_ranks_continues_on_other_ray_ranks(
         _assert_same(await again.afull_weights(), plain.model.state_dict())
     finally:
         await again.close()
+
+
+async def test_ranks_fit_one_cpu_nodes_by_default_and_a_bigger_ask_is_named(
+        cluster, tiny_model_dir):
+    """The reported case: the driver runs 2 torch threads, the nodes have 1 CPU each. By
+    default each rank asks for what the smallest node has (1 CPU, 1 thread), so the two place
+    and train; ``trainer_cpus_per_rank: 2`` cannot place, and the error names the key."""
+    hp, before = _hp(), torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        ranked = start_ray_ranked_updater(  # threads: the driver's own (2)
+            hp, resolve_algorithm(hp), address=cluster.address, world_size=2,
+            model_path=tiny_model_dir, device=torch.device("cpu"), total_steps=4,
+            pad_token_id=0, placement="strict_spread", place_timeout=60)
+        try:
+            assert len({p.node for p in ranked.places}) == 2, ranked.places
+            metrics = await ranked.aupdate(dp_update.batch(1))
+            assert metrics["actor/grad_norm"] > 0
+        finally:
+            await ranked.close()
+        big = hp.model_copy(update={"trainer_cpus_per_rank": 2.0})
+        with pytest.raises(ConfigError) as err:
+            start_ray_ranked_updater(
+                big, resolve_algorithm(big), address=cluster.address, world_size=2,
+                model_path=tiny_model_dir, device=torch.device("cpu"), total_steps=4,
+                pad_token_id=0, place_timeout=5)
+        text = str(err.value)
+        assert "{'CPU': 2.0} (trainer_cpus_per_rank: 2)" in text, text
+        assert "trainer_cpus_per_rank" in err.value.hint
+    finally:
+        torch.set_num_threads(before)
 
 
 async def test_a_killed_rank_fails_the_call_naming_it_and_its_placement_is_freed(

@@ -157,6 +157,32 @@ def test_two_node_job_updates_like_one_process_and_resumes_sharded_on_two_and_on
     ranks_job._assert_close(loaded, sharded_weights(ckpt1))
 
 
+def test_a_two_node_job_places_its_ranks_on_two_one_cpu_nodes(tmp_path, tiny_model_dir):
+    """Two nodes of 1 CPU each and the job's default 2 torch threads: with
+    ``trainer_cpus_per_rank: 0.5`` (and a quarter CPU per function instance) both ranks place,
+    one per node, each with one torch thread, and the job trains its step."""
+    ws = _workspace(tmp_path, tiny_model_dir, max_steps=1, trainer_cpus_per_rank=0.5)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    for fn in job["functions"]:
+        fn["runtime"]["cpu"] = 0.25
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    env = {**ranks_job._env(tmp_path), "RLTUNE_TORCH_THREADS": "2", "OMP_NUM_THREADS": "2"}
+    out = tmp_path / "job"
+    with LocalRayCluster(head_cpus=1, worker_nodes=1, worker_cpus=1) as cluster:
+        proc = subprocess.run(
+            [sys.executable, "-m", "rltune.cli.main", "train", "-c", str(ws / "job.yaml"),
+             "-O", str(out), "-q", "--ray-address", cluster.address],
+            capture_output=True, text=True, timeout=900, env={
+                **env, "RLTUNE_RAY_PLACEMENT_TIMEOUT": "60"})
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    log = (out / "train.log").read_text()
+    line = next(ln for ln in log.splitlines() if "data parallel on Ray" in ln)
+    assert len({part.split(" (")[0] for part in line.split("on node ")[1:]}) == 2, line
+    assert "step 1/" in log
+    for r in (0, 1):
+        assert f"rank {r} of 2 ready on cpu" in (out / "ranks" / f"rank-{r}.log").read_text()
+
+
 def test_a_lost_node_fails_the_job_naming_the_rank_and_node_and_frees_the_cluster(
         tmp_path, tiny_model_dir):
     """The worker node (its whole ``ray start`` process group: raylet, workers, the rank on

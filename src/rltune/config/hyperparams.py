@@ -105,6 +105,12 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
         Field(None, description="Ray placement of the trainer ranks (one bundle each) when "
               "nnodes_training is set on a Ray cluster: Ray's SPREAD (default), PACK, "
               "STRICT_SPREAD or STRICT_PACK")
+    #: rltune's own: what one Ray trainer rank reserves (``trainer/ray_ranks.py``).
+    trainer_cpus_per_rank: Optional[float] = Field(
+        None, gt=0, le=1024, description="CPUs each trainer rank reserves on its Ray node when "
+        "nnodes_training is set (its torch threads: the whole CPUs of it, at least 1). Default: "
+        "on the CPU the job's torch threads, at most the smallest node's CPUs; on CUDA 1 per "
+        "GPU rank")
     checkpoint_format: Literal["full", "sharded"] = Field(
         "full", description="full: Hugging Face weights + optimizer state in one process's "
         "format; sharded: each trainer rank writes its torch.distributed.checkpoint shards "
@@ -467,6 +473,12 @@ def _check_data_parallel(hp: HyperParameters) -> None:
             "checkpoint_format", "sharded",
             "does not support LoRA yet (a LoRA checkpoint saves its adapter)",
             "remove checkpoint_format (full), or set lora_rank: 0")
+    if hp.trainer_cpus_per_rank is not None and hp.nnodes_training is None:
+        raise _coupling(
+            "trainer_cpus_per_rank", hp.trainer_cpus_per_rank,
+            "only applies to trainer ranks on a Ray cluster, which nnodes_training asks for",
+            "set nnodes_training (with function_backend: ray or --ray-address), or remove "
+            "trainer_cpus_per_rank")
     if hp.trainer_placement is not None and hp.nnodes_training is None:
         raise _coupling(
             "trainer_placement", hp.trainer_placement,

@@ -2,8 +2,12 @@
 one engine, whatever sits behind it (built-in engines in this process, Ray actors on other
 nodes, vLLM engines).
 
-* **Generation**: each request goes, whole, to one replica: the one with the fewest requests
-  in flight (ties rotate), so a request's ``n`` choices are sampled and captured together.
+* **Generation**: each request goes, whole, to one replica, so a request's ``n`` choices are
+  sampled and captured together. A request with a ``session`` (the gateway names one per
+  rollout, or per prompt group) goes where that session's earlier calls went, so its prefix
+  KV is there (:mod:`rltune.engine.affinity`); a new session, or one whose replica failed,
+  goes to the least loaded live replica (fewest requests in flight plus sessions pinned; ties
+  rotate) and stays there. A request without one goes to the least loaded replica.
 * **Weights**: ``update_weights`` sends the new weights to every live replica at once and
   returns only when all have loaded them; ``weight_version`` moves then, never before. The
   state dict is packed once per replica kind (a Ray replica puts it in the object store once,
@@ -29,8 +33,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Optional
 
+from rltune.engine.affinity import DEFAULT_MAX_SESSIONS, SessionAffinity
 from rltune.engine.base import Engine
 from rltune.engine.types import GenerationRequest, GenerationResult, TokenDelta
 from rltune.sdk.errors import ConflictError, RltuneError, ValidationError
@@ -61,7 +66,8 @@ class EngineReplicaError(RltuneError):
 class EngineGroup(Engine):
     """``Engine`` over ``replicas`` (built on the same model: same tokenizer and context)."""
 
-    def __init__(self, replicas: Sequence[Engine]):
+    def __init__(self, replicas: Sequence[Engine], *, affinity: bool = True,
+                 max_sessions: int = DEFAULT_MAX_SESSIONS):
         if not replicas:
             raise ValueError("an engine group needs at least one replica")
         self.replicas = list(replicas)
@@ -75,6 +81,10 @@ class EngineGroup(Engine):
         self.outstanding = [0] * len(self.replicas)  # requests in flight, per replica
         self.assigned = [0] * len(self.replicas)  # requests routed so far, per replica
         self.failed: dict[int, str] = {}  # replica index -> why it is out of rotation
+        #: sessions pinned to replicas; None routes every request by load alone
+        self.affinity = SessionAffinity(max_sessions) if affinity else None
+        self.affine = [0] * len(self.replicas)  # requests that followed their session's pin
+        self.rerouted = [0] * len(self.replicas)  # sessions moved here off a failed replica
         self._version = first.weight_version
         self._turn = 0
         self._sync_lock = asyncio.Lock()
@@ -90,12 +100,27 @@ class EngineGroup(Engine):
                 where="engine", hint="restart the job (or the server)")
         return live
 
-    def _pick(self) -> int:
+    def _pick(self, session: Optional[str] = None) -> int:
         live = self._live()
-        n = len(self.replicas)
-        # fewest in flight; among equals, the next one after the last pick (round robin)
-        index = min(live, key=lambda i: (self.outstanding[i], (i - self._turn) % n))
-        self._turn = (index + 1) % n
+        pins = self.affinity if session is not None else None
+        index = pins.lookup(session) if pins is not None and session is not None else None
+        if index is not None and index not in self.failed:
+            self.affine[index] += 1
+        else:
+            n = len(self.replicas)
+            # least loaded (in flight + sessions held); among equals, the next one after the
+            # last pick (round robin)
+            index_new = min(live, key=lambda i: (
+                self.outstanding[i] + (pins.sessions_on(i) if pins is not None else 0),
+                (i - self._turn) % n))
+            if index is not None:  # its replica failed: the session moves for good
+                self.rerouted[index_new] += 1
+                log.info("engine session %s moved from failed replica %d to replica %d",
+                         session, index, index_new)
+            index = index_new
+            self._turn = (index + 1) % n
+            if pins is not None and session is not None:
+                pins.pin(session, index)
         self.outstanding[index] += 1
         self.assigned[index] += 1
         return index
@@ -123,7 +148,7 @@ class EngineGroup(Engine):
         return self._version
 
     async def generate_one(self, request: GenerationRequest) -> GenerationResult:
-        index = self._pick()
+        index = self._pick(request.session)
         try:
             return await self.replicas[index].generate_one(request)
         except BaseException as exc:
@@ -132,7 +157,7 @@ class EngineGroup(Engine):
             self.outstanding[index] -= 1
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[TokenDelta, None]:
-        index = self._pick()
+        index = self._pick(request.session)
         try:
             async with contextlib.aclosing(self.replicas[index].stream(request)) as deltas:
                 async for delta in deltas:
@@ -220,10 +245,21 @@ class EngineGroup(Engine):
         if first is not None:
             raise first
 
+    def end_session(self, session: str) -> None:
+        """``session`` made its last call: its pin no longer counts as load."""
+        if self.affinity is not None:
+            self.affinity.end(session)
+
     def replica_stats(self) -> list[dict[str, Any]]:
-        """Per replica: requests in flight, requests routed so far, why it failed (if it did),
-        its prefix KV cache (where it has one here); the gateway's ``/health`` shows them."""
+        """Per replica: requests in flight, requests routed so far (``affine``: those that
+        followed their session's pin), sessions pinned to it, sessions moved to it off a failed
+        replica, why it failed (if it did), its prefix KV cache (hits, size: where it has one
+        here); the gateway's ``/health`` shows them."""
+        sessions = (self.affinity.per_replica(len(self.replicas)) if self.affinity is not None
+                    else None)
         return [{"replica": i, "in_flight": self.outstanding[i], "requests": self.assigned[i],
+                 "affine": self.affine[i], "sessions": sessions[i] if sessions is not None else 0,
+                 "rerouted": self.rerouted[i],
                  "weight_version": r.weight_version, "failed": self.failed.get(i),
                  "prefix_cache": getattr(r, "prefix_cache_stats", lambda: None)()}
                 for i, r in enumerate(self.replicas)]

@@ -51,6 +51,10 @@ class GenerationRequest(BaseModel):
 
     prompt_ids: list[int] = Field(min_length=1)
     sampling: SamplingParams = Field(default_factory=SamplingParams)
+    #: what shares this prompt's prefix with other calls (a rollout, a prompt's group): an
+    #: engine group sends every call of one session to one replica (``engine/affinity.py``);
+    #: a single engine ignores it
+    session: Optional[str] = None
 
 
 class TopLogprob(BaseModel):

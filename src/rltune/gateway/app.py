@@ -114,6 +114,7 @@ def create_app(gw: Gateway) -> FastAPI:
             return req
         chat_req = to_chat_request(req) if isinstance(req, ResponsesRequest) else req
         p = gw.chat.prepare(chat_req, gw.store.calls(rollout_id) if rollout_id else ())
+        p.session = gw.session_of(request.headers.get("authorization"))
         gw.chat.stats["requests"] += 1
         call_index = gw.store.next_index(rollout_id) if rollout_id else 0
         return _Call(gw, rollout_id, req, p, call_index)

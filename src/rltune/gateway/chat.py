@@ -54,6 +54,8 @@ class Prepared:
     started: float = field(default_factory=time.perf_counter)
     #: the rendered prompt ends inside an open ``<think>`` (templates that open it themselves)
     thinking: bool = False
+    #: the caller's session (its rollout or prompt group): the engine replica it sticks to
+    session: Optional[str] = None
 
 
 class ChatService:
@@ -162,7 +164,8 @@ class ChatService:
         return ids
 
     def engine_request(self, p: Prepared) -> GenerationRequest:
-        return GenerationRequest(prompt_ids=p.prompt_ids, sampling=p.sampling)
+        return GenerationRequest(prompt_ids=p.prompt_ids, sampling=p.sampling,
+                                 session=p.session)
 
     # -- response side ----------------------------------------------------------------------
 

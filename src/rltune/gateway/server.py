@@ -16,6 +16,12 @@ Tool calls are parsed by the parser of the model's family (``config.model_type``
 ``toolcalls.parser_for_model_type``); ``tool_parser="llama3_json"`` (or a ``parser`` instance)
 chooses one explicitly. A family rltune does not know is a ``ConfigError``, not a guess.
 ``chat_template_kwargs`` are the template arguments of every call (``chat.py``).
+
+Each registered key names a *session* (its rollout, unless ``register`` is given one, as the
+rollout runner gives every rollout of a prompt's group their group's id): an engine group
+sends every call of a session to one replica, where its prompt prefix's KV is
+(``engine/affinity.py``), and forgets the session when its last key is unregistered.
+Serving keys have no session (each call goes to the least loaded replica).
 """
 
 from __future__ import annotations
@@ -66,6 +72,8 @@ class Gateway:
         self.started_at = time.time()
         self._keys: dict[str, str] = {}
         self._traces: dict[str, str] = {}  # key -> traceparent of its rollout span
+        self._sessions: dict[str, str] = {}  # key -> its session (engine replica affinity)
+        self._session_keys: dict[str, int] = {}  # session -> how many live keys name it
         self._lock = threading.Lock()
         self._server: Any = None
         self._task: Optional[asyncio.Task] = None
@@ -76,21 +84,48 @@ class Gateway:
 
     # -- keys and capture -------------------------------------------------------------------
 
-    def register(self, key: str, rollout_id: str, *, traceparent: Optional[str] = None) -> None:
+    def register(self, key: str, rollout_id: str, *, traceparent: Optional[str] = None,
+                 session: Optional[str] = None) -> None:
         """Accept ``key`` and capture its calls under ``rollout_id``; their ``generate`` spans
-        join ``traceparent`` (the rollout span) when a call carries no trace header."""
+        join ``traceparent`` (the rollout span) when a call carries no trace header. Its calls
+        share an engine replica with every other key of ``session`` (default: the rollout)."""
         if not key:
             raise ValueError("empty api key")
         with self._lock:
+            self._forget_session(key)  # a key registered again moves to its new session
             self._keys[key] = rollout_id
             if traceparent:
                 self._traces[key] = traceparent
+            name = session or rollout_id
+            self._sessions[key] = name
+            self._session_keys[name] = self._session_keys.get(name, 0) + 1
 
     def unregister(self, key: str) -> None:
         """Reject ``key`` from now on (401). Captured calls stay until popped."""
         with self._lock:
             self._keys.pop(key, None)
             self._traces.pop(key, None)
+            self._forget_session(key)
+
+    def _forget_session(self, key: str) -> None:
+        """Drop ``key`` from its session; the engine forgets a session none names (lock held)."""
+        name = self._sessions.pop(key, None)
+        if name is None:
+            return
+        left = self._session_keys[name] - 1
+        if left:
+            self._session_keys[name] = left
+            return
+        del self._session_keys[name]
+        end = getattr(self.engine, "end_session", None)  # an EngineGroup's
+        if end is not None:
+            end(name)
+
+    def session_of(self, header: Optional[str]) -> Optional[str]:
+        """The session of the key in an ``Authorization`` header (None: a serving key)."""
+        key = header[7:].strip() if header and header.lower().startswith("bearer ") else None
+        with self._lock:
+            return self._sessions.get(key) if key else None
 
     def trace_parent(self, header: Optional[str]) -> Optional[str]:
         """The rollout span registered with the key in an ``Authorization`` header."""

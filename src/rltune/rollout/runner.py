@@ -54,8 +54,8 @@ class PolicyEndpoint(Protocol):
 
     base_url: str
 
-    def register(self, key: str, rollout_id: str, *,
-                 traceparent: Optional[str] = None) -> None: ...
+    def register(self, key: str, rollout_id: str, *, traceparent: Optional[str] = None,
+                 session: Optional[str] = None) -> None: ...
 
     def unregister(self, key: str) -> None: ...
 
@@ -68,7 +68,8 @@ class OpenEndpoint:
     def __init__(self, base_url: str, api_key: str):
         self.base_url, self.api_key = base_url, api_key
 
-    def register(self, key: str, rollout_id: str, *, traceparent: Optional[str] = None) -> None:
+    def register(self, key: str, rollout_id: str, *, traceparent: Optional[str] = None,
+                 session: Optional[str] = None) -> None:
         pass
 
     def unregister(self, key: str) -> None:
@@ -261,7 +262,8 @@ class RolloutRunner:
             rid = f"{rollout_id}.a{attempt}"
             key = self._key()
             with rollout_span(rid, sample_id, attempt) as traceparent:
-                self.gateway.register(key, rid, traceparent=traceparent)
+                # one prompt's rollouts share its prefix: one engine replica serves them all
+                self.gateway.register(key, rid, traceparent=traceparent, session=sample_id)
                 try:
                     out = await self.caller.call(
                         self._input(row, rid, key, sample_id, attempt, traceparent),

@@ -3,8 +3,10 @@ cluster: ``function_backend: ray`` or ``--ray-address``).
 
 ``nnodes_training: N`` x ``n_gpus_training: M`` ranks (M unset: 1) are placed with one Ray
 placement group, one bundle per rank (``trainer_placement``: Ray's ``SPREAD`` by default,
-``PACK``, ``STRICT_SPREAD`` or ``STRICT_PACK``). Each bundle reserves what a rank uses: on the
-CPU as many CPUs as the job process's torch threads, on CUDA one GPU and one CPU. Every rank,
+``PACK``, ``STRICT_SPREAD`` or ``STRICT_PACK``). Each bundle reserves what a rank uses
+(:func:`rank_resources`): ``trainer_cpus_per_rank`` CPUs (and one GPU on CUDA); unset, on the
+CPU the job process's torch threads but no more than the smallest node of the cluster has, on
+CUDA one CPU. A CPU rank runs as many torch threads as it reserves whole CPUs. Every rank,
 0 included, is a :class:`TrainerRankActor` running the same :class:`RankServer` as a local
 rank (``trainer/rank_worker.py``): it joins the process group through a ``TCPStore`` that rank
 0 hosts on its node's address (gloo on the CPU, NCCL on CUDA), loads the policy from model
@@ -123,6 +125,36 @@ class RankPlace:
         return f"node {self.node[:12]} ({self.host})"
 
 
+def smallest_node_cpus(nodes: Sequence[dict[str, Any]]) -> Optional[float]:
+    """The fewest CPUs a live node of ``ray.nodes()`` has (nodes without CPUs left out)."""
+    cpus = [float(n.get("Resources", {}).get("CPU", 0)) for n in nodes if n.get("Alive", True)]
+    return min((c for c in cpus if c > 0), default=None)
+
+
+def rank_resources(cuda: bool, threads: int, cpus_per_rank: Optional[float] = None,
+                   smallest_node: Optional[float] = None) -> tuple[dict[str, float], int]:
+    """What one Ray trainer rank reserves (its placement bundle) and its torch threads.
+
+    ``cpus_per_rank`` is ``trainer_cpus_per_rank``; unset, a CPU rank takes the driver's
+    ``threads`` but no more than ``smallest_node`` (so every node can hold a rank) and a CUDA
+    rank one CPU next to its GPU (it runs ``threads``).
+
+    >>> rank_resources(False, threads=2, smallest_node=1.0)
+    ({'CPU': 1.0}, 1)
+    >>> rank_resources(True, threads=4, cpus_per_rank=3)
+    ({'GPU': 1.0, 'CPU': 3.0}, 3)
+    """
+    if cpus_per_rank is not None:
+        cpus, rank_threads = float(cpus_per_rank), max(1, int(cpus_per_rank))
+    elif cuda:
+        cpus, rank_threads = 1.0, threads
+    else:
+        cpus = float(threads) if smallest_node is None else max(
+            1.0, min(float(threads), float(int(smallest_node))))
+        rank_threads = int(cpus)
+    return ({"GPU": 1.0, "CPU": cpus} if cuda else {"CPU": cpus}), rank_threads
+
+
 class RayRankGroup:
     """The driver's handle on the ranks' actors and their placement group."""
 
@@ -133,8 +165,10 @@ class RayRankGroup:
         self.pg: Any = None
         self._closed = False
 
-    def place(self, bundle: dict[str, float], strategy: str, timeout: float) -> None:
-        """Reserve one bundle per rank; fail with the cluster's free resources on timeout."""
+    def place(self, bundle: dict[str, float], strategy: str, timeout: float,
+              cpus: str = "") -> None:
+        """Reserve one bundle per rank; fail with the cluster's free resources on timeout
+        (``cpus`` says where the bundle's CPUs came from)."""
         from ray.util.placement_group import placement_group
 
         self.pg = placement_group([dict(bundle) for _ in range(self.world_size)],
@@ -145,10 +179,12 @@ class RayRankGroup:
                     if k in ("CPU", "GPU")}
             raise ConfigError(
                 f"{self.world_size} trainer rank(s) could not be placed on the Ray cluster "
-                f"within {timeout:.0f} s: each asks for {bundle} with strategy {strategy}; "
+                f"within {timeout:.0f} s: each asks for {bundle}{cpus} with strategy "
+                f"{strategy}; "
                 f"the cluster has {free} free",
                 where=WHERE, hint="add nodes, lower nnodes_training x n_gpus_training or "
-                "RLTUNE_TORCH_THREADS, or change trainer_placement")
+                "trainer_cpus_per_rank (the CPUs each rank reserves), or change "
+                "trainer_placement")
 
     def spawn(self, files_ref: Any, bundle: dict[str, float], env: dict[str, Any]) -> None:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -379,9 +415,11 @@ def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], wor
     from rltune.engine.ray_replica import model_files
 
     ray = connect(address, what="nnodes_training with a Ray cluster", where=WHERE)
-    threads = threads or torch.get_num_threads()
     cuda = device.type == "cuda"
-    bundle = {"GPU": 1.0, "CPU": 1.0} if cuda else {"CPU": float(threads)}
+    cpus = hp.trainer_cpus_per_rank
+    bundle, threads = rank_resources(
+        cuda, threads or torch.get_num_threads(), cpus,
+        None if cpus is not None or cuda else smallest_node_cpus(ray.nodes()))
     group = RayRankGroup(ray, world_size, Path(log_dir) if log_dir is not None else None)
     try:
         env: dict[str, Any] = {"env_vars": {
@@ -389,7 +427,11 @@ def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], wor
             **{k: os.environ[k] for k in _PASS_ENV if k in os.environ}}}
         if ship_rltune:
             env.update(ship_package())
-        group.place(bundle, placement.upper(), place_timeout)
+        group.place(bundle, placement.upper(), place_timeout, cpus=(
+            f" (trainer_cpus_per_rank: {cpus:g})" if cpus is not None else
+            " (trainer_cpus_per_rank unset: " + ("1 per GPU rank)" if cuda else
+                                                 "the job's torch threads, at most the "
+                                                 "smallest node's CPUs)")))
         group.spawn(ray.put(model_files(model_path)), bundle, env)
         host = group.places[0].host
         port = group.wait([group.actors[0].open_store.remote(host, world_size)], "start")[0]

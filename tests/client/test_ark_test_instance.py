@@ -60,6 +60,7 @@ def test_the_ark_path_and_a_request_without_a_proxy(server, monkeypatch):
         get_or_create_pipeline_plugin_test_instance,
     )
 
+    _forget_plugins()  # another test's ``plugins`` package (a workspace of its own) may be loaded
     monkeypatch.syspath_prepend(str(TEMPLATES_DIR / "rl_demo"))
     from plugins.exact_grader import exact_grader
 
@@ -74,8 +75,12 @@ def test_the_ark_path_and_a_request_without_a_proxy(server, monkeypatch):
         assert (graded["status"], graded["rewards"]) == ("success", [0.0])
     finally:
         instance.stop()
-        for name in [n for n in sys.modules if n == "plugins" or n.startswith("plugins.")]:
-            del sys.modules[name]  # the template's package: not left for other tests
+        _forget_plugins()  # the template's package: not left for other tests
+
+
+def _forget_plugins() -> None:
+    for name in [n for n in sys.modules if n == "plugins" or n.startswith("plugins.")]:
+        del sys.modules[name]
 
 
 def test_search_demo_test_faas_starts_its_mcp_server_in_the_worker(server, tmp_path):

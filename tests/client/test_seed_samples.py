@@ -343,4 +343,4 @@ def test_doc_cli_calls(server, tmp_path, monkeypatch):
     r = cli(ws, server, "rl", "run", "--model", "m", "--training-files",
             "data/calc_train_min.jsonl", "--reward-classpaths", "a.B", "--reward-weights",
             "1,2", "--no-follow")
-    assert r.returncode == 1 and "--reward-weights has 2 value(s) for 1 classpath" in r.stderr
+    assert r.returncode == 2 and "--reward-weights has 2 value(s) for 1 classpath" in r.stderr

@@ -84,8 +84,13 @@ async def test_stop_string_cuts_text(gateway):
 
 
 async def test_health(gateway):
+    """Liveness for anyone; the counters (the prefix cache's among them) for a live key only."""
+    url = gateway.base_url.removesuffix("/v1") + "/health"
+    gateway.register("hk", "rollout-health")
     async with httpx.AsyncClient() as http:
-        r = await http.get(gateway.base_url.removesuffix("/v1") + "/health")
+        bare = await http.get(url)
+        r = await http.get(url, headers={"Authorization": "Bearer hk"})
+    assert bare.status_code == 200 and bare.json() == {"status": "ok"}
     assert r.status_code == 200 and r.json()["status"] == "ok"
     cache = r.json()["stats"]["engine_prefix_cache"]
     assert {"hits", "tokens", "bytes", "evictions", "prefill_tokens"} <= set(cache)
@@ -107,7 +112,8 @@ async def test_a_later_turn_prefills_only_its_new_tokens(gateway):
     seen = first.usage.prompt_tokens + first.usage.completion_tokens - 1  # KV of all but one
     assert computed == second.usage.prompt_tokens - seen
     async with httpx.AsyncClient() as http:
-        health = (await http.get(gateway.base_url.removesuffix("/v1") + "/health")).json()
+        health = (await http.get(gateway.base_url.removesuffix("/v1") + "/health",
+                                 headers={"Authorization": "Bearer rk"})).json()
     cache = health["stats"]["engine_prefix_cache"]
     assert cache["hits"] >= 1 and cache["hit_tokens"] >= seen and cache["tokens"] > 0
     assert cache["prefill_tokens"] < cache["prompt_tokens"]

@@ -23,8 +23,8 @@ Example:
     >>> try:
     ...     f.read("b")
     ... except UnsafeFileError as exc:
-    ...     print("refused:", str(exc).split(":")[0].endswith("not a regular file"))
-    refused: True
+    ...     print("refused:", exc.where, "symbolic link" in exc.message)
+    refused: b True
 """
 
 from __future__ import annotations

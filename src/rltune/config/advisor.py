@@ -16,7 +16,7 @@ Example:
     >>> AdvisorConfig(thresholds={"P9": {"clip_ratio": 0.3}}).threshold("P9", "clip_ratio")
     0.3
     >>> AdvisorConfig().threshold("P9", "clip_ratio")
-    0.5
+    0.1
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ leaves a half model behind. The build's own state is saved as it goes
 (``rltune.models.partial``), so the next build after an interruption resumes where it stopped;
 a lock keeps two builds of one model from running at once (the second waits, then reuses).
 
-Example:
-    >>> path = ensure_demo_model("nano")      # doctest: +SKIP  (1-2 min the first time)
-    >>> ensure_demo_model("nano") == path     # doctest: +SKIP  (cached: instant)
+Example (1-2 min the first time, then cached: instant):
+    >>> path = ensure_demo_model("nano")      # doctest: +SKIP
+    >>> ensure_demo_model("nano") == path     # doctest: +SKIP
     True
 """
 

@@ -9,6 +9,7 @@ Example:
     >>> tally = FailedSteps(planned=2, max_share=0.5)
     >>> nan = Counter({"reward exact: reward_score is nan": 4})
     >>> tally.add(1, nan, rollouts=4)
+    True
     >>> tally.add(2, nan, rollouts=4)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

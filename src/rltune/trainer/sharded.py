@@ -12,9 +12,9 @@ The rest of the checkpoint is written by the job process as for full checkpoints
 ``trainer_state.json``. :func:`consolidate` turns such a checkpoint into a plain Hugging Face
 folder (``rltune models export`` / ``publish`` call it).
 
-Example:
-    >>> save_sharded(model, optimizer, "ckpt/sharded")        # doctest: +SKIP  (every rank)
-    >>> load_sharded(model, optimizer, "ckpt/sharded")        # doctest: +SKIP  (any ranks)
+Example (``save_sharded`` on every rank, ``load_sharded`` on any number of ranks):
+    >>> save_sharded(model, optimizer, "ckpt/sharded")        # doctest: +SKIP
+    >>> load_sharded(model, optimizer, "ckpt/sharded")        # doctest: +SKIP
     >>> consolidate("ckpt", "exported")                       # doctest: +SKIP
 """
 

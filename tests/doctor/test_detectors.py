@@ -122,6 +122,17 @@ def test_p9_fires_when_a_third_of_the_answers_are_cut_and_not_on_a_few():
     assert "P9" not in [a.code for a in diagnose(_drop_none(few))]
 
 
+def test_p9_is_silent_on_one_long_batch_of_a_healthy_run():
+    """The default GSPO learning run's own series (nano, 20 steps, max_length 256): one batch
+    at step 5 had 31 % cut while the policy learned to use its tool; the 3-step mean of 0.14
+    fired P9 when it was a mean. Sustained truncation is what P9 is for."""
+    series = [0.0, 0.0, 0.0, 0.109, 0.3125, 0.047, 0.031, 0.047, 0.031, 0.016, 0.047]
+    steps = with_(healthy(len(series)),
+                  trajectory__response_length__clip_ratio=lambda i: series[i - 1])
+    steps = _drop_none(steps)
+    assert [k for k in range(1, len(steps) + 1) if fires("P9", steps[:k])] == []
+
+
 def test_thresholds_overrides_and_off_take_effect():
     steps = _drop_none(FAILURES["P9"](healthy()))
     assert "P9" in [a.code for a in diagnose(steps)]

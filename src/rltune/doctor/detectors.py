@@ -219,8 +219,12 @@ def overfitting(steps: Steps, th: dict[str, float]) -> Evidence:
 
 def truncation(steps: Steps, th: dict[str, float]) -> Evidence:
     """P9: ``trajectory/response_length/clip_ratio`` (the share of rollouts cut at
-    ``max_length``) is at least ``clip_ratio`` over ``window`` steps."""
-    return _mean_over(steps, CLIP, th, "clip_ratio", "clip_ratio")
+    ``max_length``) is at least ``clip_ratio`` in each of ``window`` steps running (one long
+    batch is not a truncation problem; the evidence is the window's mean)."""
+    pts = _last(steps, CLIP, int(th["window"]))
+    if len(pts) < int(th["window"]) or min(v for _, v in pts) < th["clip_ratio"]:
+        return None
+    return {"steps": _window(pts), "clip_ratio": _r(_mean([v for _, v in pts]))}
 
 
 # ---------------------------------------------------------------- reward hacking

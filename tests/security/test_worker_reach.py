@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from rltune.functions.sandbox import active_isolation, bwrap_problem
+from server.conftest import wait_for_server  # tests/server/conftest.py
 
 from .conftest import Server, run_function, start_server, zip_bytes
 
@@ -95,21 +96,7 @@ def _server_as_nobody(root: Path) -> Server:
     proc = subprocess.Popen(["runuser", "-u", "nobody", "--", sys.executable, "-m",
                              "rltune.server", "--port", "0"], env=env, cwd=str(root),
                             stdout=log, stderr=subprocess.STDOUT)
-    info_path = home / "server" / "server.json"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, (root / "server.log").read_text()
-        if info_path.exists():
-            info = json.loads(info_path.read_text())
-            try:
-                if httpx.get(info["url"] + "/health", timeout=2).status_code == 200:
-                    key = (home / "server" / "admin.key").read_text().strip()
-                    return Server(info["url"], key, home, proc)
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("server did not start: " + (root / "server.log").read_text())
+    return wait_for_server(proc, home, root / "server.log", same_pid=False)
 
 
 def _nobody_problem() -> str | None:

@@ -91,12 +91,20 @@ def start_server(home: Path, *args: str) -> Server:
     log = open(home / "server.log", "ab")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen([sys.executable, "-m", "rltune.server", "--port", "0", *args],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
+    return wait_for_server(proc, home, home / "server.log")
+
+
+def wait_for_server(proc: subprocess.Popen, home: Path, log: Path, *,
+                    same_pid: bool = True) -> Server:
+    """The server ``proc`` started in ``home`` once it answers ``/health`` (``same_pid``: the
+    ``server.json`` is that process's own, not one a wrapper such as ``runuser`` started)."""
+    info_path = home / "server" / "server.json"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        assert proc.poll() is None, (home / "server.log").read_text()
+        assert proc.poll() is None, log.read_text()
         if info_path.exists():
             info = json.loads(info_path.read_text())
-            if info["pid"] == proc.pid:
+            if not same_pid or info["pid"] == proc.pid:
                 try:
                     if httpx.get(info["url"] + "/health", timeout=2).status_code == 200:
                         key = (home / "server" / "admin.key").read_text().strip()
@@ -105,7 +113,7 @@ def start_server(home: Path, *args: str) -> Server:
                     pass
         time.sleep(0.1)
     proc.kill()
-    raise AssertionError("server did not start: " + (home / "server.log").read_text())
+    raise AssertionError("server did not start: " + log.read_text())
 
 
 @pytest.fixture(scope="session")

@@ -65,7 +65,7 @@ def _fail(exc: Exception, code: int = 1) -> None:
 
 
 def _emit(data: Any, output: str, title: str = "") -> None:
-    from rltune.cli.rl_cmd import _emit as emit
+    from rltune.cli.rl_common import _emit as emit
 
     emit(data, output, title)
 
@@ -96,7 +96,7 @@ def create_mcj(file: Path = typer.Option(..., "--file", "-f", exists=True, dir_o
                                           "here (no counterpart in rltune)"),
                api_key: Optional[str] = KEY, output: str = OUT) -> None:
     """Register the plugins, upload the data and submit the job to the rltune server."""
-    from rltune.cli.rl_cmd import _client
+    from rltune.cli.rl_common import _client
 
     if debug:
         _fail(RltuneError("--debug has no counterpart in rltune", where="--debug",
@@ -122,7 +122,7 @@ def list_mcj(page_size: int = typer.Option(10, "--page-size", "-ps", help="jobs 
                                                  "Completed, Failed"),
              api_key: Optional[str] = KEY, output: str = OUT) -> None:
     """Jobs, newest first."""
-    from rltune.cli.rl_cmd import _client
+    from rltune.cli.rl_common import _client
 
     status = None
     if phase:
@@ -213,7 +213,7 @@ def pull_mcj(job_id: str = typer.Argument(..., help="the job id"),
                                                  help="also the plugin (function) code"),
              api_key: Optional[str] = KEY) -> None:
     """The job's job.yaml, plugin code and (with --include-data) data into a folder."""
-    from rltune.cli.rl_cmd import _client
+    from rltune.cli.rl_common import _client
     from rltune.client.agentic_rl import run_sync
 
     dest = directory or Path(job_id)

@@ -19,7 +19,7 @@ from typing import Optional
 
 import typer
 
-from rltune.cli.rl_cmd import OUT, Format
+from rltune.cli.rl_common import OUT, Format
 from rltune.sdk.errors import RltuneError
 
 functions_app = typer.Typer(help="Run, package, register and test rollout/reward functions.",

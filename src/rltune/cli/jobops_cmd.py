@@ -11,7 +11,8 @@ from typing import Optional
 
 import typer
 
-from rltune.cli.rl_cmd import JOB_ID, KEY, OUT, Format, _client, _emit, _fail, rl_app
+from rltune.cli.rl_cmd import rl_app
+from rltune.cli.rl_common import JOB_ID, KEY, OUT, Format, _client, _emit, _fail
 from rltune.sdk.errors import RltuneError
 
 

@@ -9,7 +9,7 @@ from typing import Any, Optional
 import typer
 
 from rltune.cli.models_cmd import models_app
-from rltune.cli.rl_cmd import KEY, OUT, Format, _client, _emit, _fail
+from rltune.cli.rl_common import KEY, OUT, Format, _client, _emit, _fail
 from rltune.sdk.errors import RltuneError
 
 MODEL = typer.Argument(..., help="a published model's name")

@@ -15,8 +15,7 @@ from typing import Any, Optional
 import typer
 
 from rltune.cli.exit_codes import USAGE
-from rltune.cli.rl_common import (  # noqa: F401 (re-exported: the other command modules)
-    FORMATS,
+from rltune.cli.rl_common import (
     HYPER,
     JOB_ID,
     JOB_NAME,

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from rltune.cli.rl_cmd import OUT, Format
+from rltune.cli.rl_common import OUT, Format
 from rltune.paths import server_home
 
 server_app = typer.Typer(help="Run the job server (REST API, scheduler, store).",

@@ -55,7 +55,7 @@ async def test_two_ranks_update_like_one_process_and_their_state_continues_there
         state = ranked.state_dict()
     finally:
         await ranked.close()
-    assert all(p.poll() is not None for p in ranked.group.procs.values())  # rank 1 stopped
+    assert all(p.poll() is not None for p in ranked.transport.procs.values())  # rank 1 stopped
     for name, w in plain.model.state_dict().items():
         torch.testing.assert_close(weights[name], w, rtol=1e-5, atol=2e-5)
     for key in ("actor/pg_loss", "actor/grad_norm", "actor/entropy"):

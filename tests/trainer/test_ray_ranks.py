@@ -78,8 +78,8 @@ async def test_two_ray_ranks_on_two_nodes_update_like_one_process_and_resume_sha
     one = plain.update(dp_update.batch(1))
     ranked = _ranks(cluster, tiny_model_dir, hp)
     try:
-        nodes = {p.node for p in ranked.places}
-        assert len(nodes) == 2, ranked.places  # one rank per node
+        nodes = {p.node for p in ranked.transport.places}
+        assert len(nodes) == 2, ranked.transport.places  # one rank per node
         two = await ranked.aupdate(dp_update.batch(1))
         weights = await ranked.afull_weights()
         _assert_same(weights, plain.model.state_dict())
@@ -165,7 +165,7 @@ async def test_ranks_fit_one_cpu_nodes_by_default_and_a_bigger_ask_is_named(
             model_path=tiny_model_dir, device=torch.device("cpu"), total_steps=4,
             pad_token_id=0, placement="strict_spread", place_timeout=60)
         try:
-            assert len({p.node for p in ranked.places}) == 2, ranked.places
+            assert len({p.node for p in ranked.transport.places}) == 2, ranked.transport.places
             metrics = await ranked.aupdate(dp_update.batch(1))
             assert metrics["actor/grad_norm"] > 0
         finally:
@@ -188,7 +188,7 @@ async def test_a_killed_rank_fails_the_call_naming_it_and_its_placement_is_freed
     hp = _hp()
     ranked = _ranks(cluster, tiny_model_dir, hp, log_dir=tmp_path / "ranks")
     try:
-        place = ranked.places[1]
+        place = ranked.transport.places[1]
         os.kill(place.pid, signal.SIGKILL)  # rank 1's actor process; rank 0 lives on
         with pytest.raises(TrainingFailedError) as info:
             await ranked.aupdate(dp_update.batch(1))
@@ -200,7 +200,7 @@ async def test_a_killed_rank_fails_the_call_naming_it_and_its_placement_is_freed
             info.value.message
         assert str(tmp_path / "ranks" / "rank-1.log") in info.value.hint
         assert "rank 0 of 2 ready on cpu" in (tmp_path / "ranks" / "rank-0.log").read_text()
-        pg = ranked.group.pg.id.hex()
+        pg = ranked.transport.pg.id.hex()
     finally:
         await ranked.close()
     ray.init(address=cluster.address)
@@ -226,7 +226,7 @@ async def test_a_killed_node_fails_the_call_naming_rank_and_node_and_frees_the_c
         ranked = _ranks(cluster, tiny_model_dir, hp)
         try:
             worker_node = next(n["NodeID"] for n in ray.nodes() if "node_b" in n["Resources"])
-            place = next(p for p in ranked.places if p.node == worker_node)
+            place = next(p for p in ranked.transport.places if p.node == worker_node)
             rank = place.rank
             await ranked.aupdate(dp_update.batch(1))
             os.killpg(cluster.procs[1].pid, signal.SIGKILL)  # the worker node, all of it
@@ -265,7 +265,7 @@ async def test_trainer_placement_decides_the_nodes(tiny_model_dir, placement, no
     with LocalRayCluster(head_cpus=2, worker_nodes=1, worker_cpus=2) as cluster:
         ranked = _ranks(cluster, tiny_model_dir, hp, placement=placement)
         try:
-            assert len({p.node for p in ranked.places}) == nodes, ranked.places
+            assert len({p.node for p in ranked.transport.places}) == nodes, ranked.transport.places
             metrics = await ranked.aupdate(dp_update.batch(1))
             assert metrics["actor/grad_norm"] > 0
         finally:

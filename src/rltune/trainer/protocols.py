@@ -5,7 +5,8 @@
   ``CriticSignal`` (PPO) in ``trainer/ppo.py``.
 * ``Updater`` runs the policy update on those rows and moves the policy's weights:
   ``PolicyUpdater`` (``trainer/update.py``) or, with several trainer ranks, ``RankedUpdater``
-  (``trainer/ranks.py``) and ``RayRankedUpdater`` (``trainer/ray_ranks.py``).
+  (``trainer/ranked.py``) over local rank processes (``trainer/ranks.py``) or Ray actors
+  (``trainer/ray_ranks.py``).
 * ``StepRuntime`` is what the step reads from the started ``TrainingRuntime``.
 
 ``mypy`` (strict, ``make test``) checks that each implementation fits its protocol.

@@ -20,14 +20,18 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rltune.trainer.distributed import DataParallelUpdater
 
 
 class RankCommand(str, Enum):
-    """The calls rank 0 makes on every other rank, the same over local pipes
-    (``trainer/ranks.py``) and Ray actors (``trainer/ray_ranks.py``)."""
+    """The calls ``RankedUpdater`` (``trainer/ranked.py``) makes on every rank, the same over
+    local pipes (``trainer/ranks.py``) and Ray actors (``trainer/ray_ranks.py``)."""
 
     UPDATE = "update"
     LOGPROBS = "logprobs"
@@ -40,6 +44,29 @@ class RankCommand(str, Enum):
     SCHEDULE = "schedule"
     LOAD_SCHEDULE = "load_schedule"
     STOP = "stop"  # local ranks only: the stdin loop ends
+
+
+def rank_commands(updater: DataParallelUpdater) -> dict[RankCommand, Callable[[Any], Any]]:
+    """What a rank runs for each command: the call of ``updater`` (this rank's share of the
+    sharded policy) that rank 0 makes, with its one argument. Every rank runs these, rank 0
+    too (``trainer/ranks.py`` in the job process, ``trainer/ray_ranks.py`` in an actor)."""
+    from rltune.trainer.distributed import full_state_dict
+
+    C, model = RankCommand, updater.model
+    commands: dict[RankCommand, Callable[[Any], Any]] = {
+        C.UPDATE: updater.update,
+        C.LOGPROBS: updater.compute_logprobs,
+        C.WEIGHTS: lambda _: full_state_dict(model),
+        C.STATE: lambda _: updater.state_dict(),
+        C.LOAD_WEIGHTS: updater.load_weights,
+        C.LOAD_STATE: updater.load_state_dict,
+        C.SAVE_SHARDED: updater.save_sharded,
+        C.LOAD_SHARDED: updater.load_sharded,
+        C.SCHEDULE: lambda _: updater.schedule_state(),
+        C.LOAD_SCHEDULE: updater.load_schedule_state,
+    }
+    assert set(commands) == set(RankCommand) - {C.STOP}, "a rank command has no handler"
+    return commands
 
 
 def _exit_when_orphaned(parent: int) -> None:
@@ -64,7 +91,6 @@ class RankServer:
 
         from rltune.trainer.distributed import (
             DataParallelUpdater,
-            full_state_dict,
             init_data_parallel,
             shard_policy,
         )
@@ -82,27 +108,14 @@ class RankServer:
                                lambda msg, **_: print(f"rank {dp.rank}: {msg}", flush=True))
         shard_policy(model, dp)
         self.model = model
-        self.updater = updater = DataParallelUpdater(
+        self.updater = DataParallelUpdater(
             model, hp, knobs, total_steps=h["total_steps"], dp=dp,
             pad_token_id=h["pad_token_id"])
-        C = RankCommand
-        self.commands: dict[RankCommand, Any] = {
-            C.UPDATE: updater.update,
-            C.LOGPROBS: updater.compute_logprobs,
-            C.WEIGHTS: lambda _: full_state_dict(model),
-            C.STATE: lambda _: updater.state_dict(),
-            C.LOAD_WEIGHTS: updater.load_weights,
-            C.LOAD_STATE: updater.load_state_dict,
-            C.SAVE_SHARDED: updater.save_sharded,
-            C.LOAD_SHARDED: updater.load_sharded,
-            C.SCHEDULE: lambda _: updater.schedule_state(),
-            C.LOAD_SCHEDULE: updater.load_schedule_state,
-        }
-        assert set(self.commands) == set(RankCommand) - {C.STOP}, "a rank command has no handler"
+        self.commands = rank_commands(self.updater)
         print(f"rank {dp.rank} of {dp.world_size} ready on {dp.device} (pid {os.getpid()})",
               flush=True)
 
-    def run(self, command: str, argument: Any) -> Any:
+    def run(self, command: RankCommand | str, argument: Any) -> Any:
         return self.commands[RankCommand(command)](argument)
 
     def close(self) -> None:

@@ -6,11 +6,12 @@ and the rollouts, and it is rank 0 of the update. It starts N-1 update-only rank
 127.0.0.1 (gloo on the CPU, NCCL on CUDA with one GPU per rank). Each rank loads the policy
 itself, shards it with FSDP2 (``trainer/distributed.py``) and waits for commands on its stdin.
 
-``RankedUpdater`` is what the training step sees: ``PolicyUpdater``'s interface, where each
-call that touches the sharded model (update, log-probs, gathering weights or optimizer state,
-loading them) is first sent to the other ranks (a pickled ``(command, argument)`` on each
-rank's stdin), then run here; the collectives inside keep the ranks in step. Rank 0 gathers
-the full weights for the engine's weight sync and for checkpoints.
+The training step sees a ``RankedUpdater`` (``trainer/ranked.py``) over ``LocalRanks``, this
+module's transport: each call that touches the sharded model (update, log-probs, gathering
+weights or optimizer state, loading them) is a ``RankCommand``, first sent to the other ranks
+(a pickled ``(command, argument)`` on each rank's stdin), then run here; the collectives
+inside keep the ranks in step. Rank 0 gathers the full weights for the engine's weight sync
+and for checkpoints.
 
 Why this design: there is one process to operate (cancel, logs, resume are the job's own), no
 launcher or cluster manager; the rows reach the other ranks through a pipe, not a collective,
@@ -32,24 +33,20 @@ import os
 import pickle
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Optional, TypeVar
 
 import torch
 
 from rltune._process import die_with_parent
+from rltune.config.algorithm import AlgorithmKnobs
+from rltune.config.hyperparams import HyperParameters
 from rltune.sdk.errors import ConfigError, TrainingFailedError
-from rltune.trainer.distributed import (
-    DataParallelUpdater,
-    full_state_dict,
-    init_data_parallel,
-    shard_policy,
-)
-from rltune.trainer.rank_worker import RankCommand
-from rltune.trainer.update import TrainingRow
+from rltune.trainer.distributed import DataParallelUpdater, init_data_parallel, shard_policy
+from rltune.trainer.rank_worker import RankCommand, rank_commands
+from rltune.trainer.ranked import RankedUpdater
 
 T = TypeVar("T")
 
@@ -87,10 +84,11 @@ class RankGroup:
     def log_path(self, rank: int) -> Path:
         return self.log_dir / f"rank-{rank}.log"
 
-    def send(self, command: str, argument: Any = None) -> None:
-        """Give every other rank its next command (they run it as rank 0 runs its own)."""
+    def send(self, command: RankCommand, argument: Any = None) -> None:
+        """Give every other rank its next command (they run it as rank 0 runs its own); the
+        pipe carries the command's name (the rank process runs this module as ``__main__``)."""
         for rank in self.procs:
-            self._write(rank, (command, argument))
+            self._write(rank, (command.value, argument))
 
     def _write(self, rank: int, obj: Any) -> None:
         proc = self.procs[rank]
@@ -150,7 +148,7 @@ class RankGroup:
                 return rank
             time.sleep(0.1)
 
-    async def close(self) -> None:
+    async def stop(self) -> None:
         """Stop every rank (``stop``, then SIGKILL after ``STOP_GRACE_S``) and reap it."""
         for rank, proc in self.procs.items():
             if proc.poll() is None:
@@ -167,81 +165,52 @@ class RankGroup:
                 await asyncio.to_thread(proc.wait)
 
 
-class RankedUpdater:
-    """``PolicyUpdater``'s interface on rank 0 of a data-parallel job (see the module doc)."""
+class LocalRanks(RankGroup):
+    """The ``RankTransport`` of one machine (``trainer/ranked.py``): this process is rank 0
+    (``inner``, its share of the sharded policy) and ranks 1..N-1 are the group's processes.
+    A command is written to every other rank's stdin, then run here with the handlers every
+    rank runs (``rank_worker.rank_commands``)."""
 
-    def __init__(self, inner: DataParallelUpdater, group: RankGroup):
-        self.inner, self.group = inner, group
-        self.model, self.pad_token_id = inner.model, inner.pad_token_id  # rank 0's shard
-        self._lock = threading.Lock()  # one command at a time: the ranks run them in order
+    def __init__(self, world_size: int, log_dir: Path):
+        super().__init__(world_size, log_dir)
+        self.inner: Optional[DataParallelUpdater] = None
+        self.commands: dict[RankCommand, Callable[[Any], Any]] = {}
+
+    def join(self, inner: DataParallelUpdater) -> None:
+        """Rank 0's updater, once the group is joined and the policy sharded."""
+        self.inner, self.commands = inner, rank_commands(inner)
 
     @property
-    def step(self) -> int:
-        return self.inner.step
+    def model(self) -> Optional[torch.nn.Module]:
+        return self.inner.model if self.inner is not None else None  # rank 0's shard
 
-    def _everywhere(self, command: RankCommand, argument: Any, run: Callable[[], T]) -> T:
-        with self._lock:
-            if self.inner.dp.device.type == "cuda":  # the current device is per thread
-                torch.cuda.set_device(self.inner.dp.device)
-            self.group.send(command.value, argument)
-            try:
-                return run()
-            except Exception as exc:  # a sync call (old log-probs, a checkpoint) outside watch
-                rank = self.group.wait_dead()
-                if rank is not None:
-                    raise self.group.failure(rank) from exc
-                raise
-
-    def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
-        return self._everywhere(RankCommand.UPDATE, list(rows), lambda: self.inner.update(rows))
-
-    async def aupdate(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
-        return await self.group.watch(asyncio.to_thread(self.update, rows))
-
-    def compute_logprobs(self, rows: Sequence[TrainingRow]) -> list[list[float]]:
-        logprobs: list[list[float]] = self._everywhere(
-            RankCommand.LOGPROBS, list(rows), lambda: self.inner.compute_logprobs(rows))
-        return logprobs
-
-    def full_weights(self) -> dict[str, torch.Tensor]:
-        """The whole policy's weights (CPU tensors), gathered from every rank."""
-        return self._everywhere(RankCommand.WEIGHTS, None, lambda: full_state_dict(self.model))
-
-    async def afull_weights(self) -> dict[str, torch.Tensor]:
-        return await self.group.watch(asyncio.to_thread(self.full_weights))
-
-    def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
-        self._everywhere(RankCommand.LOAD_WEIGHTS, weights,
-                         lambda: self.inner.load_weights(weights))
-
-    def state_dict(self) -> dict[str, Any]:
-        return self._everywhere(RankCommand.STATE, None, self.inner.state_dict)
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._everywhere(RankCommand.LOAD_STATE, state, lambda: self.inner.load_state_dict(state))
-
-    def save_sharded(self, path: Any) -> None:
-        """Every rank writes its DCP shards to ``path`` (``trainer/sharded.py``)."""
-        self._everywhere(RankCommand.SAVE_SHARDED, str(path), lambda: self.inner.save_sharded(path))
-
-    def load_sharded(self, path: Any) -> None:
-        self._everywhere(RankCommand.LOAD_SHARDED, str(path), lambda: self.inner.load_sharded(path))
-
-    def schedule_state(self) -> dict[str, Any]:
-        return self.inner.schedule_state()  # every rank steps its schedule alike
-
-    def load_schedule_state(self, state: dict[str, Any]) -> None:
-        self._everywhere(RankCommand.LOAD_SCHEDULE, state,
-                         lambda: self.inner.load_schedule_state(state))
+    def call(self, command: RankCommand, argument: Any) -> Any:
+        if self.inner is None:
+            raise RuntimeError("the local ranks are not started")
+        if self.inner.dp.device.type == "cuda":  # the current device is per thread
+            torch.cuda.set_device(self.inner.dp.device)
+        self.send(command, argument)
+        try:
+            return self.commands[command](argument)
+        except Exception as exc:  # a sync call (old log-probs, a checkpoint) outside watch
+            rank = self.wait_dead()
+            if rank is not None:
+                raise self.failure(rank) from exc
+            raise
 
     async def close(self) -> None:
-        await _stop(self.group)
+        """Stop the other ranks and leave the process group."""
+        import torch.distributed as dist
+
+        await self.stop()
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
-
-async def start_ranked_updater(model: torch.nn.Module, hp: Any, knobs: Any, *, world_size: int,
-                               model_path: Path, device: torch.device, total_steps: int,
-                               pad_token_id: int, log_dir: Path) -> RankedUpdater:
+async def start_ranked_updater(model: torch.nn.Module, hp: HyperParameters,
+                               knobs: AlgorithmKnobs, *, world_size: int, model_path: Path,
+                               device: torch.device, total_steps: int, pad_token_id: int,
+                               log_dir: Path) -> RankedUpdater[LocalRanks]:
     """Start ranks 1..N-1, join them as rank 0 and shard ``model`` (the loaded policy)."""
     kind = device.type
     first = (device.index or 0) if kind == "cuda" else 0
@@ -251,29 +220,21 @@ async def start_ranked_updater(model: torch.nn.Module, hp: Any, knobs: Any, *, w
             f"this machine has {torch.cuda.device_count()}",
             where="training.hyper_parameters.n_gpus_training",
             hint=f"set n_gpus_training to at most {torch.cuda.device_count() - first}")
-    group = RankGroup(world_size, log_dir)
+    ranks = LocalRanks(world_size, log_dir)
     header = {"hp": hp, "knobs": knobs, "model_path": str(model_path), "device": kind,
               "cuda_first": first, "total_steps": total_steps, "pad_token_id": pad_token_id,
               "threads": torch.get_num_threads()}
     try:
-        group.spawn(header)
-        dp = await group.watch(asyncio.to_thread(
-            init_data_parallel, kind, store=group.store, rank=0, world_size=world_size,
+        ranks.spawn(header)
+        dp = await ranks.watch(asyncio.to_thread(
+            init_data_parallel, kind, store=ranks.store, rank=0, world_size=world_size,
             cuda_index=first if kind == "cuda" else None))
         if kind == "cuda":
             torch.cuda.set_device(dp.device)
         shard_policy(model, dp)
-        inner = DataParallelUpdater(model, hp, knobs, total_steps=total_steps, dp=dp,
-                                    pad_token_id=pad_token_id)
+        ranks.join(DataParallelUpdater(model, hp, knobs, total_steps=total_steps, dp=dp,
+                                       pad_token_id=pad_token_id))
     except BaseException:
-        await _stop(group)
+        await ranks.close()
         raise
-    return RankedUpdater(inner, group)
-
-
-async def _stop(group: RankGroup) -> None:
-    import torch.distributed as dist
-
-    await group.close()
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    return RankedUpdater(ranks, pad_token_id)

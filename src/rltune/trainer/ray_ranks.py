@@ -13,9 +13,10 @@ rank (``trainer/rank_worker.py``): it joins the process group through a ``TCPSto
 files the driver put into the object store once, and shards it with FSDP2.
 
 The job process stays the controller (engine, gateway, functions, checkpoints' side files) and
-drives the ranks: :class:`RayRankedUpdater` has ``PolicyUpdater``'s interface; each call is
-given to every rank in the same order (the rows are put into the object store once) and rank
-0's answer is the call's (metrics, gathered full weights for the engine's weight sync).
+drives the ranks: the step's updater is a ``RankedUpdater`` (``trainer/ranked.py``) over
+:class:`RayRanks`, this module's transport; each call is given to every rank in the same order
+(the rows are put into the object store once) and rank 0's answer is the call's (metrics,
+gathered full weights for the engine's weight sync).
 
 A rank that fails, a killed rank process and a lost node fail the call with a
 ``TrainingFailedError`` naming the rank, its node (id and address) and Ray's reason; closing
@@ -30,17 +31,20 @@ import dataclasses
 import datetime
 import os
 import shutil
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 import torch
 
+from rltune.config.algorithm import AlgorithmKnobs
+from rltune.config.hyperparams import HyperParameters
 from rltune.sdk.errors import ConfigError, TrainingFailedError
 from rltune.trainer.rank_worker import RankCommand
-from rltune.trainer.update import TrainingRow
+from rltune.trainer.ranked import RankedUpdater
+
+T = TypeVar("T")
 
 WHERE = "training.hyper_parameters.nnodes_training"
 #: How long the placement group may wait for the cluster's resources before the job fails.
@@ -155,8 +159,14 @@ def rank_resources(cuda: bool, threads: int, cpus_per_rank: Optional[float] = No
     return ({"GPU": 1.0, "CPU": cpus} if cuda else {"CPU": cpus}), rank_threads
 
 
-class RayRankGroup:
-    """The driver's handle on the ranks' actors and their placement group."""
+class RayRanks:
+    """The ``RankTransport`` of a Ray cluster (``trainer/ranked.py``): the driver's handle on
+    the ranks' actors (every rank, 0 included) and their placement group. A command's argument
+    is put into the object store once and given to every actor; rank 0's answer is the call's.
+    """
+
+    #: the policy lives on the ranks' actors, none in this process (PPO's critic needs one)
+    model = None
 
     def __init__(self, ray: Any, world_size: int, log_dir: Optional[Path] = None):
         self.ray, self.world_size, self.log_dir = ray, world_size, log_dir
@@ -253,7 +263,48 @@ class RayRankGroup:
     def log_path(self, rank: int) -> Optional[Path]:
         return self.log_dir / f"rank-{rank}.log" if self.log_dir is not None else None
 
-    def close(self, grace: float = 10.0) -> None:
+    def call(self, command: RankCommand, argument: Any) -> Any:
+        ref = self.ray.put(argument)
+        refs = [a.call.remote(command.value, ref) for a in self.actors]
+        return self.wait(refs, command.value)[0]
+
+    async def watch(self, work: Awaitable[T]) -> T:
+        """A failed or lost rank already fails the call itself (``wait``)."""
+        return await work
+
+    def check_shared(self, folder: str | Path) -> None:
+        """Refuse sharded checkpoints in a folder some rank's node does not share: every rank
+        must see a file the job process writes there."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".rltune-shared-probe-{os.getpid()}"
+        probe.write_text("probe")
+        try:
+            seen = self.wait([a.sees.remote(str(probe)) for a in self.actors],
+                                   "start")
+        finally:
+            probe.unlink(missing_ok=True)
+        blind = [p for p, ok in zip(self.places, seen, strict=True) if not ok]
+        if blind:
+            raise ConfigError(
+                f"checkpoint_format: sharded needs the checkpoint folder {folder} on a "
+                "filesystem every trainer rank shares; "
+                + ", ".join(f"rank {p.rank} on {p.describe()}" for p in blind)
+                + " cannot see it",
+                where="training.hyper_parameters.checkpoint_format",
+                hint="put the job folder on a shared filesystem (NFS, a mounted bucket), or "
+                     "use checkpoint_format: full (rank 0 writes the whole checkpoint)")
+
+    async def close(self) -> None:
+        """``shutdown``, then leave the cluster."""
+        from rltune._ray import disconnect
+
+        try:
+            await asyncio.to_thread(self.shutdown)
+        finally:
+            disconnect()
+
+    def shutdown(self, grace: float = 10.0) -> None:
         """Stop every rank (then kill its actor) and remove the placement group."""
         if self._closed:
             return
@@ -295,118 +346,13 @@ def _reason(exc: BaseException) -> str:
     return " | ".join(lines[:3])[:600]
 
 
-class RayRankedUpdater:
-    """``PolicyUpdater``'s interface over the ranks' actors (see the module doc)."""
-
-    #: the policy lives on the ranks' actors, none in this process (PPO's critic needs one)
-    model = None
-
-    def __init__(self, group: RayRankGroup, pad_token_id: int = 0):
-        self.group = group
-        self.pad_token_id = pad_token_id
-        self.step = 0
-        self._lock = threading.Lock()  # one call at a time: every rank runs them in order
-
-    @property
-    def world_size(self) -> int:
-        return self.group.world_size
-
-    @property
-    def places(self) -> list[RankPlace]:
-        return self.group.places
-
-    def _everywhere(self, command: RankCommand, argument: Any = None) -> Any:
-        ray = self.group.ray
-        with self._lock:
-            ref = ray.put(argument)
-            refs = [a.call.remote(command.value, ref) for a in self.group.actors]
-            return self.group.wait(refs, command.value)[0]
-
-    def update(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
-        metrics: dict[str, float] = self._everywhere(RankCommand.UPDATE, list(rows))
-        self.step += 1
-        return metrics
-
-    async def aupdate(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
-        return await asyncio.to_thread(self.update, rows)
-
-    def compute_logprobs(self, rows: Sequence[TrainingRow]) -> list[list[float]]:
-        logprobs: list[list[float]] = self._everywhere(RankCommand.LOGPROBS, list(rows))
-        return logprobs
-
-    def full_weights(self) -> dict[str, torch.Tensor]:
-        """The whole policy's weights (CPU tensors), gathered on rank 0."""
-        weights: dict[str, torch.Tensor] = self._everywhere(RankCommand.WEIGHTS)
-        return weights
-
-    async def afull_weights(self) -> dict[str, torch.Tensor]:
-        return await asyncio.to_thread(self.full_weights)
-
-    def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
-        self._everywhere(RankCommand.LOAD_WEIGHTS, weights)
-
-    def state_dict(self) -> dict[str, Any]:
-        state = self._everywhere(RankCommand.STATE)
-        return {**state, "step": self.step}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._everywhere(RankCommand.LOAD_STATE, state)
-        self.step = int(state["step"])
-
-    def save_sharded(self, path: str | Path) -> None:
-        """Every rank writes its shards to ``path`` (a folder all nodes reach)."""
-        self._everywhere(RankCommand.SAVE_SHARDED, str(path))
-
-    def load_sharded(self, path: str | Path) -> None:
-        self._everywhere(RankCommand.LOAD_SHARDED, str(path))
-
-    def schedule_state(self) -> dict[str, Any]:
-        """The LR schedule and the step (rank 0's; every rank steps alike)."""
-        return {**self._everywhere(RankCommand.SCHEDULE), "step": self.step}
-
-    def load_schedule_state(self, state: dict[str, Any]) -> None:
-        self._everywhere(RankCommand.LOAD_SCHEDULE, state)
-        self.step = int(state["step"])
-
-    def check_shared(self, folder: str | Path) -> None:
-        """Refuse sharded checkpoints in a folder some rank's node does not share: every rank
-        must see a file the job process writes there."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".rltune-shared-probe-{os.getpid()}"
-        probe.write_text("probe")
-        try:
-            seen = self.group.wait([a.sees.remote(str(probe)) for a in self.group.actors],
-                                   "start")
-        finally:
-            probe.unlink(missing_ok=True)
-        blind = [p for p, ok in zip(self.group.places, seen, strict=True) if not ok]
-        if blind:
-            raise ConfigError(
-                f"checkpoint_format: sharded needs the checkpoint folder {folder} on a "
-                "filesystem every trainer rank shares; "
-                + ", ".join(f"rank {p.rank} on {p.describe()}" for p in blind)
-                + " cannot see it",
-                where="training.hyper_parameters.checkpoint_format",
-                hint="put the job folder on a shared filesystem (NFS, a mounted bucket), or "
-                     "use checkpoint_format: full (rank 0 writes the whole checkpoint)")
-
-    async def close(self) -> None:
-        from rltune._ray import disconnect
-
-        try:
-            await asyncio.to_thread(self.group.close)
-        finally:
-            disconnect()
-
-
-
-def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], world_size: int,
-                             model_path: Path, device: torch.device, total_steps: int,
-                             pad_token_id: int, placement: str = "spread",
-                             threads: Optional[int] = None, ship_rltune: bool = True,
+def start_ray_ranked_updater(hp: HyperParameters, knobs: AlgorithmKnobs, *,
+                             address: Optional[str], world_size: int, model_path: Path,
+                             device: torch.device, total_steps: int, pad_token_id: int,
+                             placement: str = "spread", threads: Optional[int] = None,
+                             ship_rltune: bool = True,
                              place_timeout: float = PLACEMENT_TIMEOUT_S,
-                             log_dir: Optional[Path] = None) -> RayRankedUpdater:
+                             log_dir: Optional[Path] = None) -> RankedUpdater[RayRanks]:
     """Place ``world_size`` ranks on the cluster at ``address`` (else ``RAY_ADDRESS``), start
     them and return the driver's updater once every rank has loaded and sharded the policy.
     ``log_dir``: where each rank writes ``rank-<r>.log`` when its node sees that folder (a
@@ -420,7 +366,7 @@ def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], wor
     bundle, threads = rank_resources(
         cuda, threads or torch.get_num_threads(), cpus,
         None if cpus is not None or cuda else smallest_node_cpus(ray.nodes()))
-    group = RayRankGroup(ray, world_size, Path(log_dir) if log_dir is not None else None)
+    group = RayRanks(ray, world_size, Path(log_dir) if log_dir is not None else None)
     try:
         env: dict[str, Any] = {"env_vars": {
             **dict.fromkeys(_THREAD_VARS, str(threads)),
@@ -445,7 +391,7 @@ def start_ray_ranked_updater(hp: Any, knobs: Any, *, address: Optional[str], wor
                                    str(group.log_path(r)) if log_dir is not None else None)
                     for r, a in enumerate(group.actors)], "start")
     except BaseException:
-        group.close()
+        group.shutdown()
         disconnect()
         raise
-    return RayRankedUpdater(group, pad_token_id)
+    return RankedUpdater(group, pad_token_id)

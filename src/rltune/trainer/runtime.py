@@ -244,8 +244,8 @@ class TrainingRuntime:
         self.updater = updater
         self._closers.append(updater.close)
         if self.hp.checkpoint_format == "sharded":  # every rank writes into the same folder
-            await asyncio.to_thread(updater.check_shared, self.ckpt_root)
-        where = ", ".join(f"rank {p.rank} on {p.describe()}" for p in updater.places)
+            await asyncio.to_thread(updater.transport.check_shared, self.ckpt_root)
+        where = ", ".join(f"rank {p.rank} on {p.describe()}" for p in updater.transport.places)
         self.log(f"data parallel on Ray: {self.ranks} trainer ranks ({placement} placement, "
                  f"FSDP2, {'NCCL' if self.device.type == 'cuda' else 'gloo'}): {where}")
 

@@ -17,7 +17,7 @@ from rltune.trainer.checkpoint import (
 )
 from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
 from rltune.trainer.testing import tiny_qwen2
-from rltune.trainer.update import PolicyUpdater, TrainingRow
+from rltune.trainer.update import PolicyUpdater, TrainingRow, mini_batches
 
 torch.set_num_threads(1)
 
@@ -84,6 +84,18 @@ def test_micro_batching_and_mini_batches():
     m = _updater(tiny_qwen2(), ppo_mini_batch_size=2).update(rows)
     assert m["actor/num_mini_batches"] == 2.0
     assert m["actor/ppo_kl"] != 0.0  # the second mini-batch sees a moved policy
+
+
+def test_a_rollouts_rows_share_its_mini_batch_wherever_they_sit():
+    # A rollout split by context breaks has rows apart from each other (PPO's critic and the
+    # policy update split alike): each rollout counts once, in the order it first appears.
+    ids = ["a", "b", "a", "c", "d", "c", "e"]
+    rows = [TrainingRow(GOOD, MASK, 0.0, rid) for rid in ids]
+    assert mini_batches(rows, 2) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert mini_batches(rows, 1) == [[0, 2], [1], [3, 5], [4], [6]]
+    assert mini_batches([], 2) == []
+    with pytest.raises(ValueError, match="rollouts_per_mini_batch must be >= 1"):
+        mini_batches(rows, 0)
 
 
 def test_multi_row_rollout_and_per_token_advantage_and_mismatch():

@@ -40,7 +40,7 @@ from rltune.trainer.rows import (
     training_rows,
     with_advantage,
 )
-from rltune.trainer.update import TrainingRow
+from rltune.trainer.update import TrainingRow, mini_batches
 
 
 class CriticSignal:
@@ -92,12 +92,8 @@ class CriticSignal:
         advantages, returns = episode_gae(
             values, masks, [rewards[row.rollout_id] for row in rows],
             [row.rollout_id for row in rows], gamma=self.knobs.gamma, lam=self.knobs.lam)
-        index_of = {rid: i for i, rid in enumerate(dict.fromkeys(r.rollout_id for r in rows))}
-        per_mb = self.hp.mini_batch_rollouts
-        groups: dict[int, list[int]] = {}
-        for i, row in enumerate(rows):
-            groups.setdefault(index_of[row.rollout_id] // per_mb, []).append(i)
-        metrics = self.critic.update(ids, masks, returns, values, list(groups.values()))
+        metrics = self.critic.update(ids, masks, returns, values,
+                                     mini_batches(rows, self.hp.mini_batch_rollouts))
         warmup = self.knobs.critic_warmup_steps
         metrics["critic/warmup"] = float(self.critic.steps <= warmup)
         if self.critic.steps <= warmup:

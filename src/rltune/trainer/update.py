@@ -83,6 +83,30 @@ class TrainingRow:
                                  f"entries for {n} tokens")
 
 
+def mini_batches(rows: Sequence[TrainingRow], rollouts_per_mini_batch: int) -> list[list[int]]:
+    """The positions in ``rows`` of each mini-batch of a step: the rows' rollouts in the order
+    they first appear, ``rollouts_per_mini_batch`` rollouts to a mini-batch (the hyper-parameter
+    ``mini_batch_rollouts``), every row of a rollout in its rollout's mini-batch. The policy's
+    update and PPO's critic split a step alike.
+
+    >>> rows = [TrainingRow([1, 2], [0, 1], 0.0, rid) for rid in ("a", "a", "b", "c", "b")]
+    >>> mini_batches(rows, 2)
+    [[0, 1, 2, 4], [3]]
+    >>> mini_batches(rows, 8)
+    [[0, 1, 2, 3, 4]]
+    """
+    if rollouts_per_mini_batch < 1:
+        raise ValueError(f"rollouts_per_mini_batch must be >= 1, not {rollouts_per_mini_batch}")
+    index_of: dict[str, int] = {}
+    groups: list[list[int]] = []
+    for i, row in enumerate(rows):
+        rollout = index_of.setdefault(row.rollout_id, len(index_of))
+        if rollout // rollouts_per_mini_batch == len(groups):
+            groups.append([])
+        groups[rollout // rollouts_per_mini_batch].append(i)
+    return groups
+
+
 @dataclass
 class _Batch:
     ids: torch.Tensor
@@ -230,17 +254,13 @@ class PolicyUpdater:
                 r.old_logprobs = lp
         ref = self.reference_logprobs(rows) if self.use_kl else None
 
-        rollout_ids = list(dict.fromkeys(r.rollout_id for r in rows))
-        index_of = {rid: i for i, rid in enumerate(rollout_ids)}
-        per_mb = self.hp.mini_batch_rollouts
-        groups = [rollout_ids[i : i + per_mb] for i in range(0, len(rollout_ids), per_mb)]
+        index_of = {rid: i for i, rid in enumerate(dict.fromkeys(r.rollout_id for r in rows))}
+        groups = mini_batches(rows, self.hp.mini_batch_rollouts)
 
         metrics: dict[str, list[float]] = {}
         self.model.train()
         for _ in range(self.knobs.ppo_epochs):
-            for group in groups:
-                members = set(group)
-                idx = [i for i, r in enumerate(rows) if r.rollout_id in members]
+            for idx in groups:
                 mb = self._mini_batch(rows, idx, ref, index_of, active)
                 for key, value in mb.items():
                     metrics.setdefault(key, []).append(value)

@@ -39,12 +39,23 @@ def test_warmup_and_steps():
 
 
 def test_each_knob_is_declared_once_and_its_override_is_derived():
-    from rltune.config.algorithm import KNOB_NAMES, KNOBS, PRESETS, AlgorithmKnobs
+    from typing import Optional
+
+    from rltune.config.algorithm import (
+        KNOB_NAMES,
+        KNOBS,
+        PRESETS,
+        AlgorithmKnobs,
+        KnobOverrides,
+    )
 
     fields = HyperParameters.model_fields
     resolved = AlgorithmKnobs.model_fields
     # the static AlgorithmKnobs has exactly one field per knob, of its type and description
     assert set(resolved) == {"algorithm", "kl_loss_coef", *KNOBS}
+    # ... and the static KnobOverrides (HyperParameters' base) one per overridable knob
+    assert list(KnobOverrides.model_fields) == list(KNOB_NAMES)
+    assert issubclass(HyperParameters, KnobOverrides)
     for name, knob in KNOBS.items():
         assert resolved[name].description == knob.text
         assert resolved[name].annotation == knob.resolved_type, name
@@ -54,6 +65,7 @@ def test_each_knob_is_declared_once_and_its_override_is_derived():
             continue
         field = fields[name]
         assert field.default is None and field.description == knob.text
+        assert field.annotation == Optional[knob.type], name
         bounds = {k: getattr(m, k) for m in field.metadata for k in ("ge", "gt", "le", "lt")
                   if getattr(m, k, None) is not None}
         assert bounds == {k: v for k in ("ge", "gt", "le", "lt")

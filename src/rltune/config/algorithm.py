@@ -1,10 +1,10 @@
 """Algorithm presets: each is a set of knob values over one PPO-clip core (docs/config.md).
 
-Each knob is declared once in ``KNOBS`` (type, range, description, paper, default); the
-hyper-parameter of the same name (its override: a knob set explicitly wins over the preset) is
-built from that declaration, and the resolved ``AlgorithmKnobs`` is a static class (so a type
-checker sees its fields) whose fields take their descriptions from it, kept equal to it by a
-test. This module is pure (no
+Each knob is declared once in ``KNOBS`` (type, range, description, paper, default). The
+hyper-parameter of the same name (its override, ``KnobOverrides``: a knob set explicitly wins
+over the preset) and the resolved ``AlgorithmKnobs`` are static classes (so a type checker sees
+their fields) whose fields take range and description from that declaration, kept equal to it
+by a test. This module is pure (no
 torch) so the server and CLI can show the resolved values.
 
 Example:
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rltune.config._base import StrictModel
 from rltune.names import (
     ADVANTAGE_ESTIMATORS,
     ALGORITHMS,
@@ -190,6 +191,39 @@ class AlgorithmKnobs(BaseModel):
     critic_lr: Optional[float] = _knob("critic_lr")
     vf_clip: Optional[float] = _knob("vf_clip")
     critic_warmup_steps: int = _knob("critic_warmup_steps")
+
+
+def _override(name: str) -> Any:
+    """An override's field: optional (None = the preset's value), in the knob's range,
+    described by its ``KNOBS`` entry."""
+    return KNOBS[name].override()[1]
+
+
+class KnobOverrides(StrictModel):
+    """The algorithm knobs as hyper-parameters (``HyperParameters``' base): one optional field
+    per overridable ``KNOBS`` entry, of the knob's type, so that a type checker and an editor
+    see them; range and description come from ``KNOBS`` (tests/config/test_algorithm.py keeps
+    the two equal). None: the preset's value."""
+
+    importance_sampling_level: Optional[ImportanceLevel] = _override("importance_sampling_level")
+    clip_ratio_low: Optional[float] = _override("clip_ratio_low")
+    clip_ratio_high: Optional[float] = _override("clip_ratio_high")
+    clip_ratio_c: Optional[float] = _override("clip_ratio_c")
+    loss_agg_mode: Optional[LossAggMode] = _override("loss_agg_mode")
+    use_kl_loss: Optional[bool] = _override("use_kl_loss")
+    kl_estimator: Optional[KLEstimator] = _override("kl_estimator")
+    norm_adv_by_std: Optional[bool] = _override("norm_adv_by_std")
+    dynamic_sampling: Optional[bool] = _override("dynamic_sampling")
+    max_sampling_rounds: Optional[int] = _override("max_sampling_rounds")
+    overlong_buffer_len: Optional[int] = _override("overlong_buffer_len")
+    overlong_penalty_factor: Optional[float] = _override("overlong_penalty_factor")
+    entropy_coeff: Optional[float] = _override("entropy_coeff")
+    ppo_epochs: Optional[int] = _override("ppo_epochs")
+    gamma: Optional[float] = _override("gamma")
+    lam: Optional[float] = _override("lam")
+    critic_lr: Optional[float] = _override("critic_lr")
+    vf_clip: Optional[float] = _override("vf_clip")
+    critic_warmup_steps: Optional[int] = _override("critic_warmup_steps")
 
 
 #: What each preset changes; every other knob keeps its ``default`` (GRPO's values).

@@ -18,11 +18,10 @@ import math
 import re
 from typing import Any, Literal, Optional, Union
 
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
-from rltune.config.algorithm import KNOBS, AlgorithmName, misplaced_knob
+from rltune.config.algorithm import KNOBS, AlgorithmName, KnobOverrides, misplaced_knob
 from rltune.config.synonyms import translate
 from rltune.names import REPLICA_BACKENDS, literal
 
@@ -38,15 +37,7 @@ SFT_REFUSED = ("n_rollouts", "ppo_mini_batch_size", "kl_loss_coef", "temperature
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
-#: The algorithm knobs as hyper-parameters: one optional field per ``KNOBS`` entry that a user
-#: may set, with the knob's range and description (None = the preset's value).
-_KnobOverrides = create_model(
-    "_KnobOverrides", __base__=StrictModel, __module__=__name__,
-    **{name: knob.override() for name, knob in KNOBS.items() if knob.overridable},
-)
-
-
-class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
+class HyperParameters(KnobOverrides):
     """All training knobs. Unset optional knobs take the algorithm preset's value."""
 
     # --- the 15 cloud hyper-parameters (defaults sized for a small CPU run) ---
@@ -120,7 +111,7 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
     tensor_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
 
     # --- algorithm knobs: declared in rltune.config.algorithm.KNOBS; each is a field of
-    # _KnobOverrides (None = the preset's value). OPD's reward weight is not a preset knob. ---
+    # KnobOverrides (None = the preset's value). OPD's reward weight is not a preset knob. ---
     opd_reward_weight: Optional[float] = Field(
         None, ge=0, le=1000,
         description="OPD with reward functions: each token's advantage is the teacher term plus "

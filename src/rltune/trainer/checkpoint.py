@@ -31,7 +31,7 @@ import json
 import random
 import shutil
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
@@ -39,6 +39,9 @@ from rltune.jobdir import CRITIC_STATE, complete_checkpoints, read_trainer_state
 from rltune.sdk.errors import ValidationError
 from rltune.trainer.lora import is_lora, load_adapter, save_lora
 from rltune.trainer.sharded import SHARDED_DIR, is_sharded, sharded_weights
+
+if TYPE_CHECKING:
+    from rltune.trainer.protocols import Stateful, Updater
 
 #: Complete checkpoints under a checkpoints folder, oldest step first (``rltune.jobdir``).
 list_checkpoints = complete_checkpoints
@@ -83,12 +86,12 @@ def save_checkpoint(
     step: int,
     model: Any,
     tokenizer: Any = None,
-    updater: Any = None,
+    updater: Optional[Updater] = None,
     trainer_state: Optional[dict[str, Any]] = None,
     save_total_limit: Optional[int] = None,
     weights: Optional[dict[str, torch.Tensor]] = None,
     sharded: bool = False,
-    critic: Any = None,
+    critic: Optional[Stateful] = None,
 ) -> Path:
     """Write ``<root>/checkpoint-<step>`` and drop the oldest beyond ``save_total_limit``.
 
@@ -99,13 +102,15 @@ def save_checkpoint(
     state instead (``trainer/sharded.py``); ``model`` then only gives its config.
     ``critic``: anything with ``state_dict()`` (PPO's critic), saved as ``critic.pt``.
     """
+    if sharded and updater is None:
+        raise ValueError("a sharded checkpoint is written by the updater's ranks: pass updater=")
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"checkpoint-{step}"
     tmp = root / f".tmp-checkpoint-{step}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    if sharded:
+    if sharded and updater is not None:
         updater.save_sharded(tmp / SHARDED_DIR)
         model.config.save_pretrained(tmp)
         if getattr(model, "generation_config", None) is not None:
@@ -116,7 +121,7 @@ def save_checkpoint(
         model.save_pretrained(tmp, **({} if weights is None else {"state_dict": weights}))
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
-    if sharded:
+    if sharded and updater is not None:
         torch.save({**updater.schedule_state(), "sharded": True}, tmp / "training_state.pt")
     elif updater is not None:
         torch.save(updater.state_dict(), tmp / "training_state.pt")
@@ -133,8 +138,9 @@ def save_checkpoint(
     return final
 
 
-def restore_training_state(path: str | Path, updater: Any = None, *, rng: bool = True,
-                           critic: Any = None) -> dict[str, Any]:
+def restore_training_state(path: str | Path, updater: Optional[Updater] = None, *,
+                           rng: bool = True, critic: Optional[Stateful] = None
+                           ) -> dict[str, Any]:
     """Load optimizer/scheduler into ``updater`` and the RNG states; return trainer_state.
     ``critic`` (PPO's) loads its ``critic.pt``.
 

@@ -35,6 +35,8 @@ from typing import Any
 
 import torch
 
+from rltune.config.algorithm import AlgorithmKnobs
+from rltune.config.hyperparams import HyperParameters
 from rltune.trainer.gae import explained_variance
 from rltune.trainer.logprobs import _split_head, pad_rows
 from rltune.trainer.losses import value_loss_BT
@@ -76,7 +78,8 @@ class ValueModel(torch.nn.Module):
 class Critic:
     """The value model, its optimizer, and the number of updates done (for warm-up)."""
 
-    def __init__(self, model: ValueModel, hp: Any, knobs: Any, *, pad_token_id: int = 0):
+    def __init__(self, model: ValueModel, hp: HyperParameters, knobs: AlgorithmKnobs, *,
+                 pad_token_id: int = 0):
         self.model, self.hp, self.knobs = model, hp, knobs
         self.pad_token_id = pad_token_id
         self.lr = knobs.critic_lr if knobs.critic_lr is not None else hp.learning_rate

@@ -20,10 +20,10 @@ import resource
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import torch
 
+from rltune.config.hyperparams import HyperParameters
 from rltune.sdk.errors import ConfigError
 
 _WHERE = "training.hyper_parameters.device"
@@ -65,24 +65,24 @@ def bf16_supported(device: torch.device) -> bool:
         return False
 
 
-def weight_dtype(hp: Any) -> torch.dtype:
+def weight_dtype(hp: HyperParameters) -> torch.dtype:
     """dtype of the trained policy's weights (and of its optimizer state)."""
     return torch.bfloat16 if hp.bf16 and not hp.fp32_master_weights else torch.float32
 
 
-def check_precision(hp: Any, device: torch.device) -> None:
+def check_precision(hp: HyperParameters, device: torch.device) -> None:
     """Refuse ``bf16`` on a device that cannot run it, before any weights load."""
     if hp.bf16 and not bf16_supported(device):
         raise ConfigError(f"bf16 was asked for but {device} cannot run bf16 matmuls",
                           where="training.hyper_parameters.bf16", hint="set bf16: false")
 
 
-def frozen_dtype(hp: Any) -> torch.dtype:
+def frozen_dtype(hp: HyperParameters) -> torch.dtype:
     """dtype of the frozen models (KL reference, OPD teacher): bf16 whenever ``bf16`` is on."""
     return torch.bfloat16 if hp.bf16 else torch.float32
 
 
-def home_device(hp: Any, device: torch.device) -> torch.device:
+def home_device(hp: HyperParameters, device: torch.device) -> torch.device:
     """Where a frozen model waits between its forward passes (``reference_offload``: CPU)."""
     return torch.device("cpu") if hp.reference_offload else device
 

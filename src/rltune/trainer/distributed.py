@@ -36,6 +36,8 @@ from typing import Any, Optional
 import torch
 import torch.distributed as dist
 
+from rltune.config.algorithm import AlgorithmKnobs
+from rltune.config.hyperparams import HyperParameters
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.update import PolicyUpdater, TrainingRow
 
@@ -115,15 +117,15 @@ class _Pad(list[Any]):
 class DataParallelUpdater(PolicyUpdater):
     """``PolicyUpdater`` on an FSDP2-sharded model: each rank runs its share of the rows."""
 
-    def __init__(self, model: torch.nn.Module, hp: Any, knobs: Any, *, total_steps: int,
-                 dp: DataParallel, pad_token_id: int = 0):
+    def __init__(self, model: torch.nn.Module, hp: HyperParameters, knobs: AlgorithmKnobs, *,
+                 total_steps: int, dp: DataParallel, pad_token_id: int = 0):
         if knobs.use_kl_loss and knobs.kl_loss_coef > 0:
             raise ConfigError(
                 "data-parallel training does not support the KL term yet",
                 where="training.hyper_parameters.kl_loss_coef",
                 hint="set kl_loss_coef: 0 (or use_kl_loss: false) to train on several ranks",
             )
-        if getattr(hp, "lora_rank", 0):
+        if hp.lora_rank:
             raise ConfigError("data-parallel training does not support LoRA yet",
                               where="training.hyper_parameters.lora_rank",
                               hint="set lora_rank: 0 to train on several ranks")

@@ -25,6 +25,8 @@ from typing import Any, Optional
 
 import torch
 
+from rltune.config.algorithm import AlgorithmKnobs
+from rltune.config.hyperparams import HyperParameters
 from rltune.trainer.device import frozen_dtype, home_device, weight_dtype
 from rltune.trainer.lora import wrap_with_lora
 
@@ -50,7 +52,7 @@ def checkpointing_on(model: Any) -> bool:
     return False
 
 
-def prepare_policy(model: Any, hp: Any, device: torch.device) -> Any:
+def prepare_policy(model: Any, hp: HyperParameters, device: torch.device) -> Any:
     """Cast, place and (optionally) checkpoint a freshly loaded policy; wrap it with LoRA."""
     model = model.to(device=device, dtype=weight_dtype(hp))
     if hp.gradient_checkpointing:
@@ -61,7 +63,8 @@ def prepare_policy(model: Any, hp: Any, device: torch.device) -> Any:
 
 
 def load_policy(
-    path: Path, hp: Any, knobs: Any, device: torch.device, log: Callable[..., None]
+    path: Path, hp: HyperParameters, knobs: AlgorithmKnobs, device: torch.device,
+    log: Callable[..., None],
 ) -> tuple[Any, Optional[Any]]:
     """(policy, frozen reference or None) for the model at ``path``."""
     from transformers import AutoModelForCausalLM

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Optional, Protocol
 
 from rltune.config.algorithm import AlgorithmKnobs
@@ -66,9 +67,9 @@ class Updater(Protocol):
 
     def load_schedule_state(self, state: dict[str, Any]) -> None: ...
 
-    def save_sharded(self, path: Any) -> None: ...
+    def save_sharded(self, path: str | Path) -> None: ...
 
-    def load_sharded(self, path: Any) -> None: ...
+    def load_sharded(self, path: str | Path) -> None: ...
 
     async def close(self) -> None: ...
 

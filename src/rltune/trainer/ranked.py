@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import Any, Generic, Optional, Protocol, TypeVar
 
 import torch
@@ -116,12 +117,12 @@ class RankedUpdater(Generic[TransportT]):
         self._everywhere(RankCommand.LOAD_STATE, state)
         self.step = int(state["step"])
 
-    def save_sharded(self, path: Any) -> None:
+    def save_sharded(self, path: str | Path) -> None:
         """Every rank writes its DCP shards to ``path`` (``trainer/sharded.py``), a folder
         every rank reaches."""
         self._everywhere(RankCommand.SAVE_SHARDED, str(path))
 
-    def load_sharded(self, path: Any) -> None:
+    def load_sharded(self, path: str | Path) -> None:
         self._everywhere(RankCommand.LOAD_SHARDED, str(path))
 
     def schedule_state(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ import asyncio
 import math
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import torch
 
@@ -42,6 +42,10 @@ from rltune.models.chat_template import IM_END, IM_START, assistant_token_mask
 from rltune.sdk.errors import ConfigError, DatasetError
 from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
 from rltune.trainer.step import StepResult
+from rltune.trainer.update import PolicyUpdater
+
+if TYPE_CHECKING:
+    from rltune.trainer.runtime import TrainingRuntime
 
 
 def encode_messages(tokenizer: Any, messages: list[dict[str, Any]],
@@ -75,7 +79,7 @@ class SftSteps:
 
     signal = _NoSignal()
 
-    def __init__(self, rt: Any, *, train_rows: list[DataRow], sampler: EpochSampler):
+    def __init__(self, rt: TrainingRuntime, *, train_rows: list[DataRow], sampler: EpochSampler):
         self.rt, self.hp, self.sampler = rt, rt.hp, sampler
         self.train = self._encode(train_rows, "training")
 
@@ -130,6 +134,8 @@ class SftSteps:
     def _update(self, batch: list[tuple[list[int], list[int]]]) -> dict[str, float]:
         """One optimizer step on the token-mean NLL of the batch's assistant tokens."""
         updater, model = self.rt.updater, self.rt.model
+        # HyperParameters refuses ranks for sft: the optimizer is this process's own
+        assert isinstance(updater, PolicyUpdater), "algorithm sft trains in one process"
         tokens = float(max(1, sum(sum(m) for _, m in batch)))
         model.train()
         updater.optimizer.zero_grad(set_to_none=True)

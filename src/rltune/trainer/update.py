@@ -26,6 +26,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 import torch
@@ -410,13 +411,13 @@ class PolicyUpdater:
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
 
-    def save_sharded(self, path: Any) -> None:
+    def save_sharded(self, path: str | Path) -> None:
         """Write the weights and optimizer state as DCP shards (``trainer/sharded.py``)."""
         from rltune.trainer.sharded import save_sharded
 
         save_sharded(self.model, self.optimizer, path)
 
-    def load_sharded(self, path: Any) -> None:
+    def load_sharded(self, path: str | Path) -> None:
         """Load ``save_sharded``'s shards, written on any number of ranks."""
         from rltune.trainer.sharded import load_sharded
 

@@ -66,7 +66,7 @@ MIN_BIN := $(MIN_VENV)/bin
 MIN_STAMP := $(MIN_VENV)/.installed
 # (The LoRA job test is left out: its workspace's functions need the dev extra's openai.)
 MIN_TESTS := tests/engine tests/trainer/test_update.py tests/trainer/test_update_tiny_model.py \
-	tests/trainer/test_lora.py tests/trainer/test_opd.py::test_teacher_logprobs_equal_a_direct_computation \
+	tests/trainer/test_lora.py tests/trainer/signals/test_opd.py::test_teacher_logprobs_equal_a_direct_computation \
 	tests/models/test_warmstart.py::test_shared_prefix_loss_equals_plain_loss \
 	--deselect tests/trainer/test_lora.py::test_a_lora_job_trains_syncs_checkpoints_and_resumes
 MIN_FAST := tests/cli tests/config tests/client tests/gateway tests/doctor tests/rollout \

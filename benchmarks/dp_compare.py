@@ -3,7 +3,7 @@
 Trains the nano calculator agent (the ``calc`` template: multi-turn rollouts through the
 function workers and the policy gateway, GSPO, 8 questions x 8 rollouts, no KL term) for
 ``--steps`` steps with ``n_gpus_training: 1`` and then ``n_gpus_training: 2`` (two gloo ranks
-with FSDP2, ``trainer/ranks.py``), one run after the other, same data and seed, through
+with FSDP2, ``trainer/parallel/ranks.py``), one run after the other, same data and seed, through
 ``rltune train``. No validation and no checkpoints, so a step is rollouts + update + weight
 sync.
 

@@ -8,7 +8,7 @@ x 8 rollouts, no KL term, no validation or checkpoints):
 
 * ``1 node``: ``nnodes_training: 1``: the one-process trainer in the job process;
 * ``2 nodes``: ``nnodes_training: 2``, ``trainer_placement: strict_spread``: two gloo ranks,
-  Ray actors, one on each node (``trainer/ray_ranks.py``).
+  Ray actors, one on each node (``trainer/parallel/ray_ranks.py``).
 
 Reported per run (means over the steps that updated, step 1 left out): ``timing/s/update``,
 ``timing/s/step``, rollouts and weight sync; the ratios ``seconds with 2 nodes / seconds with 1

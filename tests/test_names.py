@@ -33,7 +33,7 @@ def test_the_torch_free_registries_match_the_lists():
 
 def test_the_signal_registry_matches_the_estimators():
     pytest.importorskip("torch")
-    from rltune.trainer.signals import SIGNALS
+    from rltune.trainer.signals.table import SIGNALS
 
     assert tuple(SIGNALS) == names.ADVANTAGE_ESTIMATORS
 

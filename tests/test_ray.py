@@ -48,7 +48,7 @@ def test_trainer_ranks_without_an_address_are_refused_before_anything_starts(mon
     import torch
 
     from rltune.config import HyperParameters, resolve_algorithm
-    from rltune.trainer.ray_ranks import WHERE, start_ray_ranked_updater
+    from rltune.trainer.parallel.ray_ranks import WHERE, start_ray_ranked_updater
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     if ray.is_initialized():

@@ -35,7 +35,7 @@ TRACKERS: tuple[str, ...] = ("tensorboard", "wandb", "mlflow", "swanlab", "track
 METRIC_VOCABULARIES: tuple[str, ...] = ("rltune", "trl", "verl")
 #: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls``).
 TOOL_PARSERS: tuple[str, ...] = ("hermes", "llama3_json", "mistral", "qwen3_coder")
-#: Advantage estimators: each has a learning-signal class (``rltune.trainer.signals``).
+#: Advantage estimators: each has a learning-signal class (``rltune.trainer.signals.table``).
 ADVANTAGE_ESTIMATORS: tuple[str, ...] = ("grpo", "opd", "gae")
 #: Algorithm presets (``rltune.config.algorithm.PRESETS``). ``ppo`` trains a critic (GAE);
 #: ``sft`` is supervised fine-tuning on ``messages`` rows (``rltune.trainer.sft``), no rollouts.

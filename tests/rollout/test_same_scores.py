@@ -75,7 +75,7 @@ async def _step_runner(tmp_path: Path, ws: Path, config_path: Path):
     pipeline."""
     from rltune.trainer.runtime import TrainingRuntime
     from rltune.trainer.scheduler import StepScheduler
-    from rltune.trainer.signals import build_signal
+    from rltune.trainer.signals.table import build_signal
     from rltune.trainer.step import StepRunner
 
     config = load_job_config(config_path)

@@ -99,7 +99,7 @@ def test_deployments_are_capped_with_the_numbers_in_the_error(server_home):
 def test_deployment_caps_count_live_ones(tmp_path, per_ws, total, ws, refused_by):
     """Item 10: only STARTING and RUNNING deployments count, per workspace and in all."""
     from rltune.sdk.errors import RltuneError
-    from rltune.server.routes_deployments import check_deployment_caps
+    from rltune.server.routes.deployments import check_deployment_caps
     from rltune.server.store import open_store
 
     store = open_store(f"sqlite:///{tmp_path / 'db.sqlite'}")

@@ -135,7 +135,7 @@ def test_stop_ends_a_running_job_at_a_step_with_a_checkpoint(server, tmp_path, t
 def test_hyperparameters_form_fields():
     """What the console's new-job form is made from (served as GET /v1/hyperparameters)."""
     from rltune.config.hyperparams import HyperParameters
-    from rltune.server.routes_jobops import hyperparameter_fields
+    from rltune.server.routes.jobops import hyperparameter_fields
 
     fields = hyperparameter_fields()
     assert [k["name"] for k in fields[:3]] == ["algorithm", "batch_size", "n_rollouts"]

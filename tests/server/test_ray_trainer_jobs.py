@@ -50,7 +50,7 @@ def test_a_server_job_trains_on_ray_ranks_and_publishes_its_sharded_checkpoint(
             out = client.export_model("multinode-tiny", tmp_path / "exported")
             from transformers import AutoModelForCausalLM
 
-            from rltune.trainer.sharded import sharded_weights
+            from rltune.trainer.parallel.sharded import sharded_weights
 
             loaded = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
             ckpts = [p for p in home.rglob("checkpoint-*") if (p / "sharded").is_dir()]

@@ -194,8 +194,8 @@ def consolidate(
     out: Path = typer.Option(..., "--out", help="a new folder"),
 ) -> None:
     """Write a sharded checkpoint's weights as a Hugging Face folder (from_pretrained-ready)."""
-    from rltune.trainer.sharded import consolidate as write
-    from rltune.trainer.sharded import is_sharded
+    from rltune.trainer.parallel.sharded import consolidate as write
+    from rltune.trainer.parallel.sharded import is_sharded
 
     if not is_sharded(checkpoint):
         typer.secho(f"error: {checkpoint} has no sharded/ weights (checkpoint_format: sharded)",

@@ -132,7 +132,7 @@ KNOBS: dict[str, Knob] = {
     "ppo_epochs": Knob(
         int, 1, "passes over each step's batch (TRL's mu)", "PPO, arXiv:1707.06347",
         ge=1, le=100),
-    # --- PPO's critic (``trainer/critic.py``, ``trainer/gae.py``): algorithm ppo only ---
+    # --- PPO's critic (``trainer/signals/critic.py``, ``trainer/signals/gae.py``): ppo only ---
     "gamma": Knob(
         float, 1.0, "GAE discount per policy token (tool and observation tokens do not count)",
         _GAE, ge=0, le=1, only=("ppo",)),

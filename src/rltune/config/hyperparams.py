@@ -96,7 +96,7 @@ class HyperParameters(KnobOverrides):
         Field(None, description="Ray placement of the trainer ranks (one bundle each) when "
               "nnodes_training is set on a Ray cluster: Ray's SPREAD (default), PACK, "
               "STRICT_SPREAD or STRICT_PACK")
-    #: rltune's own: what one Ray trainer rank reserves (``trainer/ray_ranks.py``).
+    #: rltune's own: what one Ray trainer rank reserves (``trainer/parallel/ray_ranks.py``).
     trainer_cpus_per_rank: Optional[float] = Field(
         None, gt=0, le=1024, description="CPUs each trainer rank reserves on its Ray node when "
         "nnodes_training is set (its torch threads: the whole CPUs of it, at least 1). Default: "
@@ -448,7 +448,7 @@ _TRAINING_LAYOUT = ("tensor_model_parallel_size",
 
 
 def _check_data_parallel(hp: HyperParameters) -> None:
-    """``n_gpus_training: N`` > 1 trains on N data-parallel ranks (``trainer/ranks.py``),
+    """``n_gpus_training: N`` > 1 trains on N data-parallel ranks (``trainer/parallel/ranks.py``),
     which do not support LoRA yet (nor the KL term: ``job_rules.check_data_parallel_kl``
     checks that on the job, whose training type picks the preset)."""
     n, key = hp.trainer_ranks, hp.trainer_ranks_key

@@ -55,7 +55,7 @@ def check_data_parallel_kl(hp: Any, knobs: Any) -> None:
 
 
 def ray_trainer_ranks(hp: Any, function_backend: Any) -> bool:
-    """Whether the job's trainer ranks are Ray actors (``trainer/ray_ranks.py``): it sets
+    """Whether the job's trainer ranks are Ray actors (``trainer/parallel/ray_ranks.py``): it sets
     ``nnodes_training`` and has a Ray cluster; refused, naming the key, for
     ``nnodes_training`` > 1 without one. Applied once the cluster is known (``rltune train
     --ray-address`` and the job server set ``function_backend`` after the YAML is read)."""

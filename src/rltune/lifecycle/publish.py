@@ -91,7 +91,7 @@ def link_model_files(checkpoint: Path, target: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=target.parent))
     try:
         if (checkpoint / "sharded" / ".metadata").is_file():  # checkpoint_format: sharded
-            from rltune.trainer.sharded import consolidate
+            from rltune.trainer.parallel.sharded import consolidate
 
             consolidate(checkpoint, tmp / "m")  # the ranks' shards as one HF folder
         else:

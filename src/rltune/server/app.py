@@ -117,19 +117,18 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                 else "local",
                 "jobs_running": running, "jobs_pending": pending, "time": time.time()}
 
-    from rltune.server import (
-        routes_audit,
-        routes_files,
-        routes_functions,
-        routes_jobdata,
-        routes_jobops,
-        routes_jobs,
-        routes_keys,
-        routes_lifecycle,
+    from rltune.server.routes import (
+        audit,
+        files,
+        functions,
+        jobdata,
+        jobops,
+        jobs,
+        keys,
+        lifecycle,
     )
 
-    for module in (routes_keys, routes_files, routes_functions, routes_jobs, routes_jobops,
-                   routes_jobdata, *routes_lifecycle.MODULES, routes_audit):
+    for module in (keys, files, functions, jobs, jobops, jobdata, *lifecycle.MODULES, audit):
         app.include_router(module.router)
     from rltune.console import mount as mount_console
 

@@ -58,7 +58,7 @@ async def fetch_url_datasets(ctx: ServerContext, workspace: str, job: JobConfig)
     import functools
 
     from rltune.config.download import fetch, local_name
-    from rltune.server.routes_files import store_file
+    from rltune.server.routes.files import store_file
 
     fixed = []
     for i, ds in enumerate(job.datasets):

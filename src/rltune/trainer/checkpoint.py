@@ -7,8 +7,9 @@ Layout of ``<root>/checkpoint-<step>/``::
     adapter/            LoRA jobs only: the peft adapter (the weights above are merged)
     training_state.pt   optimizer + scheduler + updater step
     sharded/            ``checkpoint_format: sharded`` only: each rank's DCP shards of the
-                        weights and optimizer state (``trainer/sharded.py``); the folder then
-                        has no weights file and training_state.pt holds scheduler + step only
+                        weights and optimizer state (``trainer/parallel/sharded.py``); the
+                        folder then has no weights file and training_state.pt holds scheduler +
+                        step only
     critic.pt           PPO jobs only: the critic's weights, optimizer and update count
     rng_state.pt        python / torch (and numpy if present) RNG states
     trainer_state.json  step, epoch, data-order state, metrics worth keeping
@@ -38,7 +39,7 @@ import torch
 from rltune.jobdir import CRITIC_STATE, complete_checkpoints, read_trainer_state, trainer_state_file
 from rltune.sdk.errors import ValidationError
 from rltune.trainer.lora import is_lora, load_adapter, save_lora
-from rltune.trainer.sharded import SHARDED_DIR, is_sharded, sharded_weights
+from rltune.trainer.parallel.sharded import SHARDED_DIR, is_sharded, sharded_weights
 
 if TYPE_CHECKING:
     from rltune.trainer.protocols import Stateful, Updater
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 list_checkpoints = complete_checkpoints
 __all__ = ["latest_checkpoint", "list_checkpoints", "read_trainer_state",
            "restore_training_state", "save_checkpoint"]
-#: The critic's state in a PPO job's checkpoint (``trainer/critic.py``).
+#: The critic's state in a PPO job's checkpoint (``trainer/signals/critic.py``).
 CRITIC_FILE = CRITIC_STATE
 
 
@@ -99,7 +100,7 @@ def save_checkpoint(
     ``trainer_state`` is any JSON-able dict (put the sampler's ``state_dict()`` in it).
     ``weights``: the full weights to write instead of ``model``'s own (a sharded policy).
     ``sharded``: every rank of ``updater`` writes its shards of the weights and optimizer
-    state instead (``trainer/sharded.py``); ``model`` then only gives its config.
+    state instead (``trainer/parallel/sharded.py``); ``model`` then only gives its config.
     ``critic``: anything with ``state_dict()`` (PPO's critic), saved as ``critic.pt``.
     """
     if sharded and updater is None:

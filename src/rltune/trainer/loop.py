@@ -10,9 +10,9 @@ every ``eval_steps``, write the step's outputs, report progress, checkpoint per
 folder's stop request, ``JobDir.request_stop``; the step's checkpoint is saved) → summary →
 job-end hook.
 
-What the step learns from is the job's signal (``trainer/signals.py``), chosen by the
+What the step learns from is the job's signal (``trainer/signals/table.py``), chosen by the
 advantage estimator: group advantages of rewards (GRPO, GSPO, DAPO), a critic's GAE
-advantages (PPO, ``trainer/ppo.py``) or the teacher's per-token advantages (on-policy
+advantages (PPO, ``trainer/signals/ppo.py``) or the teacher's per-token advantages (on-policy
 distillation, ``training.type: pg_opd``). An ``algorithm: sft`` job runs supervised steps on
 its rows' messages instead (``trainer/sft.py``), with the same validation, checkpoints and
 outputs.
@@ -50,7 +50,7 @@ from rltune.trainer.protocols import Stateful
 from rltune.trainer.runtime import TrainingRuntime, resolve_model_path
 from rltune.trainer.scheduler import StepScheduler
 from rltune.trainer.sft import SftSteps
-from rltune.trainer.signals import build_signal
+from rltune.trainer.signals.table import build_signal
 from rltune.trainer.sink import Sink, build_sink
 from rltune.trainer.step import StepResult, StepRunner
 

@@ -1,12 +1,12 @@
 """The seams of a training step (``trainer/scheduler.py``, ``trainer/step.py``), as protocols.
 
 * ``Signal`` turns a step's scored rollouts into training rows: ``GroupSignal`` (GRPO, GSPO,
-  DAPO) and ``TeacherSignal`` (on-policy distillation) in ``trainer/signals.py``,
-  ``CriticSignal`` (PPO) in ``trainer/ppo.py``.
+  DAPO) and ``TeacherSignal`` (on-policy distillation) in ``trainer/signals/table.py``,
+  ``CriticSignal`` (PPO) in ``trainer/signals/ppo.py``.
 * ``Updater`` runs the policy update on those rows and moves the policy's weights:
   ``PolicyUpdater`` (``trainer/update.py``) or, with several trainer ranks, ``RankedUpdater``
-  (``trainer/ranked.py``) over local rank processes (``trainer/ranks.py``) or Ray actors
-  (``trainer/ray_ranks.py``).
+  (``trainer/parallel/ranked.py``) over local rank processes (``trainer/parallel/ranks.py``)
+  or Ray actors (``trainer/parallel/ray_ranks.py``).
 * ``StepRuntime`` is what the step reads from the started ``TrainingRuntime``.
 
 ``mypy`` (strict, ``make test``) checks that each implementation fits its protocol.

@@ -1,9 +1,9 @@
 """What a signal returns: training rows (pure data) and notes on each rollout.
 
-A signal (``trainer/signals.py``, ``trainer/ppo.py``) reads the step's scored rollouts and
-writes nothing back onto them. It returns ``SignalRows``: the ``TrainingRow`` s to train on
-(token ids, mask, advantages, log-probs: no reference to a rollout), the signal's metrics, and
-per rollout ``RolloutNotes`` (the reward it trained with, its advantages per row and token).
+A signal (``trainer/signals/table.py``, ``trainer/signals/ppo.py``) reads the step's scored
+rollouts and writes nothing back onto them. It returns ``SignalRows``: the ``TrainingRow`` s to
+train on (token ids, mask, advantages, log-probs: no reference to a rollout), the signal's metrics,
+and per rollout ``RolloutNotes`` (the reward it trained with, its advantages per row and token).
 The step (``StepRunner.learn``) records the notes on the rollouts once, for the step's metrics
 and trajectories (``record_notes``).
 
@@ -32,7 +32,7 @@ import torch
 from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
 from rltune.rollout.results import RolloutResult
-from rltune.trainer.advantages import overlong_penalty_B
+from rltune.trainer.signals.advantages import overlong_penalty_B
 from rltune.trainer.update import TrainingRow
 
 

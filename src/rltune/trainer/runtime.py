@@ -14,8 +14,8 @@ reference (adapters disabled); the engine then gets the merged weights (``traine
 On-policy distillation (``training.type: pg_opd``) also loads the frozen teacher.
 
 With ``n_gpus_training: N`` > 1 this process is rank 0 of N data-parallel trainer ranks
-(``trainer/ranks.py``): its policy is sharded, ``updater`` sends each call to the other ranks,
-and the engine and checkpoints get the full weights gathered from every rank.
+(``trainer/parallel/ranks.py``): its policy is sharded, ``updater`` sends each call to the
+other ranks, and the engine and checkpoints get the full weights gathered from every rank.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from rltune.trainer.device import (
 )
 from rltune.trainer.policy import load_policy
 from rltune.trainer.protocols import Updater
-from rltune.trainer.teacher import Teacher
+from rltune.trainer.signals.teacher import Teacher
 from rltune.trainer.update import PolicyUpdater
 
 if TYPE_CHECKING:
@@ -211,12 +211,12 @@ class TrainingRuntime:
 
     async def _start_ranks(self) -> None:
         """Data parallel (``n_gpus_training`` > 1): this process is rank 0 of the update and
-        starts the other ranks (``trainer/ranks.py``); with ``nnodes_training`` on a Ray
-        cluster every rank is a Ray actor (``trainer/ray_ranks.py``)."""
+        starts the other ranks (``trainer/parallel/ranks.py``); with ``nnodes_training`` on a Ray
+        cluster every rank is a Ray actor (``trainer/parallel/ray_ranks.py``)."""
         if self.on_ray:
             await self._start_ray_ranks()
             return
-        from rltune.trainer.ranks import start_ranked_updater
+        from rltune.trainer.parallel.ranks import start_ranked_updater
 
         self.updater = await start_ranked_updater(
             self.model, self.hp, self.knobs, world_size=self.ranks, model_path=self.model_path,
@@ -230,7 +230,7 @@ class TrainingRuntime:
     async def _start_ray_ranks(self) -> None:
         import asyncio
 
-        from rltune.trainer.ray_ranks import start_ray_ranked_updater
+        from rltune.trainer.parallel.ray_ranks import start_ray_ranked_updater
 
         placement = self.hp.trainer_placement or "spread"
         backend = self.config.function_backend
@@ -364,7 +364,7 @@ class TrainingRuntime:
     def restore_policy(self, path: Path) -> None:
         """Load a checkpoint's weights into the policy (on every rank)."""
         from rltune.trainer.checkpoint import checkpoint_weights, restore_policy
-        from rltune.trainer.sharded import is_sharded
+        from rltune.trainer.parallel.sharded import is_sharded
 
         if is_sharded(path):  # the shards load with the optimizer (restore_training_state)
             return

@@ -7,7 +7,7 @@ sync → advance. This module has the halves it calls:
 * ``run_group``: ``n_rollouts`` rollouts of one prompt, scored together by the reward
   functions (when the signal uses them), through ``rltune.rollout.groups.run_group`` (the path
   evaluation and ``rltune test-functions`` share); the stream runs every group through it.
-* ``learn``: the job's ``Signal`` (``trainer/signals.py``, chosen by the advantage estimator)
+* ``learn``: the job's ``Signal`` (``trainer/signals/table.py``, chosen by the advantage estimator)
   turns the collected rollouts into rows with one advantage per token, and the ``Updater``
   runs the mini-batch updates on them.
 * ``sync``: the new weights go to the engine (``TrainingRuntime.sync_weights``).

@@ -33,7 +33,6 @@ import torch
 
 from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
-from rltune.trainer.advantages import rollout_weights_B
 from rltune.trainer.device import on_device
 from rltune.trainer.logprobs import chunk_positions, pad_rows, token_logprobs_BT
 from rltune.trainer.lora import adapters_disabled, is_lora
@@ -48,6 +47,7 @@ from rltune.trainer.losses import (
     ppo_clip_loss_BT,
 )
 from rltune.trainer.optim import build_optimizer, build_scheduler
+from rltune.trainer.signals.advantages import rollout_weights_B
 
 
 @dataclass
@@ -235,7 +235,7 @@ class PolicyUpdater:
 
     def _run_chunks(self, run: list[int]) -> list[list[int]]:
         """The forward/backward passes of a mini-batch (positions in it); a data-parallel
-        updater (``rltune.trainer.distributed``) runs only its rank's share."""
+        updater (``rltune.trainer.parallel.distributed``) runs only its rank's share."""
         return self._chunks(run)
 
     # ---- the update ----
@@ -412,14 +412,14 @@ class PolicyUpdater:
         self.step = int(state["step"])
 
     def save_sharded(self, path: str | Path) -> None:
-        """Write the weights and optimizer state as DCP shards (``trainer/sharded.py``)."""
-        from rltune.trainer.sharded import save_sharded
+        """Write the weights and optimizer state as DCP shards (``trainer/parallel/sharded.py``)."""
+        from rltune.trainer.parallel.sharded import save_sharded
 
         save_sharded(self.model, self.optimizer, path)
 
     def load_sharded(self, path: str | Path) -> None:
         """Load ``save_sharded``'s shards, written on any number of ranks."""
-        from rltune.trainer.sharded import load_sharded
+        from rltune.trainer.parallel.sharded import load_sharded
 
         load_sharded(self.model, self.optimizer, path)
 

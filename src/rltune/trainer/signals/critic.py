@@ -37,9 +37,9 @@ import torch
 
 from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
-from rltune.trainer.gae import explained_variance
 from rltune.trainer.logprobs import _split_head, pad_rows
 from rltune.trainer.losses import value_loss_BT
+from rltune.trainer.signals.gae import explained_variance
 
 
 class ValueModel(torch.nn.Module):

@@ -13,7 +13,7 @@ optimizer step run on the sharded (DTensor) parameters.
 
 Not yet supported (refused when asked): the KL reference model (``use_kl_loss`` with
 ``kl_loss_coef`` > 0) and LoRA (``lora_rank`` > 0). ``rltune train`` with ``n_gpus_training``
-> 1 launches the ranks itself (``trainer/ranks.py``); ``torchrun`` works too.
+> 1 launches the ranks itself (``trainer/parallel/ranks.py``); ``torchrun`` works too.
 
 Checkpoints hold full (unsharded) tensors in the one-process format (``state_dict``), so a job
 saved on N ranks resumes on any number of ranks, one included.
@@ -65,7 +65,7 @@ def init_data_parallel(device: Optional[str] = None, *, store: Any = None,
                        cuda_index: Optional[int] = None) -> DataParallel:
     """Join the process group: NCCL on CUDA, gloo on the CPU. Without ``store`` the group is
     the one ``torchrun`` describes (environment); with a ``torch.distributed.Store`` it is
-    ``rank`` of ``world_size`` (``trainer/ranks.py``). ``cuda_index``: this rank's GPU."""
+    ``rank`` of ``world_size`` (``trainer/parallel/ranks.py``). ``cuda_index``: this rank's GPU."""
     from torch.distributed.device_mesh import init_device_mesh
 
     kind = device or ("cuda" if torch.cuda.is_available() else "cpu")

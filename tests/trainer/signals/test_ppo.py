@@ -11,15 +11,15 @@ import torch
 
 from rltune.config import HyperParameters, resolve_algorithm
 from rltune.sdk.errors import ConfigError
-from rltune.trainer.critic import Critic, ValueModel
-from rltune.trainer.gae import (
+from rltune.trainer.losses import value_loss_BT
+from rltune.trainer.signals.critic import Critic, ValueModel
+from rltune.trainer.signals.gae import (
     explained_variance,
     gae_advantages_BT,
     terminal_rewards_BT,
     whiten_BT,
 )
-from rltune.trainer.losses import value_loss_BT
-from rltune.trainer.ppo import CriticSignal, episode_gae
+from rltune.trainer.signals.ppo import CriticSignal, episode_gae
 from rltune.trainer.testing import tiny_qwen2
 from rltune.trainer.update import TrainingRow
 

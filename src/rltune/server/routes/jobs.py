@@ -1,5 +1,5 @@
 """``/v1/jobs`` (and the cloud's ``/v1/fine-tunes`` aliases): submit, list, get, cancel,
-resume, delete (copy and stop: ``routes_jobops``)."""
+resume, delete (copy and stop: ``routes/jobops.py``)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from rltune.trainer.update import PolicyUpdater, TrainingRow
 
 pytestmark = pytest.mark.slow
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def _workspace(tmp_path: Path, model_dir: Path, **hp) -> Path:

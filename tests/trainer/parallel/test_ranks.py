@@ -1,7 +1,7 @@
-"""Trainer ranks started by the job process (rltune.trainer.ranks): this test process is rank 0,
-rank 1 is a real ``rank_worker`` process joined over gloo. Two ranks update like one process,
-their state continues a one-process updater exactly, and a rank that dies fails the step with
-an error naming it. The whole-job tests (``rltune train`` with ``n_gpus_training: 2``) are in
+"""Trainer ranks started by the job process (rltune.trainer.parallel.ranks): this test process
+is rank 0, rank 1 is a real ``rank_worker`` process joined over gloo. Two ranks update like one
+process, their state continues a one-process updater exactly, and a rank that dies fails the step
+with an error naming it. The whole-job tests (``rltune train`` with ``n_gpus_training: 2``) are in
 test_ranks_job.py."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import torch
 
 from rltune.config import HyperParameters, resolve_algorithm
 from rltune.sdk.errors import TrainingFailedError
+from rltune.trainer.parallel.ranks import start_ranked_updater
 from rltune.trainer.policy import load_policy
-from rltune.trainer.ranks import start_ranked_updater
 from rltune.trainer.update import PolicyUpdater
 
 _spec = importlib.util.spec_from_file_location(
-    "dp_update", Path(__file__).parent / "fixtures" / "dp_update.py")
+    "dp_update", Path(__file__).parents[1] / "fixtures" / "dp_update.py")
 dp_update = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(dp_update)
 

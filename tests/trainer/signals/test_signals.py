@@ -13,9 +13,9 @@ from rltune.gateway.rows import TokenSequence
 from rltune.rollout.results import RolloutResult, has_signal, trajectory_record
 from rltune.sdk.errors import TrainingFailedError
 from rltune.trainer.outcome import FailedSteps
-from rltune.trainer.ppo import CriticSignal
 from rltune.trainer.rows import record_notes
-from rltune.trainer.signals import SIGNALS, GroupSignal, TeacherSignal, build_signal
+from rltune.trainer.signals.ppo import CriticSignal
+from rltune.trainer.signals.table import SIGNALS, GroupSignal, TeacherSignal, build_signal
 from rltune.trainer.testing import tiny_qwen2
 from rltune.trainer.update import PolicyUpdater
 

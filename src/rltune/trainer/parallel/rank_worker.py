@@ -1,5 +1,5 @@
 """One update-only trainer rank (rank >= 1) of a data-parallel job: ``python -m
-rltune.trainer.rank_worker``, started by ``trainer/ranks.py`` in the job process.
+rltune.trainer.parallel.rank_worker``, started by ``trainer/parallel/ranks.py`` in the job process.
 
 It reads pickled objects from its stdin: first a header (hyper-parameters, model path, rank,
 world size, the rendezvous port), then ``(command, argument)`` pairs, the same calls rank 0
@@ -9,7 +9,7 @@ ends the process with a traceback in its log (``<job_dir>/ranks/rank-<r>.log``),
 reports.
 
 ``RankServer`` is the rank itself (join, load, shard, run commands); the Ray actors of
-``trainer/ray_ranks.py`` (``nnodes_training`` on a cluster) run it too, for every rank.
+``trainer/parallel/ray_ranks.py`` (``nnodes_training`` on a cluster) run it too, for every rank.
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rltune.trainer.distributed import DataParallelUpdater
+    from rltune.trainer.parallel.distributed import DataParallelUpdater
 
 
 class RankCommand(str, Enum):
-    """The calls ``RankedUpdater`` (``trainer/ranked.py``) makes on every rank, the same over
-    local pipes (``trainer/ranks.py``) and Ray actors (``trainer/ray_ranks.py``)."""
+    """The calls ``RankedUpdater`` (``trainer/parallel/ranked.py``) makes on every rank, the
+    same over local pipes (``trainer/parallel/ranks.py``) and Ray actors
+    (``trainer/parallel/ray_ranks.py``)."""
 
     UPDATE = "update"
     LOGPROBS = "logprobs"
@@ -49,8 +50,9 @@ class RankCommand(str, Enum):
 def rank_commands(updater: DataParallelUpdater) -> dict[RankCommand, Callable[[Any], Any]]:
     """What a rank runs for each command: the call of ``updater`` (this rank's share of the
     sharded policy) that rank 0 makes, with its one argument. Every rank runs these, rank 0
-    too (``trainer/ranks.py`` in the job process, ``trainer/ray_ranks.py`` in an actor)."""
-    from rltune.trainer.distributed import full_state_dict
+    too (``trainer/parallel/ranks.py`` in the job process, ``trainer/parallel/ray_ranks.py``
+    in an actor)."""
+    from rltune.trainer.parallel.distributed import full_state_dict
 
     C, model = RankCommand, updater.model
     commands: dict[RankCommand, Callable[[Any], Any]] = {
@@ -79,8 +81,8 @@ def _exit_when_orphaned(parent: int) -> None:
 class RankServer:
     """One non-driving trainer rank: joins the group, loads and shards the policy exactly as
     rank 0 does, and runs rank 0's calls (``run(command, argument)``). Used by this module's
-    stdin loop (local ranks) and by the Ray actors of ``trainer/ray_ranks.py``, which run every
-    rank, 0 included, as a ``RankServer``.
+    stdin loop (local ranks) and by the Ray actors of ``trainer/parallel/ray_ranks.py``, which
+    run every rank, 0 included, as a ``RankServer``.
 
     ``header``: ``hp``, ``knobs``, ``model_path``, ``device``, ``cuda_first`` (CUDA: rank r
     uses GPU ``cuda_first + r``), ``total_steps``, ``pad_token_id``, ``threads``, ``rank``,
@@ -89,7 +91,7 @@ class RankServer:
     def __init__(self, header: dict[str, Any], store: Any):
         import torch
 
-        from rltune.trainer.distributed import (
+        from rltune.trainer.parallel.distributed import (
             DataParallelUpdater,
             init_data_parallel,
             shard_policy,

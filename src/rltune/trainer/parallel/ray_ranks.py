@@ -8,12 +8,12 @@ placement group, one bundle per rank (``trainer_placement``: Ray's ``SPREAD`` by
 CPU the job process's torch threads but no more than the smallest node of the cluster has, on
 CUDA one CPU. A CPU rank runs as many torch threads as it reserves whole CPUs. Every rank,
 0 included, is a :class:`TrainerRankActor` running the same :class:`RankServer` as a local
-rank (``trainer/rank_worker.py``): it joins the process group through a ``TCPStore`` that rank
-0 hosts on its node's address (gloo on the CPU, NCCL on CUDA), loads the policy from model
+rank (``trainer/parallel/rank_worker.py``): it joins the process group through a ``TCPStore``
+that rank 0 hosts on its node's address (gloo on the CPU, NCCL on CUDA), loads the policy from model
 files the driver put into the object store once, and shards it with FSDP2.
 
 The job process stays the controller (engine, gateway, functions, checkpoints' side files) and
-drives the ranks: the step's updater is a ``RankedUpdater`` (``trainer/ranked.py``) over
+drives the ranks: the step's updater is a ``RankedUpdater`` (``trainer/parallel/ranked.py``) over
 :class:`RayRanks`, this module's transport; each call is given to every rank in the same order
 (the rows are put into the object store once) and rank 0's answer is the call's (metrics,
 gathered full weights for the engine's weight sync).
@@ -41,8 +41,8 @@ import torch
 from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
 from rltune.sdk.errors import ConfigError, TrainingFailedError
-from rltune.trainer.rank_worker import RankCommand
-from rltune.trainer.ranked import RankedUpdater
+from rltune.trainer.parallel.rank_worker import RankCommand
+from rltune.trainer.parallel.ranked import RankedUpdater
 
 T = TypeVar("T")
 
@@ -90,7 +90,7 @@ class TrainerRankActor:
 
         from torch.distributed import TCPStore
 
-        from rltune.trainer.rank_worker import RankServer
+        from rltune.trainer.parallel.rank_worker import RankServer
 
         if log_path and Path(log_path).parent.is_dir():  # a shared job folder
             fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -160,9 +160,10 @@ def rank_resources(cuda: bool, threads: int, cpus_per_rank: Optional[float] = No
 
 
 class RayRanks:
-    """The ``RankTransport`` of a Ray cluster (``trainer/ranked.py``): the driver's handle on
-    the ranks' actors (every rank, 0 included) and their placement group. A command's argument
-    is put into the object store once and given to every actor; rank 0's answer is the call's.
+    """The ``RankTransport`` of a Ray cluster (``trainer/parallel/ranked.py``): the driver's
+    handle on the ranks' actors (every rank, 0 included) and their placement group. A command's
+    argument is put into the object store once and given to every actor; rank 0's answer is the
+    call's.
     """
 
     #: the policy lives on the ranks' actors, none in this process (PPO's critic needs one)

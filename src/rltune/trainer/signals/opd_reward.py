@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from rltune.rollout.results import RolloutResult
-from rltune.trainer.advantages import group_advantages_B
+from rltune.trainer.signals.advantages import group_advantages_B
 
 DEFAULT_WEIGHT = 1.0
 

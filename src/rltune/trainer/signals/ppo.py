@@ -1,9 +1,9 @@
 """PPO's learning signal (``advantage_estimator: gae``, ``algorithm: ppo``).
 
 Each step: the rollouts are scored by the reward functions (DAPO's overlong penalty applies
-when set); the critic (``trainer/critic.py``) values every token; each rollout's score is its
-reward on its last policy token; GAE (``trainer/gae.py``) turns values and rewards into
-per-token advantages and returns over the policy's own tokens only (tool results and
+when set); the critic (``trainer/signals/critic.py``) values every token; each rollout's score
+is its reward on its last policy token; GAE (``trainer/signals/gae.py``) turns values and rewards
+into per-token advantages and returns over the policy's own tokens only (tool results and
 observations of a multi-turn rollout have loss mask 0 and are skipped); the advantages are
 whitened over the step; the critic is fitted to the returns; the policy rows are returned with
 their advantages. A rollout split into several rows (context breaks) is one episode: its rows'
@@ -29,8 +29,6 @@ import torch
 from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
 from rltune.rollout.results import RolloutResult
-from rltune.trainer.critic import Critic, ValueModel
-from rltune.trainer.gae import gae_advantages_BT, terminal_rewards_BT, whiten_BT
 from rltune.trainer.logprobs import pad_rows
 from rltune.trainer.protocols import Updater
 from rltune.trainer.rows import (
@@ -40,6 +38,8 @@ from rltune.trainer.rows import (
     training_rows,
     with_advantage,
 )
+from rltune.trainer.signals.critic import Critic, ValueModel
+from rltune.trainer.signals.gae import gae_advantages_BT, terminal_rewards_BT, whiten_BT
 from rltune.trainer.update import TrainingRow, mini_batches
 
 

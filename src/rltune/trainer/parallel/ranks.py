@@ -2,16 +2,17 @@
 
 The job process stays the one controller: it runs the engine, the gateway, the function pools
 and the rollouts, and it is rank 0 of the update. It starts N-1 update-only rank processes
-(``python -m rltune.trainer.rank_worker``), joined through a ``TCPStore`` it hosts on
+(``python -m rltune.trainer.parallel.rank_worker``), joined through a ``TCPStore`` it hosts on
 127.0.0.1 (gloo on the CPU, NCCL on CUDA with one GPU per rank). Each rank loads the policy
-itself, shards it with FSDP2 (``trainer/distributed.py``) and waits for commands on its stdin.
+itself, shards it with FSDP2 (``trainer/parallel/distributed.py``) and waits for commands on
+its stdin.
 
-The training step sees a ``RankedUpdater`` (``trainer/ranked.py``) over ``LocalRanks``, this
-module's transport: each call that touches the sharded model (update, log-probs, gathering
-weights or optimizer state, loading them) is a ``RankCommand``, first sent to the other ranks
-(a pickled ``(command, argument)`` on each rank's stdin), then run here; the collectives
-inside keep the ranks in step. Rank 0 gathers the full weights for the engine's weight sync
-and for checkpoints.
+The training step sees a ``RankedUpdater`` (``trainer/parallel/ranked.py``) over
+``LocalRanks``, this module's transport: each call that touches the sharded model (update,
+log-probs, gathering weights or optimizer state, loading them) is a ``RankCommand``, first sent to
+the other ranks (a pickled ``(command, argument)`` on each rank's stdin), then run here; the
+collectives inside keep the ranks in step. Rank 0 gathers the full weights for the engine's weight
+sync and for checkpoints.
 
 Why this design: there is one process to operate (cancel, logs, resume are the job's own), no
 launcher or cluster manager; the rows reach the other ranks through a pipe, not a collective,
@@ -44,9 +45,13 @@ from rltune._process import die_with_parent
 from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
 from rltune.sdk.errors import ConfigError, TrainingFailedError
-from rltune.trainer.distributed import DataParallelUpdater, init_data_parallel, shard_policy
-from rltune.trainer.rank_worker import RankCommand, rank_commands
-from rltune.trainer.ranked import RankedUpdater
+from rltune.trainer.parallel.distributed import (
+    DataParallelUpdater,
+    init_data_parallel,
+    shard_policy,
+)
+from rltune.trainer.parallel.rank_worker import RankCommand, rank_commands
+from rltune.trainer.parallel.ranked import RankedUpdater
 
 T = TypeVar("T")
 
@@ -74,8 +79,8 @@ class RankGroup:
             with open(self.log_path(rank), "ab") as log:
                 # Popen in the loop's thread: PDEATHSIG fires when the forking *thread* exits.
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "rltune.trainer.rank_worker"], stdin=subprocess.PIPE,
-                    stdout=log, stderr=subprocess.STDOUT, env=env,
+                    [sys.executable, "-m", "rltune.trainer.parallel.rank_worker"],
+                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, env=env,
                     preexec_fn=die_with_parent())
             self.procs[rank] = proc
             self._write(rank, {**header, "rank": rank, "world_size": self.world_size,
@@ -166,7 +171,7 @@ class RankGroup:
 
 
 class LocalRanks(RankGroup):
-    """The ``RankTransport`` of one machine (``trainer/ranked.py``): this process is rank 0
+    """The ``RankTransport`` of one machine (``trainer/parallel/ranked.py``): this process is rank 0
     (``inner``, its share of the sharded policy) and ranks 1..N-1 are the group's processes.
     A command is written to every other rank's stdin, then run here with the handlers every
     rank runs (``rank_worker.rank_commands``)."""

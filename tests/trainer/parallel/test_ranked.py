@@ -1,8 +1,8 @@
-"""RankedUpdater (rltune.trainer.ranked) over the smallest transport: one rank, this process,
-running the rank handlers every rank runs (``rank_worker.rank_commands``) on a real updater.
-Each updater call is one RankCommand through the transport, in order, and the updater behaves
-as the one-process updater it drives (metrics, weights, the step in its state). The local and
-Ray transports themselves are in test_ranks.py and test_ray_ranks.py."""
+"""RankedUpdater (rltune.trainer.parallel.ranked) over the smallest transport: one rank, this
+process, running the rank handlers every rank runs (``rank_worker.rank_commands``) on a real
+updater. Each updater call is one RankCommand through the transport, in order, and the updater
+behaves as the one-process updater it drives (metrics, weights, the step in its state). The local
+and Ray transports themselves are in test_ranks.py and test_ray_ranks.py."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from rltune.config import HyperParameters, resolve_algorithm
+from rltune.trainer.parallel.rank_worker import RankCommand, rank_commands
+from rltune.trainer.parallel.ranked import RankedUpdater
 from rltune.trainer.protocols import Updater
-from rltune.trainer.rank_worker import RankCommand, rank_commands
-from rltune.trainer.ranked import RankedUpdater
 from rltune.trainer.testing import tiny_qwen2
 from rltune.trainer.update import PolicyUpdater, TrainingRow
 

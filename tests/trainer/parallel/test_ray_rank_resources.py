@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 
 from rltune.config.job import validate_hyper_parameters
 from rltune.sdk.errors import ConfigError
-from rltune.trainer.ray_ranks import rank_resources, smallest_node_cpus
+from rltune.trainer.parallel.ray_ranks import rank_resources, smallest_node_cpus
 
 
 def test_a_cpu_rank_asks_for_the_drivers_threads_but_fits_the_smallest_node():

@@ -1,4 +1,4 @@
-"""Sharded checkpoints (``checkpoint_format: sharded``, ``rltune.trainer.sharded``) in one
+"""Sharded checkpoints (``checkpoint_format: sharded``, ``rltune.trainer.parallel.sharded``) in one
 process: ``save_checkpoint`` writes DCP shards and no full weights, ``restore_training_state``
 continues the updater exactly, and publishing consolidates the shards into a Hugging Face
 folder. The multi-rank cases are in test_ray_ranks.py and test_ray_ranks_job.py (slow)."""
@@ -11,12 +11,12 @@ from pathlib import Path
 import torch
 
 from rltune.trainer.checkpoint import restore_training_state, save_checkpoint
-from rltune.trainer.sharded import SHARDED_DIR, is_sharded, sharded_weights
+from rltune.trainer.parallel.sharded import SHARDED_DIR, is_sharded, sharded_weights
 from rltune.trainer.testing import tiny_qwen2
 from rltune.trainer.update import PolicyUpdater
 
 _spec = importlib.util.spec_from_file_location(
-    "dp_update", Path(__file__).parent / "fixtures" / "dp_update.py")
+    "dp_update", Path(__file__).parents[1] / "fixtures" / "dp_update.py")
 dp_update = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(dp_update)
 

@@ -27,7 +27,7 @@ import yaml
 
 from ray_cluster import LocalRayCluster
 from rltune.config import load_job_config
-from rltune.trainer.sharded import SHARDED_DIR, sharded_weights
+from rltune.trainer.parallel.sharded import SHARDED_DIR, sharded_weights
 from rltune.trainer.update import PolicyUpdater
 
 ray = pytest.importorskip("ray")
@@ -273,7 +273,7 @@ def test_gspo_on_two_ray_nodes_learns_by_the_learning_tests_gate(tmp_path, nano_
     from rltune.trainer.sink import read_metrics
 
     spec = importlib.util.spec_from_file_location(
-        "learning_test", Path(__file__).parent / "test_learning.py")
+        "learning_test", Path(__file__).parents[1] / "test_learning.py")
     learning = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(learning)
     ws = learning.calc_job(tmp_path, nano_model_dir, "gspo", steps=20, nnodes_training=2,

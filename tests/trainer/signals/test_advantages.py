@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rltune.trainer.advantages import (
+from rltune.trainer.signals.advantages import (
     group_advantages_B,
     opd_advantages_BT,
     overlong_penalty_B,

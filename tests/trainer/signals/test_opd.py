@@ -15,8 +15,8 @@ from rltune.config import load_job_config, load_job_config_text
 from rltune.sdk.errors import ConfigError
 from rltune.templates import create_workspace
 from rltune.trainer.loop import Trainer
+from rltune.trainer.signals.teacher import Teacher, check_same_vocabulary
 from rltune.trainer.sink import read_metrics
-from rltune.trainer.teacher import Teacher, check_same_vocabulary
 
 QUESTIONS = ["Calculate 5 + 9.", "What is 7 * 6?", "Calculate 12 - 4.", "What is 3 + 3?",
              "Calculate 8 / 2.", "What is 9 * 9?", "Calculate 1 + 2.", "What is 6 - 5?"]

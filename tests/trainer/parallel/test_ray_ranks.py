@@ -1,7 +1,7 @@
-"""Trainer ranks as Ray actors (``rltune.trainer.ray_ranks``) on a local two-node Ray cluster
-started by the test (``ray start --head`` + one worker node, each ``--block`` in its own process
-group, one CPU and its own custom resource each, so one rank lands on each node): two gloo ranks
-update exactly like the one-process updater on the same batch, write sharded checkpoints
+"""Trainer ranks as Ray actors (``rltune.trainer.parallel.ray_ranks``) on a local two-node Ray
+cluster started by the test (``ray start --head`` + one worker node, each ``--block`` in its own
+process group, one CPU and its own custom resource each, so one rank lands on each node): two gloo
+ranks update exactly like the one-process updater on the same batch, write sharded checkpoints
 (``torch.distributed.checkpoint``) that resume on two ranks and on one process to the same
 weights; the full-format state (rank 0's gathered weights and optimizer state) continues on
 fresh ranks; ``trainer_placement`` decides the nodes; a killed rank and a killed node fail the
@@ -22,16 +22,16 @@ import torch
 from ray_cluster import LocalRayCluster
 from rltune.config import resolve_algorithm
 from rltune.sdk.errors import ConfigError, TrainingFailedError
+from rltune.trainer.parallel.ray_ranks import start_ray_ranked_updater
+from rltune.trainer.parallel.sharded import SHARDED_DIR, consolidate
 from rltune.trainer.policy import load_policy
-from rltune.trainer.ray_ranks import start_ray_ranked_updater
-from rltune.trainer.sharded import SHARDED_DIR, consolidate
 from rltune.trainer.update import PolicyUpdater
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
 
 _spec = importlib.util.spec_from_file_location(
-    "dp_update", Path(__file__).parent / "fixtures" / "dp_update.py")
+    "dp_update", Path(__file__).parents[1] / "fixtures" / "dp_update.py")
 dp_update = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(dp_update)
 

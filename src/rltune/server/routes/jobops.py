@@ -34,7 +34,7 @@ from rltune.server.context import ctx_of
 from rltune.server.jobdata import job_config
 from rltune.server.openapi import V1_ERRORS, TypedRoute
 from rltune.server.redact import MASK
-from rltune.server.routes_jobs import HINT, JobCreate, _create, job_view
+from rltune.server.routes.jobs import HINT, JobCreate, _create, job_view
 
 router = APIRouter(prefix="/v1", tags=["jobs"], route_class=TypedRoute,
                    responses=V1_ERRORS)

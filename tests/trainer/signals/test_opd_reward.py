@@ -7,7 +7,7 @@ import pytest
 from rltune.config import load_job_config_text
 from rltune.rollout.results import RolloutResult
 from rltune.sdk.errors import ConfigError
-from rltune.trainer.opd_reward import reward_advantages
+from rltune.trainer.signals.opd_reward import reward_advantages
 
 JOB = """
 model: tiny

@@ -5,13 +5,13 @@
 model (update, log-probs, gathering or loading weights and optimizer state, sharded
 checkpoints, the LR schedule) is one ``RankCommand`` given to every rank in the same order;
 rank 0's answer is the call's. The ranks run the calls with ``RankServer``'s handlers
-(``trainer/rank_worker.py``); their collectives keep them in step.
+(``trainer/parallel/rank_worker.py``); their collectives keep them in step.
 
 How a command reaches the ranks is the transport's (:class:`RankTransport`):
 
-* ``LocalRanks`` (``trainer/ranks.py``): this process is rank 0, ranks 1..N-1 are local
+* ``LocalRanks`` (``trainer/parallel/ranks.py``): this process is rank 0, ranks 1..N-1 are local
   processes fed through their stdin pipes (``n_gpus_training`` > 1 on one machine);
-* ``RayRanks`` (``trainer/ray_ranks.py``): every rank, 0 included, is a Ray actor placed on
+* ``RayRanks`` (``trainer/parallel/ray_ranks.py``): every rank, 0 included, is a Ray actor placed on
   the cluster's nodes (``nnodes_training`` with a Ray cluster).
 
 The updater counts the steps itself (the ranks step alike), so its state and schedule carry
@@ -28,7 +28,7 @@ from typing import Any, Generic, Optional, Protocol, TypeVar
 
 import torch
 
-from rltune.trainer.rank_worker import RankCommand
+from rltune.trainer.parallel.rank_worker import RankCommand
 from rltune.trainer.update import TrainingRow
 
 T = TypeVar("T")
@@ -118,7 +118,7 @@ class RankedUpdater(Generic[TransportT]):
         self.step = int(state["step"])
 
     def save_sharded(self, path: str | Path) -> None:
-        """Every rank writes its DCP shards to ``path`` (``trainer/sharded.py``), a folder
+        """Every rank writes its DCP shards to ``path`` (``trainer/parallel/sharded.py``), a folder
         every rank reaches."""
         self._everywhere(RankCommand.SAVE_SHARDED, str(path))
 

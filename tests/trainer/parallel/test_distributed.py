@@ -1,5 +1,5 @@
-"""FSDP2 data-parallel updates (rltune.trainer.distributed): one training step on 2 CPU ranks
-(gloo, launched with torchrun) equals the one-process update within fp32 tolerance."""
+"""FSDP2 data-parallel updates (rltune.trainer.parallel.distributed): one training step on 2
+CPU ranks (gloo, launched with torchrun) equals the one-process update within fp32 tolerance."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-FIXTURE = Path(__file__).parent / "fixtures" / "dp_update.py"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "dp_update.py"
 
 
 def _torchrun(nproc: int, out: Path, *args: str) -> dict:
@@ -75,7 +75,7 @@ def test_resume_from_a_two_rank_checkpoint_continues_exactly(tmp_path):
 def test_kl_and_lora_are_refused_by_name():
     from rltune.config import HyperParameters, resolve_algorithm
     from rltune.sdk.errors import ConfigError
-    from rltune.trainer.distributed import DataParallel, DataParallelUpdater
+    from rltune.trainer.parallel.distributed import DataParallel, DataParallelUpdater
     from rltune.trainer.testing import tiny_qwen2
 
     dp = DataParallel(0, 1, torch.device("cpu"), None)

@@ -7,10 +7,10 @@ distillation lives here, behind one small interface:
 * ``grpo`` (GRPO, GSPO, DAPO): rollouts are scored by the reward functions; a rollout trains
   when it is ``usable``; the score is shaped (DAPO's overlong penalty) into ``reward`` and the
   advantage ``(r - mean_g) / std_g`` within the prompt's group is spread over its tokens.
-* ``gae`` (PPO): per-token GAE advantages from a learned critic (``trainer/ppo.py``).
+* ``gae`` (PPO): per-token GAE advantages from a learned critic (``trainer/signals/ppo.py``).
 * ``opd`` (``training.type: pg_opd``): every rollout that ran trains; each sampled token gets
   ``-(log pi - log pi_teacher)``. Reward functions are optional; with them each token also
-  gets ``opd_reward_weight`` x its rollout's group advantage (``trainer/opd_reward.py``).
+  gets ``opd_reward_weight`` x its rollout's group advantage (``trainer/signals/opd_reward.py``).
 
 Example:
     >>> from rltune.config import HyperParameters, resolve_algorithm
@@ -34,9 +34,6 @@ from rltune.config.algorithm import AlgorithmKnobs
 from rltune.config.hyperparams import HyperParameters
 from rltune.names import ADVANTAGE_ESTIMATORS, check_registry
 from rltune.rollout.results import RolloutResult, by_prompt, has_signal
-from rltune.trainer import opd_reward
-from rltune.trainer.advantages import group_advantages_B, opd_advantages_BT
-from rltune.trainer.ppo import CriticSignal
 from rltune.trainer.protocols import Signal, Stateful, Updater
 from rltune.trainer.rows import (
     SignalRows,
@@ -45,7 +42,10 @@ from rltune.trainer.rows import (
     training_rows,
     with_advantage,
 )
-from rltune.trainer.teacher import Teacher
+from rltune.trainer.signals import opd_reward
+from rltune.trainer.signals.advantages import group_advantages_B, opd_advantages_BT
+from rltune.trainer.signals.ppo import CriticSignal
+from rltune.trainer.signals.teacher import Teacher
 from rltune.trainer.update import TrainingRow
 
 

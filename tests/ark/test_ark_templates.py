@@ -179,3 +179,18 @@ def test_search_demo_judge_says_what_was_wrong_with_an_unreadable_reply(tmp_path
     assert out["status"] == "retry"
     assert out["error"] == ("judge failed: the judge's reply is not {\"scores\": [2 numbers]}: "
                             "'Both answers look fine to me.'")
+
+
+def test_weather_raw_rollout_and_random_reward_local_test(scripted, tmp_path):
+    """Ark's weather demo in raw mode (``raw_rollout.py``) graded by ``random_reward.py``, run
+    as Ark's docs run a local test (the file's ``__main__``)."""
+    ws = create_workspace(tmp_path / "rl", "rl_demo", train_rows=4, val_rows=2)
+    res = subprocess.run([*ARK, "plugins/raw_rollout.py"], cwd=ws, capture_output=True,
+                         text=True, env={**os.environ, "ARK_BASE_URL": scripted}, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    # the scripted model asks for Beijing's weather: rows about Beijing contain the answer
+    assert lines[0].startswith("[0] success rewards=[1.0]"), res.stdout
+    assert "rewards=[0.0]" in lines[1], res.stdout  # Shanghai's row: 22 is not in the reply
+    summary = json.loads(res.stdout[res.stdout.index("{"):])
+    assert summary["samples"] == 6 and summary["failed"] == 0, summary

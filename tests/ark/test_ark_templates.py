@@ -188,9 +188,9 @@ def test_weather_raw_rollout_and_random_reward_local_test(scripted, tmp_path):
     res = subprocess.run([*ARK, "plugins/raw_rollout.py"], cwd=ws, capture_output=True,
                          text=True, env={**os.environ, "ARK_BASE_URL": scripted}, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
-    lines = res.stdout.splitlines()
-    # the scripted model asks for Beijing's weather: rows about Beijing contain the answer
-    assert lines[0].startswith("[0] success rewards=[1.0]"), res.stdout
-    assert "rewards=[0.0]" in lines[1], res.stdout  # Shanghai's row: 22 is not in the reply
+    rows = dict(line.split(" ", 1) for line in res.stdout.splitlines() if line.startswith("["))
+    # the scripted model asks for Beijing's weather: the row about Beijing contains the answer
+    assert rows["[0]"].startswith("success rewards=[1.0]"), res.stdout
+    assert rows["[1]"].startswith("success rewards=[0.0]"), res.stdout  # Shanghai: 22 is not
     summary = json.loads(res.stdout[res.stdout.index("{"):])
     assert summary["samples"] == 6 and summary["failed"] == 0, summary

@@ -60,8 +60,8 @@ JOB_STATUSES: tuple[str, ...] = ("PENDING", "RUNNING", "SUCCEEDED", "STOPPED", "
 #: The statuses a job stays in until someone acts (resume, delete): what clients wait for.
 JOB_TERMINAL: tuple[str, ...] = ("SUCCEEDED", "STOPPED", "FAILED", "CANCELED")
 #: General datasets rltune generates by code, for ``data_options.preset_dataset`` (Ark's
-#: preset data injection; ``rltune.trainer.presets``).
-PRESET_DATASETS: tuple[str, ...] = ("calculator",)
+#: preset data injection; ``rltune.trainer.data_prep.PRESETS``).
+PRESET_DATASETS: tuple[str, ...] = ("calculator", "general")
 
 #: Model names: what ``model:`` of a job, ``tuned_model_name`` and a chat request carry.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"

@@ -129,7 +129,8 @@ def test_bailian_agentic_rl_example_workspace(tmp_path):
                  "resources/group_reward_input.json", "functions/reward/reward_decorator.py",
                  "functions/reward/group_reward.py", "data/calc_train_min.jsonl"):
         assert (ws / name).is_file(), name
-    allowed = {"dashscope", "openai"} | set(sys.stdlib_module_names) | {"__future__"}
+    allowed = {"dashscope", "openai", "functions"} | set(sys.stdlib_module_names) | {
+        "__future__"}  # functions: the workspace's own package
     for path in [*ws.glob("*.py"), *ws.glob("functions/**/*.py")]:
         assert _imports(path) <= allowed, f"{path.name} imports {_imports(path) - allowed}"
     assert load_job_config(ws / "job.yaml").rewards[0].reward_metric_weight == {
@@ -178,3 +179,18 @@ def test_search_demo_judge_says_what_was_wrong_with_an_unreadable_reply(tmp_path
     assert out["status"] == "retry"
     assert out["error"] == ("judge failed: the judge's reply is not {\"scores\": [2 numbers]}: "
                             "'Both answers look fine to me.'")
+
+
+def test_weather_raw_rollout_and_random_reward_local_test(scripted, tmp_path):
+    """Ark's weather demo in raw mode (``raw_rollout.py``) graded by ``random_reward.py``, run
+    as Ark's docs run a local test (the file's ``__main__``)."""
+    ws = create_workspace(tmp_path / "rl", "rl_demo", train_rows=4, val_rows=2)
+    res = subprocess.run([*ARK, "plugins/raw_rollout.py"], cwd=ws, capture_output=True,
+                         text=True, env={**os.environ, "ARK_BASE_URL": scripted}, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = dict(line.split(" ", 1) for line in res.stdout.splitlines() if line.startswith("["))
+    # the scripted model asks for Beijing's weather: the row about Beijing contains the answer
+    assert rows["[0]"].startswith("success rewards=[1.0]"), res.stdout
+    assert rows["[1]"].startswith("success rewards=[0.0]"), res.stdout  # Shanghai: 22 is not
+    summary = json.loads(res.stdout[res.stdout.index("{"):])
+    assert summary["samples"] == 6 and summary["failed"] == 0, summary

@@ -26,7 +26,7 @@ app = typer.Typer(
 # lazily keeps `rltune --help` fast and lets each group pull heavy imports only when it runs.
 _GROUPS = ("models_cmd", "functions_cmd", "serve_cmd", "train_cmd", "init_cmd", "server_cmd",
            "rl_cmd", "jobops_cmd", "console_cmd", "doctor_cmd", "data_cmd", "lifecycle_cmd",
-           "config_cmd", "ark_cmd")
+           "config_cmd", "ark_cmd", "shims_cmd")
 
 
 def _register_groups() -> None:

@@ -84,6 +84,27 @@ def install_as_dashscope(force: bool = False) -> bool:
     return _ALIAS.install(force)
 
 
+def real_dashscope() -> str | None:
+    """Where a real ``dashscope`` package is installed (that ``import dashscope…`` resolves to
+    instead of rltune), or None when rltune's alias serves it or nothing is there."""
+    if not _ALIAS.real_installed():
+        return None
+    spec = importlib.util.find_spec("dashscope")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return (spec.origin if spec and spec.origin else None) or (
+        locations[0] if locations else "dashscope")
+
+
+def dashscope_warning() -> str | None:
+    """One warning line when a real ``dashscope`` stands in the way of rltune's, else None."""
+    where = real_dashscope()
+    if where is None:
+        return None
+    return (f"warning: a real dashscope package is installed ({where}): `import dashscope…` "
+            "resolves to it, not to rltune. Fix: `pip uninstall dashscope` in this "
+            "environment, or import rltune.reinforcement instead")
+
+
 def uninstall_dashscope_alias() -> None:
     """Remove the alias and forget the aliased modules (mainly for tests)."""
     _ALIAS.uninstall()

@@ -74,13 +74,20 @@ def create_workspace(
         from rltune.models.tasks import make_dataset_rows, write_jsonl
 
         task = recipe_for("nano").config.task
-        write_jsonl(make_dataset_rows(train_rows, "train", seed=seed, config=task),
-                    directory / "data" / "calc_train_min.jsonl")
-        write_jsonl(make_dataset_rows(val_rows, "heldout", seed=seed, config=task),
-                    directory / "data" / "calc_validation_min.jsonl")
+        train = make_dataset_rows(train_rows, "train", seed=seed, config=task)
+        val = make_dataset_rows(val_rows, "heldout", seed=seed, config=task)
+        data = directory / "data"
+        write_jsonl(train, data / "calc_train.jsonl")  # the full sets, and the smaller
+        write_jsonl(val, data / "calc_validation.jsonl")  # ones the demo's jobs use (_min)
+        write_jsonl(train[:_MIN_TRAIN], data / "calc_train_min.jsonl")
+        write_jsonl(val[:_MIN_VAL], data / "calc_validation_min.jsonl")
     if template == "rl_search_mcp_demo":
         _ark_search_workspace(directory, train_rows)
     return directory
+
+
+#: Rows of the Bailian demo's ``calc_*_min.jsonl`` (its jobs' data): the first of the full sets.
+_MIN_TRAIN, _MIN_VAL = 256, 16
 
 
 def _ark_search_workspace(directory: Path, rows: int) -> None:

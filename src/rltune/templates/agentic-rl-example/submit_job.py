@@ -1,8 +1,7 @@
 """The Bailian demo's submit_job.py: register the functions, upload the data and submit, in
-one call. rltune serves the `dashscope…` imports once its alias is installed:
+one call. Run it with rltune serving the `dashscope…` imports (the docs' `python submit_job.py`):
 
-    python -c "from rltune.reinforcement import install_as_dashscope; install_as_dashscope();
-               import runpy; runpy.run_path('submit_job.py', run_name='__main__')"
+    python -m rltune.reinforcement submit_job.py
 """
 
 import asyncio

@@ -1,5 +1,6 @@
 """The Bailian demo's test_functions.py: register the functions (loaded), then send each the
-example input of resources/ and print the output."""
+example input of resources/ and print the output: `python -m rltune.reinforcement
+test_functions.py` (rltune serving the `dashscope…` imports)."""
 
 import asyncio
 import json

@@ -18,7 +18,7 @@ CALCULATOR_TOOL = {
 }
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv}
-_FINAL = re.compile(r"###\s*ANSWER:\s*(-?\d+(?:\.\d+)?)\s*###")
+_FINAL = re.compile(r"###\s*ANSWER:\s*(.+?)\s*###")
 
 
 def _value(node: ast.AST) -> float:
@@ -42,6 +42,7 @@ def calculate(expression: str) -> str:
 
 
 def extract_answer(text: str | None) -> str | None:
-    """The number of the last ``### ANSWER: <n> ###`` in ``text``."""
+    """The answer of the last ``### ANSWER: <answer> ###`` in ``text`` (a number for the
+    calculator task, a word or phrase for rows of the ``general`` preset)."""
     found = _FINAL.findall(text or "")
     return found[-1] if found else None

@@ -1,0 +1,1 @@
+"""``…reinforcement.component.server``: the cloud SDK's function-server path (``server``)."""

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Send resources/rollout_input.json (or the file given) to the local rollout server.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+curl -sS -X POST "http://127.0.0.1:${SERVER_PORT:-8000}/api/v1" \
+  -H "Content-Type: application/json" --data-binary "@${1:-resources/rollout_input.json}"
+echo

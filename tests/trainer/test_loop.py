@@ -6,6 +6,7 @@ learning test with a warm-started model is in test_learning.py.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -34,6 +35,18 @@ PIPELINE_KEYS = {
     "fully_async/dropped_stale_rollouts", "fully_async/staleness/max",
     "train/sampling_rounds",
 }
+
+
+def assert_step_times_are_the_wall_clock(rows: list[dict]) -> None:
+    """``timing/s/step`` (plus the step's own validation) is the wall clock between two steps'
+    metrics lines, in every mode: nothing the loop does between steps (outputs, checkpoints,
+    the doctor) is left out of it."""
+    for prev, row in itertools.pairwise(rows):
+        m = row["metrics"]
+        wall = row["time"] - prev["time"]
+        told = m["timing/s/step"] + m.get("timing/s/validation", 0.0)
+        assert told == pytest.approx(wall, rel=0.05, abs=0.1), (row["step"], told, wall)
+        assert 0.0 <= m["timing/s/outside_step"] < m["timing/s/step"]
 
 
 def make_workspace(tmp_path: Path, model_dir: Path, **hp) -> Path:
@@ -67,6 +80,7 @@ async def test_steps_write_metrics_trajectories_and_checkpoints(tmp_path, tiny_m
     ):
         assert name in last, name
     assert last["trace/success_rate/agent"] == 1.0
+    assert_step_times_are_the_wall_clock(rows)  # checkpoints and validations between steps
     for step in range(1, 7):  # max_staleness 0: one batch a step, through the group stream
         m = rows[step]["metrics"]
         assert set(m) >= PIPELINE_KEYS, PIPELINE_KEYS - set(m)
@@ -223,6 +237,7 @@ async def test_max_staleness_1_overlaps_steps_and_accounts_for_staleness(
     first = await Trainer(cfg, job_dir=job_dir, base_dir=ws).run()
     steps = {r["step"]: r["metrics"] for r in read_metrics(job_dir)}
     assert sorted(steps) == list(range(n + 1))
+    assert_step_times_are_the_wall_clock(read_metrics(job_dir))  # streaming: the same clock
     assert all(steps[s]["train/trainable_rows"] > 0 for s in range(1, n + 1))  # all update
     assert steps[1]["fully_async/staleness/max"] == 0  # nothing was sampled ahead of step 1
     for s in range(2, n + 1):

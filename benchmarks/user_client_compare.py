@@ -10,9 +10,10 @@ median 0.3 s, 1 % failures), with no validation (speed only):
   ``AsyncOpenAI(base_url, api_key)`` made per rollout, as users write it.
 
 Each run is its own process; the sides alternate (the order flips each repeat). Reported per
-side (mean and min-max over repeats): seconds per step (``timing/s/step``), the median wall
-clock between two steps' ``metrics.jsonl`` lines, seconds of rollout per step, and the ratio
-user / builtin.
+side (mean and min-max over repeats, steps 2..N): seconds per step (``timing/s/step``), the
+median wall clock between two steps' ``metrics.jsonl`` lines, seconds of rollout per step, the
+seconds outside the step's own bracket (``timing/s/outside_step``), and the ratio user /
+builtin.
 
     python benchmarks/user_client_compare.py --steps 6 --repeats 3 [--mode sync|stale1|stale2p]
 """
@@ -63,6 +64,7 @@ async def one_run(spec: dict[str, Any]) -> dict[str, Any]:
     return {"side": spec["side"], "mode": spec["mode"],
             "step_s": [r["metrics"]["timing/s/step"] for r in rows],
             "rollout_s": [r["metrics"]["timing/s/rollout"] for r in rows],
+            "outside_s": [r["metrics"].get("timing/s/outside_step", 0.0) for r in rows],
             "wall_between_steps_s": [b - a for a, b in itertools.pairwise(times)]}
 
 
@@ -89,6 +91,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         out[side] = {"repeats": len(mine),
                      "s_per_step": spread([statistics.mean(r["step_s"][1:]) for r in mine]),
                      "rollout_s": spread([statistics.mean(r["rollout_s"][1:]) for r in mine]),
+                     "outside_step_s": spread([statistics.mean(r["outside_s"][1:]) for r in mine]),
                      "median_wall_between_steps_s": spread(
                          [statistics.median(r["wall_between_steps_s"][1:]) for r in mine])}
     if "builtin" in out and "user" in out:

@@ -29,6 +29,7 @@ Example (see tests/trainer/test_learning.py for a real run)::
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
 import time
@@ -215,7 +216,8 @@ class Trainer:
             wall_clock(metrics, now - ended - metrics.get("timing/s/validation", 0.0))
             ended = now
             metrics.update(ark_aliases(metrics))  # Ark's console names, next to ours
-            self._write_outputs(step, result)
+            # in a thread: the event loop serves the gateway and the rollouts sampling ahead
+            await asyncio.to_thread(self._write_outputs, step, result)
             self._report(step, metrics, val)
             plugin_failures.add(step, result.results)
             trained |= not failed.add(step, result.failures, rollouts=len(result.results))
@@ -266,7 +268,9 @@ class Trainer:
 
     def _write_outputs(self, step: int, result: StepResult) -> None:
         """The step's metrics and trajectories (each replaces what a replayed step wrote),
-        and the doctor's alerts for the step (``rltune.doctor``)."""
+        and the doctor's alerts for the step (``rltune.doctor``). Runs in a worker thread
+        (serialising a step's trajectories and their spans took a tenth of the event loop that
+        the gateway and the next step's rollouts share); the loop waits for it."""
         records = [trajectory_record(r) for r in result.results]
         self.sink.metrics(step, result.metrics)
         self.sink.trajectories(step, records)

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from rltune._process import (
+    descendants,
     describe_exit,
     die_with_parent,
     pid_alive,
@@ -105,3 +106,26 @@ def test_describe_exit_and_tail_file(tmp_path):
     (tmp_path / "x.log").write_bytes(b"abc\xffdef")
     assert tail_file(tmp_path / "x.log", 3) == "def"
     assert tail_file(tmp_path / "missing.log") == ""
+
+
+def test_descendants_are_the_tree_psutil_finds_without_walking_every_process(monkeypatch):
+    """Children and grandchildren, read from the tree's own /proc files (on Linux), the same
+    processes psutil's walk of the whole machine finds."""
+    import psutil
+
+    proc = subprocess.Popen(["bash", "-c", "sleep 30 & (sleep 30 & sleep 30); wait"])
+    ps, kids = psutil.Process(proc.pid), []
+    try:
+        deadline = time.monotonic() + 10
+        while len(kids) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+            kids = ps.children(recursive=True)
+        assert len(kids) == 4  # two sleeps, the subshell and its sleep
+        if sys.platform.startswith("linux"):  # no walk of every process's status
+            monkeypatch.setattr(psutil.Process, "children", None)
+        assert sorted(p.pid for p in descendants(ps)) == sorted(p.pid for p in kids)
+    finally:
+        for child in kids:
+            child.kill()
+        proc.kill()
+        proc.wait()

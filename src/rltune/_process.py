@@ -8,8 +8,8 @@ Every process rltune starts goes through here:
   process, its output appended to a log file;
 - :func:`signal_group` / :func:`stop_group` signal or stop such a group: SIGTERM, then SIGKILL
   after ``grace`` seconds, and a last SIGKILL for stragglers;
-- :func:`pid_alive`, :func:`describe_exit`, :func:`tree_rss` and :func:`tail_file` say how a
-  process is doing.
+- :func:`pid_alive`, :func:`describe_exit`, :func:`descendants`, :func:`tree_rss` and
+  :func:`tail_file` say how a process is doing.
 
 Example:
     >>> import os
@@ -110,6 +110,53 @@ def describe_exit(code: Optional[int]) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exited with code {code}"
+
+
+def descendants(proc: Any) -> list[Any]:
+    """The ``psutil.Process`` ``proc``'s descendants (children, theirs, ...), like
+    ``proc.children(recursive=True)`` but, on Linux, read from ``/proc/<pid>/task/*/children``
+    of the tree's own processes: psutil finds children by reading the status of every process
+    on the machine, which on a busy host took a tenth of the trainer's event loop (its pools ask
+    for their workers' memory several times a second). Elsewhere, or when the kernel has no
+    such files, psutil's walk.
+
+    >>> import psutil
+    >>> descendants(psutil.Process()) == psutil.Process().children(recursive=True)
+    True
+    """
+    import psutil
+
+    if not os.path.exists(f"/proc/{proc.pid}/task/{proc.pid}/children"):
+        return proc.children(recursive=True)
+    found: list[Any] = []
+    todo, seen = [proc.pid], {proc.pid}
+    while todo:
+        pid = todo.pop()
+        for pid_child in _children_pids(pid):
+            if pid_child in seen:
+                continue
+            seen.add(pid_child)
+            todo.append(pid_child)
+            with contextlib.suppress(psutil.Error):
+                found.append(psutil.Process(pid_child))
+    return found
+
+
+def _children_pids(pid: int) -> list[int]:
+    """The children of each of ``pid``'s threads (a child's parent is the thread that forked
+    it); [] once ``pid`` is gone."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
+                out.extend(int(x) for x in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def tree_rss(proc: Any, children: Sequence[Any] = ()) -> int:

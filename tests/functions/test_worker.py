@@ -46,6 +46,12 @@ async def test_wire_examples_give_valid_outputs(start_worker):
         assert health["status"] == "healthy" and health["func_type"] == "rollout"
         assert health["processor"] == "Behave" and health["served"] == 1
 
+        # user code that builds its httpx / openai client per rollout does not load the CA
+        # store each time: the worker shares one TLS context (functions/sslshare.py)
+        r = await c.post(ro.url, json=rollout_input(ssl=True))
+        assert RolloutOutput.model_validate(r.json()).agent_output.rollout_extra[
+            "ssl_shared"] == [True, True]
+
 
 async def test_a_worker_answers_only_its_pool(start_worker):
     """Without its secret (none, another worker's, a prefix of it) every route, /health
@@ -206,3 +212,4 @@ def test_a_worker_whose_pool_shut_down_while_it_started_exits_quietly(tmp_path):
     assert proc.returncode == 0, out
     assert "Traceback" not in out and "FileNotFoundError" not in out, out
     assert "the pool that started this worker has shut down" in out
+

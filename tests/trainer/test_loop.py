@@ -6,8 +6,10 @@ learning test with a warm-started model is in test_learning.py.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from rltune.config.data import EpochSampler
 from rltune.jobdir import read_trainer_state
 from rltune.templates import create_workspace
 from rltune.trainer.loop import Trainer
-from rltune.trainer.sink import read_metrics
+from rltune.trainer.sink import FileSink, read_metrics
 from rltune.trainer.testing import QUICK_HYPER_PARAMETERS
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -34,6 +36,18 @@ PIPELINE_KEYS = {
     "fully_async/dropped_stale_rollouts", "fully_async/staleness/max",
     "train/sampling_rounds",
 }
+
+
+def assert_step_times_are_the_wall_clock(rows: list[dict]) -> None:
+    """``timing/s/step`` (plus the step's own validation) is the wall clock between two steps'
+    metrics lines, in every mode: nothing the loop does between steps (outputs, checkpoints,
+    the doctor) is left out of it."""
+    for prev, row in itertools.pairwise(rows):
+        m = row["metrics"]
+        wall = row["time"] - prev["time"]
+        told = m["timing/s/step"] + m.get("timing/s/validation", 0.0)
+        assert told == pytest.approx(wall, rel=0.05, abs=0.1), (row["step"], told, wall)
+        assert 0.0 <= m["timing/s/outside_step"] < m["timing/s/step"]
 
 
 def make_workspace(tmp_path: Path, model_dir: Path, **hp) -> Path:
@@ -67,6 +81,7 @@ async def test_steps_write_metrics_trajectories_and_checkpoints(tmp_path, tiny_m
     ):
         assert name in last, name
     assert last["trace/success_rate/agent"] == 1.0
+    assert_step_times_are_the_wall_clock(rows)  # checkpoints and validations between steps
     for step in range(1, 7):  # max_staleness 0: one batch a step, through the group stream
         m = rows[step]["metrics"]
         assert set(m) >= PIPELINE_KEYS, PIPELINE_KEYS - set(m)
@@ -202,7 +217,7 @@ def test_bad_dataset_line_is_a_clear_error(tmp_path, tiny_model_dir):
 
 @pytest.mark.parametrize("partial", [False, True])
 async def test_max_staleness_1_overlaps_steps_and_accounts_for_staleness(
-        tmp_path, tiny_model_dir, partial):
+        tmp_path, tiny_model_dir, partial, monkeypatch):
     """Step k+1's rollouts are sampled before step k's update reaches the engine: from step 2
     on they are one version old (partial rollouts: some tokens already on the new weights);
     checkpoints keep the data order of the groups not yet trained, not of the rollouts sampled
@@ -220,9 +235,16 @@ async def test_max_staleness_1_overlaps_steps_and_accounts_for_staleness(
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
     cfg = load_job_config(ws / "job.yaml")
     job_dir = tmp_path / "job"
+    if partial:  # slow outputs between steps: the step times must still add up to the clock
+        write = FileSink.trajectories
+        monkeypatch.setattr(FileSink, "trajectories",
+                            lambda self, *a: (time.sleep(0.3), write(self, *a))[1])
     first = await Trainer(cfg, job_dir=job_dir, base_dir=ws).run()
     steps = {r["step"]: r["metrics"] for r in read_metrics(job_dir)}
     assert sorted(steps) == list(range(n + 1))
+    if partial:
+        assert all(steps[s]["timing/s/outside_step"] >= 0.3 for s in range(2, n + 1))
+    assert_step_times_are_the_wall_clock(read_metrics(job_dir))  # streaming: the same clock
     assert all(steps[s]["train/trainable_rows"] > 0 for s in range(1, n + 1))  # all update
     assert steps[1]["fully_async/staleness/max"] == 0  # nothing was sampled ahead of step 1
     for s in range(2, n + 1):

@@ -41,7 +41,8 @@ log = logging.getLogger("rltune.functions.sandbox")
 MODES = ("auto", "bwrap", "none")
 #: Variables copied from the parent when set (none of them can carry a secret).
 _PASS_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "RLTUNE_LOG_LEVEL", "LOG_LEVEL",
-              "RLTUNE_WORKER_HTTP", "RLTUNE_WORKER_LOOP", "ENABLE_TRAJECTORY", "RLTUNE_TRACE_DIR")
+              "RLTUNE_WORKER_HTTP", "RLTUNE_WORKER_LOOP", "RLTUNE_WORKER_SHARE_SSL",
+              "ENABLE_TRAJECTORY", "RLTUNE_TRACE_DIR")
 #: Tracing settings (OTEL_*) reach workers, except collector credentials (``*_HEADERS``).
 _PASS_PREFIX, _SECRET_SUFFIX = "OTEL_", "_HEADERS"
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")

@@ -29,6 +29,7 @@ Example (see tests/trainer/test_learning.py for a real run)::
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
 import time
@@ -200,6 +201,7 @@ class Trainer:
             log(f"validation before training: reward {_fmt(self.initial_validation)}"
                 + "".join(f", {label} {_fmt(val.get(metric.replace('actor/', 'validation/')))}"
                           for metric, label in self.signal.progress_fields.values()))
+        ended = time.perf_counter()  # the previous step's end: its metrics line's time
         for step in range(start_step + 1, self.total_steps + 1):
             with self.obs.step(step):  # one trace per step
                 result = await self.scheduler.run_step(step)
@@ -210,8 +212,12 @@ class Trainer:
                 val = await self.steps.validate(self.val_rows)
                 metrics.update(val)
                 self.stopped_at = self._reached_target(step, val)
+            now = time.perf_counter()
+            wall_clock(metrics, now - ended - metrics.get("timing/s/validation", 0.0))
+            ended = now
             metrics.update(ark_aliases(metrics))  # Ark's console names, next to ours
-            self._write_outputs(step, result)
+            # in a thread: the event loop serves the gateway and the rollouts sampling ahead
+            await asyncio.to_thread(self._write_outputs, step, result)
             self._report(step, metrics, val)
             plugin_failures.add(step, result.results)
             trained |= not failed.add(step, result.failures, rollouts=len(result.results))
@@ -262,7 +268,9 @@ class Trainer:
 
     def _write_outputs(self, step: int, result: StepResult) -> None:
         """The step's metrics and trajectories (each replaces what a replayed step wrote),
-        and the doctor's alerts for the step (``rltune.doctor``)."""
+        and the doctor's alerts for the step (``rltune.doctor``). Runs in a worker thread
+        (serialising a step's trajectories and their spans took a tenth of the event loop that
+        the gateway and the next step's rollouts share); the loop waits for it."""
         records = [trajectory_record(r) for r in result.results]
         self.sink.metrics(step, result.metrics)
         self.sink.trajectories(step, records)
@@ -354,6 +362,24 @@ class Trainer:
             "stopped_by_request": self.stop_request,
             "checkpoints": [str(p) for p in list_checkpoints(self.rt.ckpt_root)],
         }
+
+
+def wall_clock(metrics: dict[str, Any], seconds: float) -> None:
+    """Make ``timing/s/step`` the wall clock since the previous step's end, less this step's
+    validation (its own ``timing/s/validation``), so steps and validations add up to the job's
+    time in every mode; ``timing/s/outside_step`` is the part of it outside the step's own
+    bracket (the previous step's outputs and checkpoint, the loop's bookkeeping).
+
+    >>> m = {"timing/s/step": 2.0, "perf/throughput": 100.0}
+    >>> wall_clock(m, 2.5); m
+    {'timing/s/step': 2.5, 'perf/throughput': 80.0, 'timing/s/outside_step': 0.5}
+    """
+    inner = float(metrics.get("timing/s/step", seconds))
+    seconds = max(seconds, inner)  # the bracket lies inside the wall clock, never past it
+    if "perf/throughput" in metrics:  # tokens over the step: the same tokens, the longer time
+        metrics["perf/throughput"] *= inner / max(seconds, 1e-9)
+    metrics["timing/s/step"] = seconds
+    metrics["timing/s/outside_step"] = seconds - inner
 
 
 def _fmt(value: Any) -> str:

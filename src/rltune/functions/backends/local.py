@@ -24,7 +24,7 @@ from typing import Optional
 
 import psutil
 
-from rltune._process import describe_exit, die_with_parent, tail_file, tree_rss
+from rltune._process import descendants, describe_exit, die_with_parent, tail_file, tree_rss
 from rltune.functions import sandbox
 from rltune.functions.auth import new_token
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
@@ -32,9 +32,9 @@ from rltune.functions.output import JobLogPipe, job_log, worker_args
 from rltune.functions.spec import FunctionComponentSpec
 from rltune.sdk.errors import UserCodeError
 
-# How often rss_bytes looks for the worker's child processes again. Finding them walks every
-# process on the machine (psutil reads /proc/*/stat); the pool asks for RSS five times a second
-# per worker, and the walks were 37 % of the event loop's samples in the demo (RESULTS.md).
+# How often rss_bytes looks for the worker's child processes again (``_process.descendants``:
+# on Linux from the tree's own /proc files; elsewhere psutil walks every process on the
+# machine); the pool asks for RSS five times a second per worker.
 CHILDREN_REFRESH_S = 2.0
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -83,7 +83,7 @@ class LocalProcessHandle(WorkerHandle):
             if self._ps is None:
                 self._ps = psutil.Process(self.pid)
             if time.monotonic() - self._children_at >= CHILDREN_REFRESH_S:
-                self._children = self._ps.children(recursive=True)
+                self._children = descendants(self._ps)
                 self._children_at = time.monotonic()
         except psutil.Error:
             return 0

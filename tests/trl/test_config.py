@@ -82,3 +82,20 @@ def test_rows_without_a_prompt_are_named():
     with pytest.raises(ConfigError, match="train_dataset row 1 has no 'prompt'"):
         GRPOTrainer(model="nano", reward_funcs=lambda completions, **kw: [0.0],
                     train_dataset=[{"prompt": "a"}, {"question": "b"}])
+
+
+def test_peft_config_and_eval_rows_reach_the_job(tmp_path):
+    peft = pytest.importorskip("peft")
+    cfg = GRPOConfig(output_dir=str(tmp_path), max_steps=1, eval_strategy="steps",
+                     eval_steps=1, num_generations_eval=2, num_generations=2,
+                     per_device_train_batch_size=2)
+    trainer = GRPOTrainer(model="nano", reward_funcs=lambda completions, **kw: [0.0],
+                          args=cfg, train_dataset=[{"prompt": "hi"}],
+                          eval_dataset=[{"prompt": "ho", "answer": "1"}],
+                          peft_config=peft.LoraConfig(r=4, lora_alpha=8,
+                                                      target_modules=["q_proj"]))
+    job = JobConfig.model_validate(trainer.job_config())
+    hp = job.hyper_parameters
+    assert (hp.lora_rank, hp.lora_alpha, hp.lora_target_modules) == (4, 8, ["q_proj"])
+    assert (hp.eval_steps, hp.val_n_rollouts) == (1, 2)
+    assert [d.type.value for d in job.datasets] == ["training", "validation"]

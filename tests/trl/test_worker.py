@@ -52,3 +52,15 @@ def test_the_tool_rollout_runs_the_scripts_tool_and_reports_its_errors(tmp_path)
     text, ok = asyncio.run(rollout._run("multiply", '{"a": 3}'))
     assert not ok and "TypeError" in text
     assert asyncio.run(rollout._run("divide", "{}"))[1] is False
+
+
+def test_a_reward_model_folder_scores_each_prompt_and_completion(tiny_model_dir):
+    from rltune.trl.worker import RewardModel
+
+    score = RewardModel(str(tiny_model_dir))
+    prompts = [[{"role": "user", "content": "2+2?"}]] * 2
+    completions = [[{"role": "assistant", "content": "4"}],
+                   [{"role": "assistant", "content": "five, I think"}]]
+    out = score(prompts=prompts, completions=completions)
+    assert len(out) == 2 and out[0] != out[1]  # one head output per sequence
+    assert score(prompts=["2+2? "], completions=["4"]) != out[:1]  # standard: plain text

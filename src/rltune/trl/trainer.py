@@ -235,6 +235,22 @@ class GRPOTrainer:
             self.push_to_hub()
         return summary
 
+    def submit(self, base_url: Optional[str] = None, api_key: Optional[str] = None,
+               wait: bool = False) -> str:
+        """Submit the job to an rltune job server instead of training here: the workspace
+        (functions, pickled) is uploaded as each function's archive and the rows as files.
+        ``base_url`` / ``api_key``: the server (unset: as ``rltune run`` finds it). Returns
+        the job id; ``wait=True`` returns when the job has ended."""
+        from rltune.client.agentic_rl import AgenticRL, run_sync
+
+        self.job_config()
+        client = AgenticRL(api_key=api_key, base_url=base_url)
+        client.init(self.output_dir / "workspace" / "job.yaml")
+        job_id = str(run_sync(client.run()).output.job_id)
+        if wait:
+            run_sync(client.wait(job_id))
+        return job_id
+
     # ------------------------------------------------------------------ after training
 
     def save_model(self, output_dir: Optional[str] = None) -> Path:

@@ -70,15 +70,41 @@ def function_name(fn: Any, taken: set[str]) -> str:
     return name
 
 
+def _script_modules(callables: list[Any]) -> list[Any]:
+    """The modules of ``callables`` that are the user's own files, not installed packages
+    (``trl.rewards`` stays a reference; a ``rewards.py`` next to the script travels whole)."""
+    import sys
+    import sysconfig
+
+    installed = {sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}
+    out = []
+    for fn in callables:
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        path = getattr(module, "__file__", None)
+        if module is None or module.__name__ in ("__main__", "rltune") or not path \
+                or module.__name__.startswith("rltune."):
+            continue
+        if not any(Path(path).resolve().is_relative_to(Path(p).resolve()) for p in installed):
+            out.append(module)
+    return list(dict.fromkeys(out))
+
+
 def write_workspace(ws: Path, *, rewards: list[Any], weights: list[float], standard: bool,
                     tools: list[Callable[..., Any]], schemas: list[dict[str, Any]],
                     max_iterations: int) -> list[dict[str, Any]]:
     """Pickle the callables into ``ws`` and return the job's ``functions`` entries."""
     import cloudpickle
 
-    (ws / worker.PICKLE).write_bytes(cloudpickle.dumps({
-        "rewards": rewards, "standard": standard, "tools": tools, "schemas": schemas,
-        "max_iterations": max_iterations}))
+    own = _script_modules([*rewards, *tools])
+    for module in own:  # by value: the workers cannot import the script's own modules
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        (ws / worker.PICKLE).write_bytes(cloudpickle.dumps({
+            "rewards": rewards, "standard": standard, "tools": tools, "schemas": schemas,
+            "max_iterations": max_iterations}))
+    finally:
+        for module in own:
+            cloudpickle.unregister_pickle_by_value(module)
     (ws / worker.MODULE).write_text(worker.MODULE_TEXT)
     functions: list[dict[str, Any]] = []
     if tools:

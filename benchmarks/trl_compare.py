@@ -45,6 +45,10 @@ What is the same / what differs (TRL 1.16):
 Rewards of 20-30-step runs vary a lot from run to run (32 samples per step, unseeded
 sampling), hence ``--repeats`` (default 3, about 6-9 minutes on a loaded 2-core box).
 
+``--rltune-side trl`` runs rltune's side as a TRL script with the import changed to
+``rltune.trl`` (``_rltune_trl_side.py``: ``GRPOTrainer`` / ``GRPOConfig`` with TRL's names)
+instead of the job YAML.
+
 Example::
 
     .venv/bin/python benchmarks/trl_compare.py --model /tmp/rlhome/models/nano

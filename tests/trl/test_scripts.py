@@ -12,7 +12,8 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.slow  # each script starts the gateway, the engine and the workers
+# Each run starts the gateway, the engine and a worker per function (~7 s on 2 AMD EPYC
+# cores): the two-reward script runs by default, the tool loop in the slow tier.
 
 TWO_REWARDS = textwrap.dedent('''
     import json, sys
@@ -104,6 +105,7 @@ def test_two_reward_functions_train_log_and_save(tmp_path, nano_model_dir):
     assert (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file()
 
 
+@pytest.mark.slow
 def test_tools_run_a_multi_turn_loop_through_the_gateway(tmp_path, nano_model_dir):
     out, records = run_script(tmp_path, TOOLS, nano_model_dir)
     assert len(records) == 8

@@ -12,6 +12,9 @@ import textwrap
 
 import pytest
 
+pytest.importorskip("datasets", reason="the scripts build a datasets.Dataset, as TRL's do")
+pytest.importorskip("cloudpickle", reason="pip install 'rltune[trl]'")
+
 # Each run starts the gateway, the engine and a worker per function (~7 s on 2 AMD EPYC
 # cores): the two-reward script runs by default, the tool loop in the slow tier.
 

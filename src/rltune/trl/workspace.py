@@ -93,7 +93,12 @@ def write_workspace(ws: Path, *, rewards: list[Any], weights: list[float], stand
                     tools: list[Callable[..., Any]], schemas: list[dict[str, Any]],
                     max_iterations: int) -> list[dict[str, Any]]:
     """Pickle the callables into ``ws`` and return the job's ``functions`` entries."""
-    import cloudpickle
+    try:
+        import cloudpickle
+    except ImportError:
+        raise ConfigError("rltune.trl needs cloudpickle to send the script's functions to "
+                          "the workers", where="GRPOTrainer",
+                          hint="pip install 'rltune[trl]'") from None
 
     own = _script_modules([*rewards, *tools])
     for module in own:  # by value: the workers cannot import the script's own modules

@@ -45,6 +45,10 @@ What is the same / what differs (TRL 1.16):
 Rewards of 20-30-step runs vary a lot from run to run (32 samples per step, unseeded
 sampling), hence ``--repeats`` (default 3, about 6-9 minutes on a loaded 2-core box).
 
+``--rltune-side trl`` runs rltune's side as a TRL script with the import changed to
+``rltune.trl`` (``_rltune_trl_side.py``: ``GRPOTrainer`` / ``GRPOConfig`` with TRL's names)
+instead of the job YAML.
+
 Example::
 
     .venv/bin/python benchmarks/trl_compare.py --model /tmp/rlhome/models/nano
@@ -138,14 +142,17 @@ def build_spec(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     }
 
 
-def run_side(side: str, spec_file: Path, work: Path, threads: int) -> dict[str, Any]:
-    """Run one side in a fresh process and return its JSON result."""
+def run_side(side: str, spec_file: Path, work: Path, threads: int,
+             script: str = "") -> dict[str, Any]:
+    """Run one side in a fresh process and return its JSON result (``script``: the side's
+    file when it is not ``_<side>_side.py``)."""
     out = work / f"{side}-{time.monotonic_ns()}.json"
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
            "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(HERE / f"_{side}_side.py"), str(spec_file),
-                           str(out)], env=env, capture_output=True, text=True)
+    path = HERE / (script or f"_{side}_side.py")
+    proc = subprocess.run([sys.executable, str(path), str(spec_file), str(out)], env=env,
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-8000:])
         raise SystemExit(f"the {side} side failed (exit {proc.returncode}); its output is above")
@@ -281,6 +288,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--trl-gradient-checkpointing", action="store_true",
                    help="keep TRL's default gradient checkpointing (off here: it only saves "
                         "memory and costs a second forward pass; rltune does not checkpoint)")
+    p.add_argument("--rltune-side", choices=("yaml", "trl"), default="yaml",
+                   help="rltune's side: its job config (yaml), or the same run written as a "
+                        "TRL script with the import changed to rltune.trl (trl)")
     p.add_argument("--json", help="also write all per-step results here")
     args = p.parse_args(argv)
     if args.steps <= args.last:
@@ -303,7 +313,9 @@ def main(argv: list[str] | None = None) -> None:
             order = ("trl", "rltune") if i % 2 == 0 else ("rltune", "trl")
             for side in order:
                 print(f"run {i + 1}/{args.repeats}: {side} ...", flush=True)
-                result = run_side(side, spec_file, work, args.threads)
+                script = "_rltune_trl_side.py" if (side, args.rltune_side) == ("rltune", "trl") \
+                    else ""
+                result = run_side(side, spec_file, work, args.threads, script)
                 print(f"  {len(result['rewards'])} steps, median "
                       f"{statistics.median(step_seconds(result)):.3f} s/step, "
                       f"{result['process_s']:.0f} s in all", flush=True)

@@ -25,7 +25,8 @@ The layers, bottom to top (a package may import its own layer and those below it
 11. ``lifecycle``: publish, export, deploy, evaluate.
 12. ``console``: the web console's static files and helpers.
 13. ``server``: the job server (it serves the console).
-14. ``client``, ``templates``: the REST client and the workspace templates.
+14. ``client``, ``templates``, ``trl``: the REST client, the workspace templates and TRL's
+    ``GRPOTrainer`` names (``rltune.trl``, which runs the trainer in process).
 15. ``cli``.
 
 This differs from the first sketch (models below engine, console above server) where the code's
@@ -55,7 +56,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lifecycle",),
     ("console",),
     ("server",),
-    ("client", "templates"),
+    ("client", "templates", "trl"),
     ("cli",),
 ]
 LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}

@@ -1,0 +1,187 @@
+"""What runs in the function workers of an ``rltune.trl`` job: the script's own callables.
+
+``GRPOTrainer`` pickles the script's reward functions and tools (by value when they live in
+the script, by reference when imported, e.g. ``trl.rewards.accuracy_reward``) into the job's
+workspace, next to a two-line module that calls :func:`bind`. The worker imports that module
+like any other classpath: each reward is a TRL-signature function (wrapped by
+``rltune.sdk.plain`` as a group reward: the function gets a prompt's whole group, every
+dataset column as a keyword), and ``ToolRollout`` is the multi-turn tool loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, Optional
+
+from rltune.sdk import (
+    AbstractRolloutProcessor,
+    AgentOutput,
+    RolloutInput,
+    RolloutOutput,
+    TaskStatus,
+)
+from rltune.sdk.plain import final_text
+
+PICKLE = "trl_functions.pkl"
+MODULE = "trl_functions.py"
+MODULE_TEXT = ('"""Written by rltune.trl: the script\'s reward functions and tools."""\n'
+               "from rltune.trl.worker import bind\n\n"
+               "globals().update(bind(__file__))\n")
+
+
+def run_maybe_async(value: Any) -> Any:
+    """``value``, or what it resolves to when a coroutine (TRL accepts async callables)."""
+    if not inspect.isawaitable(value):
+        return value
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(value)  # type: ignore[arg-type]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:  # a loop runs here: resolve it on a thread of its own
+        return pool.submit(asyncio.run, value).result()
+
+
+def _accepts(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    params = inspect.signature(fn).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k in params}
+
+
+def as_trl_reward(fn: Callable[..., Any], *, standard: bool) -> Callable[..., Any]:
+    """``fn`` called as TRL calls it. ``standard``: the dataset's prompts were strings, so
+    the prompts and completions are strings too (the prompt's and the answer's text)."""
+
+    def reward(completions: list[Any], **kwargs: Any) -> Any:
+        if standard:
+            completions = [final_text(c) for c in completions]
+            kwargs["prompts"] = [_prompt_text(p) for p in kwargs.get("prompts", [])]
+        kwargs["completions"] = completions
+        return run_maybe_async(fn(**_accepts(fn, kwargs)))
+
+    reward.__name__ = getattr(fn, "__name__", "reward")
+    return reward
+
+
+def _prompt_text(messages: list[dict[str, Any]]) -> str:
+    users = [m.get("content") or "" for m in messages if m.get("role") == "user"]
+    return str(users[-1]) if users else ""
+
+
+class RewardModel:
+    """TRL's string ``reward_funcs`` entry: a sequence-classification model (one label) that
+    scores each prompt + completion, the chat template applied to conversational ones."""
+
+    def __init__(self, path: str):
+        self.path, self._model, self._tok = path, None, None
+        self.__name__ = Path(path).name or path
+
+    def _load(self) -> None:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self._tok = AutoTokenizer.from_pretrained(self.path)
+        self._model = AutoModelForSequenceClassification.from_pretrained(
+            self.path, num_labels=1).eval()
+        if self._tok.pad_token is None:
+            self._tok.pad_token = self._tok.eos_token
+        self._model.config.pad_token_id = self._tok.pad_token_id
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float]:
+        import torch
+
+        if self._model is None:
+            self._load()
+        assert self._tok is not None and self._model is not None
+        texts = []
+        for p, c in zip(prompts, completions, strict=True):
+            if isinstance(p, str):
+                texts.append(p + (c if isinstance(c, str) else final_text(c)))
+            else:
+                texts.append(self._tok.apply_chat_template(list(p) + list(c), tokenize=False))
+        batch = self._tok(texts, padding=True, truncation=True, return_tensors="pt",
+                          add_special_tokens=False)
+        with torch.no_grad():
+            return [float(x) for x in self._model(**batch).logits[:, 0]]
+
+
+class ToolRollout(AbstractRolloutProcessor):
+    """TRL's ``tools=[...]`` loop: sample through the gateway, run each tool call the model
+    makes with the script's function, append the result, until an answer without calls or
+    ``max_iterations`` rounds of calls."""
+
+    tools: ClassVar[dict[str, Callable[..., Any]]] = {}
+    schemas: ClassVar[list[dict[str, Any]]] = []
+    max_iterations: ClassVar[int] = 8
+
+    def setup(self) -> None:
+        import httpx
+
+        self.http = httpx.AsyncClient(timeout=600.0)
+
+    async def process(self, input_data: RolloutInput) -> RolloutOutput:
+        from openai import AsyncOpenAI
+
+        res = input_data.model_resource
+        client = AsyncOpenAI(base_url=res.base_url, api_key=res.api_key.get_secret_value(),
+                             http_client=self.http)
+        params = dict(input_data.sampling_params or {})
+        params.pop("max_turns", None)
+        params.pop("timeout", None)
+        messages = list(input_data.messages)
+        calls = failures = 0
+        try:
+            for _ in range(self.max_iterations + 1):
+                response = await client.chat.completions.create(
+                    model=res.model_name, messages=messages,
+                    tools=input_data.tools or self.schemas, **params)
+                message = response.choices[0].message
+                messages.append(message.model_dump(exclude_none=True, exclude={"refusal"}))
+                if not message.tool_calls or calls >= self.max_iterations:
+                    break
+                calls += 1
+                for call in message.tool_calls:
+                    content, ok = await self._run(call.function.name, call.function.arguments)
+                    failures += not ok
+                    messages.append({"role": "tool", "tool_call_id": call.id,
+                                     "name": call.function.name, "content": content})
+        except Exception as exc:  # the policy endpoint failed: retried, never scored
+            return RolloutOutput(status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        return RolloutOutput(agent_output=AgentOutput(
+            messages=messages, rollout_extra=input_data.rollout_extra,
+            rollout_metrics={"tool_call_rounds": float(calls),
+                             "tool_failures": float(failures)}))
+
+    async def _run(self, name: str, arguments: Any) -> tuple[str, bool]:
+        """The tool's result as text, or the error the model reads (as TRL does)."""
+        fn = self.tools.get(name)
+        if fn is None:
+            return json.dumps({"error": f"unknown tool {name!r}"}), False
+        try:
+            args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+            result = fn(**args)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            return json.dumps({"error": f"{type(exc).__name__}: {exc}"}), False
+        return str(result), True
+
+
+def bind(module_file: str) -> dict[str, Any]:
+    """The names the workspace module exposes: ``reward_<i>`` and ``ToolRollout``."""
+    payload = pickle.loads((Path(module_file).parent / PICKLE).read_bytes())
+    out: dict[str, Any] = {}
+    for i, fn in enumerate(payload["rewards"]):
+        out[f"reward_{i}"] = as_trl_reward(fn, standard=payload["standard"])
+    tools: Optional[list[Callable[..., Any]]] = payload.get("tools")
+    if tools:
+        out["ToolRollout"] = type("ToolRollout", (ToolRollout,), {
+            "tools": {t.__name__: t for t in tools}, "schemas": payload["schemas"],
+            "max_iterations": int(payload["max_iterations"]), "__module__": __name__})
+    return out

@@ -1,6 +1,7 @@
 """SFT → DPO → RL chained by ``model:``, as the clouds chain them: each job's checkpoint is the
-next job's model, on the untrained tiny model, one or two steps each (the real Trainer, engine,
-gateway and function pools). The learning claim is the slow test in test_learning_dpo.py."""
+next job's model (the DPO job is an Ark DPOLoRA job.yaml), on the untrained tiny model, one or
+two steps each (the real Trainer, engine, gateway and function pools). The learning claim is
+the slow test in test_learning_dpo.py."""
 
 from __future__ import annotations
 
@@ -20,6 +21,18 @@ from rltune.trainer.testing import QUICK_HYPER_PARAMETERS
 HP = {"batch_size": 2, "max_steps": 2, "learning_rate": 1e-3, "max_length": 256,
       "max_prompt_length": 128, "eval_steps": 2, "save_strategy": "steps", "save_steps": 2,
       "save_total_limit": 1}
+
+
+ARK_DPO = """
+name: calc-dpo
+customization_type: DPOLoRA
+model_reference: {{foundation_model: {{name: '{model}'}}}}
+hyperparameters: {{batch_size: '2', lr: '0.001', num_steps: '2', seq_len: '256',
+  dpo_beta: '0.1', save_every_n_steps: '2', test_every_n_steps: '2'}}
+data:
+  training_set: {{local_files: [./train.jsonl]}}
+  validation_set: {{local_files: [./val.jsonl]}}
+"""
 
 
 def _offline_job(ws: Path, model: Path | str, algorithm: str, rows: list[dict]) -> Path:
@@ -57,8 +70,10 @@ async def test_sft_then_dpo_then_rl_by_model(tmp_path, tiny_model_dir):
     sft_model = await _run(_offline_job(tmp_path / "sft", tiny_model_dir, "sft", sft_rows),
                            tmp_path / "sft-job")
 
-    dpo_ws = _offline_job(tmp_path / "dpo", sft_model, "dpo",
-                          preference_rows(6, seed=1, config=task))
+    # the DPO job is Volcano Ark's DPOLoRA job.yaml (LoRA adapters, the base as reference)
+    dpo_ws = tmp_path / "dpo"
+    _offline_job(dpo_ws, sft_model, "dpo", preference_rows(6, seed=1, config=task))
+    (dpo_ws / "job.yaml").write_text(ARK_DPO.format(model=sft_model))
     dpo_model = await _run(dpo_ws, tmp_path / "dpo-job")
     rows = read_metrics(tmp_path / "dpo-job")
     assert [r["step"] for r in rows] == [0, 1, 2]  # validation before training, two steps
@@ -67,7 +82,8 @@ async def test_sft_then_dpo_then_rl_by_model(tmp_path, tiny_model_dir):
     for name in ("dpo/loss", "dpo/accuracy", "dpo/reward_margin", "validation/dpo/accuracy"):
         assert name in last, name
     assert last["validation/dpo/reward_margin"] != first["validation/dpo/reward_margin"]
-    assert "DPO reference on" in (tmp_path / "dpo-job" / "train.log").read_text()
+    log = (tmp_path / "dpo-job" / "train.log").read_text()
+    assert "LoRA rank 16" in log and "reference = adapters disabled" in log
 
     rl = _rl_workspace(tmp_path / "rl", dpo_model)
     summary = await Trainer(load_job_config(rl / "job.yaml"), job_dir=tmp_path / "rl-job",

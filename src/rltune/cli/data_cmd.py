@@ -61,7 +61,7 @@ def make_preferences(
     rows: int = typer.Option(64, "--rows", min=1, help="how many preference pairs"),
     split: str = typer.Option("train", "--split",
                               help="train, or heldout (questions never in train)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="random seed of the questions and wrong answers"),
     digits: int = typer.Option(2, "--digits", help="operand digits of the questions (1-6)"),
 ) -> None:
     """Calculator preference pairs (prompt, chosen, rejected) for an ``algorithm: dpo`` job:

@@ -159,8 +159,7 @@ class DpoSteps:
         t0 = time.perf_counter()
         pairs = self._encode(rows, "validation")
         stats = await asyncio.to_thread(self._evaluate, pairs)
-        return {**{f"validation/{k}": v for k, v in stats.items()},
-                "timing/s/validation": time.perf_counter() - t0}
+        return {**stats, "timing/s/validation": time.perf_counter() - t0}
 
     # ---- log-probs ----
     def _chunks(self, n: int) -> list[list[int]]:
@@ -233,7 +232,7 @@ class DpoSteps:
         updater.optimizer.zero_grad(set_to_none=True)
         updater.scheduler.step()
         updater.step += 1
-        return {**sums.metrics(), "actor/grad_norm": norm, "actor/lr": lr,
+        return {**sums.metrics("dpo/"), "actor/grad_norm": norm, "actor/lr": lr,
                 "train/trainable_rows": float(len(index))}
 
     @torch.no_grad()
@@ -246,7 +245,7 @@ class DpoSteps:
             logps = self._seq_logp(model, [pairs[c] for c in chunk])
             sums.add(*self._loss(logps, ref_2B[:, chunk]), logps)
         model.train()
-        return sums.metrics()
+        return sums.metrics("validation/dpo/")
 
 
 class _Sums:
@@ -266,5 +265,5 @@ class _Sums:
                            ("rejected_logp", logps[1])):
             self.total[key] = self.total.get(key, 0.0) + float(value.detach().float().sum())
 
-    def metrics(self) -> dict[str, float]:
-        return {f"dpo/{k}": v / max(1, self.n) for k, v in self.total.items()}
+    def metrics(self, prefix: str) -> dict[str, float]:
+        return {prefix + k: v / max(1, self.n) for k, v in self.total.items()}

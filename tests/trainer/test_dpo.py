@@ -118,6 +118,15 @@ async def test_the_knobs_take_effect(tok, pairs):
         await s.run_step(1)
     a, b = (await plain.validate(pairs)), (await smooth.validate(pairs))
     assert a["validation/dpo/loss"] != pytest.approx(b["validation/dpo/loss"], abs=1e-4)
+    # the NLL term: reported, added to the loss, and it keeps the chosen responses likelier
+    nll = _steps(tok, pairs, dpo_beta=0.5, dpo_nll_weight=1.0)
+    first = (await nll.run_step(1)).metrics
+    assert first["dpo/chosen_nll"] > 0
+    assert first["dpo/loss"] == pytest.approx(math.log(2), abs=1e-4)  # the DPO part alone
+    assert "dpo/chosen_nll" not in (await plain.run_step(2)).metrics
+    await nll.run_step(2)
+    c, d = (await plain.validate(pairs)), (await nll.validate(pairs))
+    assert d["validation/dpo/chosen_logp"] > c["validation/dpo/chosen_logp"]
 
 
 @pytest.mark.parametrize("key, value", [("n_rollouts", 8), ("kl_loss_coef", 0.01),

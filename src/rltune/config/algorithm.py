@@ -162,6 +162,10 @@ KNOBS: dict[str, Knob] = {
     "dpo_label_smoothing": Knob(
         float, 0.0, "with the sigmoid loss: the assumed share of pairs whose labels are "
         "swapped (conservative DPO; 0: off)", _DPO, ge=0, lt=0.5, only=("dpo",)),
+    "dpo_nll_weight": Knob(
+        float, 0.0, "weight of the chosen responses' token-mean negative log-likelihood added "
+        "to the loss, so that the chosen answers do not lose probability (TRL's rpo_alpha; "
+        "0: off)", "RPO, arXiv:2404.19733", ge=0, le=100, only=("dpo",)),
 }
 
 #: The knob names a user may set alone (hyper-parameters of the same name).
@@ -205,6 +209,7 @@ class AlgorithmKnobs(BaseModel):
     dpo_beta: float = _knob("dpo_beta")
     dpo_loss_type: DpoLossType = _knob("dpo_loss_type")
     dpo_label_smoothing: float = _knob("dpo_label_smoothing")
+    dpo_nll_weight: float = _knob("dpo_nll_weight")
     vf_clip: Optional[float] = _knob("vf_clip")
     critic_warmup_steps: int = _knob("critic_warmup_steps")
 

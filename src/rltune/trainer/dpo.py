@@ -169,12 +169,18 @@ class DpoSteps:
     def _seq_logp(self, model: Any, pairs: Sequence[tuple[Encoded, Encoded]]
                   ) -> tuple[torch.Tensor, torch.Tensor]:
         """Summed response log-probs of the chosen and of the rejected responses (B each)."""
+        return self._seq_logp_n(model, pairs)[:2]
+
+    def _seq_logp_n(self, model: Any, pairs: Sequence[tuple[Encoded, Encoded]]
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``_seq_logp`` and the chosen responses' token counts."""
         rows = [p[0] for p in pairs] + [p[1] for p in pairs]
         ids, attn = pad_rows([r[0] for r in rows], pad_id=self.rt.tokenizer.pad_token_id or 0)
         logp_BT, _ = token_logprobs_BT(model, ids, attn, bf16=self.hp.bf16)
         mask_BT = pad_rows([r[1] for r in rows], dtype=torch.float32)[0].to(logp_BT.device)
         seq_B = (logp_BT.float() * mask_BT).sum(-1)
-        return seq_B[:len(pairs)], seq_B[len(pairs):]
+        n = len(pairs)
+        return seq_B[:n], seq_B[n:], mask_BT[:n].sum(-1).clamp(min=1)
 
     @contextlib.contextmanager
     def _reference(self) -> Iterator[Any]:
@@ -220,10 +226,16 @@ class DpoSteps:
         updater.optimizer.zero_grad(set_to_none=True)
         sums = _Sums()
         for chunk in self._chunks(len(index)):
-            logps = self._seq_logp(model, [self.train[index[c]] for c in chunk])
+            chosen, rejected, tokens_B = self._seq_logp_n(
+                model, [self.train[index[c]] for c in chunk])
+            logps = (chosen, rejected)
             loss_B, chosen_B, rejected_B = self._loss(logps, ref_2B[:, chunk])
+            sums.add(loss_B, chosen_B, rejected_B, logps)  # dpo/loss: the DPO part alone
+            if self.knobs.dpo_nll_weight:  # RPO: keep the chosen answers likely
+                nll_B = -chosen / tokens_B
+                sums.add_nll(nll_B)
+                loss_B = loss_B + self.knobs.dpo_nll_weight * nll_B
             (loss_B.sum() / len(index)).backward()
-            sums.add(loss_B, chosen_B, rejected_B, logps)
         params = [p for p in model.parameters() if p.requires_grad]
         norm = float(torch.nn.utils.clip_grad_norm_(params, self.hp.max_grad_norm))
         lr = updater.optimizer.param_groups[0]["lr"]
@@ -264,6 +276,9 @@ class _Sums:
                            ("rejected_reward", rejected_B), ("chosen_logp", logps[0]),
                            ("rejected_logp", logps[1])):
             self.total[key] = self.total.get(key, 0.0) + float(value.detach().float().sum())
+
+    def add_nll(self, nll_B: torch.Tensor) -> None:
+        self.total["chosen_nll"] = self.total.get("chosen_nll", 0.0) + float(nll_B.detach().sum())
 
     def metrics(self, prefix: str) -> dict[str, float]:
         return {prefix + k: v / max(1, self.n) for k, v in self.total.items()}

@@ -38,8 +38,13 @@ TOOL_PARSERS: tuple[str, ...] = ("hermes", "llama3_json", "mistral", "qwen3_code
 #: Advantage estimators: each has a learning-signal class (``rltune.trainer.signals.table``).
 ADVANTAGE_ESTIMATORS: tuple[str, ...] = ("grpo", "opd", "gae")
 #: Algorithm presets (``rltune.config.algorithm.PRESETS``). ``ppo`` trains a critic (GAE);
-#: ``sft`` is supervised fine-tuning on ``messages`` rows (``rltune.trainer.sft``), no rollouts.
-ALGORITHMS: tuple[str, ...] = ("gspo", "grpo", "dapo", "opd", "ppo", "sft")
+#: ``sft`` is supervised fine-tuning on ``messages`` rows (``rltune.trainer.sft``), ``dpo``
+#: preference optimisation on (prompt, chosen, rejected) rows (``rltune.trainer.dpo``): neither
+#: runs rollouts (``OFFLINE_ALGORITHMS``).
+ALGORITHMS: tuple[str, ...] = ("gspo", "grpo", "dapo", "opd", "ppo", "sft", "dpo")
+OFFLINE_ALGORITHMS: tuple[str, ...] = ("sft", "dpo")
+#: DPO's losses (``rltune.trainer.losses.dpo_loss_B``).
+DpoLossType = Literal["sigmoid", "ipo"]
 #: Loss aggregation modes (``rltune.trainer.losses.aggregate_loss``). The three lists the loss
 #: reads are declared as static ``Literal`` types (a type checker sees them in
 #: ``AlgorithmKnobs`` and the loss functions); their tuples are read off the types.

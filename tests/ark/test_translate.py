@@ -123,10 +123,25 @@ def test_finetune_types_map_to_an_sft_job(ws, ctype, lora):
     assert job.functions == []
 
 
+@pytest.mark.parametrize("ctype, lora", [("DPO", 0), ("DPOLoRA", 16)])
+def test_dpo_types_map_to_a_dpo_job(ws, ctype, lora):
+    text = (f"name: dpo\ncustomization_type: {ctype}\n"
+            "model_reference: {foundation_model: {name: nano}}\n"
+            "hyperparameters: {learning_rate: '0.00001', epoch: '3', seq_len: '512', "
+            "dpo_beta: '0.2', batch_size: '4'}\n"
+            "data: {training_set: {local_files: [./data/pairs.jsonl]}}\n")
+    job = _load(ws, text)
+    hp = job.hyper_parameters
+    assert (hp.algorithm, hp.n_epochs, hp.max_length, hp.lora_rank, job.knobs.dpo_beta) == \
+        ("dpo", 3, 512, lora, 0.2)
+    assert job.functions == [] and hp.max_plugin_failures != 0  # no graders to fail
+
+
 @pytest.mark.parametrize("change, key", [
     (("lr: '0.000001'", "lr: '0.000001', warmup_step_rate: '0.1'"),
      "hyperparameters.warmup_step_rate"),
-    (("customization_type: GRPO", "customization_type: DPO"), "customization_type"),
+    (("customization_type: GRPO", "customization_type: KTO"), "customization_type"),
+    (("customization_type: GRPO", "customization_type: DPO"), "custom_rl_pipeline"),
     (("  graders:\n", "  type: PPOPipeline\n  graders:\n"), "custom_rl_pipeline.type"),
     (("customization_type: GRPO", "customization_type: FinetuneSft"), "custom_rl_pipeline"),
     (("{local_files: [./data/train.jsonl]}",

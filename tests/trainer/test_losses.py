@@ -12,6 +12,7 @@ from rltune.trainer.losses import (
     aggregate_loss,
     behaviour_keep_BT,
     behaviour_weight_BT,
+    dpo_loss_B,
     importance_ratio_BT,
     kl_penalty_BT,
     masked_mean,
@@ -191,3 +192,42 @@ def test_decoupled_correction_of_a_rollout_spanning_three_versions():
     assert loss.tolist()[0][1:] == pytest.approx(
         [-math.exp(0.1) * 2.0, -math.exp(-0.1), 0.8])
     assert clipped.tolist() == [[False, False, False, True]]
+
+
+# ---- DPO: policy / reference sequence log-probs of two pairs, by hand ----
+#   pair 0: chosen -5 (ref -6), rejected -9 (ref -8): h = 1 - (-1) = 2
+#   pair 1: chosen -4 (ref -3), rejected -7 (ref -7): h = -1 - 0 = -1
+DPO_IN = (torch.tensor([-5.0, -4.0]), torch.tensor([-9.0, -7.0]),
+          torch.tensor([-6.0, -3.0]), torch.tensor([-8.0, -7.0]))
+
+
+def _log_sigmoid(x):
+    return -math.log1p(math.exp(-x))
+
+
+def test_dpo_sigmoid_loss_and_rewards_by_hand():
+    loss, chosen, rejected = dpo_loss_B(*DPO_IN, beta=0.5)
+    assert loss.tolist() == pytest.approx([-_log_sigmoid(1.0), -_log_sigmoid(-0.5)])
+    assert chosen.tolist() == pytest.approx([0.5, -0.5])  # beta x (logp - ref)
+    assert rejected.tolist() == pytest.approx([-0.5, 0.0])
+    assert not chosen.requires_grad
+
+
+def test_dpo_label_smoothing_and_ipo_by_hand():
+    loss, _, _ = dpo_loss_B(*DPO_IN, beta=0.5, label_smoothing=0.25)
+    want = [-0.75 * _log_sigmoid(1.0) - 0.25 * _log_sigmoid(-1.0),
+            -0.75 * _log_sigmoid(-0.5) - 0.25 * _log_sigmoid(0.5)]
+    assert loss.tolist() == pytest.approx(want)
+    loss, _, _ = dpo_loss_B(*DPO_IN, beta=0.5, loss_type="ipo")  # (h - 1/(2 beta))^2
+    assert loss.tolist() == pytest.approx([(2 - 1) ** 2, (-1 - 1) ** 2])
+
+
+def test_dpo_gradient_raises_chosen_and_lowers_rejected():
+    chosen = torch.tensor([-5.0], requires_grad=True)
+    rejected = torch.tensor([-9.0], requires_grad=True)
+    loss, _, _ = dpo_loss_B(chosen, rejected, torch.tensor([-6.0]), torch.tensor([-8.0]),
+                            beta=0.5)
+    loss.sum().backward()
+    # d/dc -log sigmoid(beta h) = -beta sigmoid(-beta h); the rejected one gets the opposite
+    g = 0.5 / (1 + math.exp(1.0))
+    assert (chosen.grad.item(), rejected.grad.item()) == pytest.approx((-g, g))

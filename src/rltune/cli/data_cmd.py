@@ -1,4 +1,5 @@
-"""``rltune data convert``: verl / Hugging Face datasets → rltune JSONL, with errors by row."""
+"""``rltune data convert``: verl / Hugging Face datasets → rltune JSONL, with errors by row;
+``rltune data make-preferences``: calculator preference pairs for a DPO job."""
 
 from __future__ import annotations
 
@@ -52,6 +53,34 @@ def convert(
         typer.echo(f"mapped {note} ({count} row{'s' if count != 1 else ''})")
     typer.echo(f"wrote {len(rows)} rows to {output}"
                + (f" (skipped {len(errors)} bad rows)" if errors else ""))
+
+
+@data_app.command("make-preferences")
+def make_preferences(
+    output: Path = typer.Option(..., "--out", "--output", help="the JSONL to write"),
+    rows: int = typer.Option(64, "--rows", min=1, help="how many preference pairs"),
+    split: str = typer.Option("train", "--split",
+                              help="train, or heldout (questions never in train)"),
+    seed: int = typer.Option(0, "--seed", help="random seed of the questions and wrong answers"),
+    digits: int = typer.Option(2, "--digits", help="operand digits of the questions (1-6)"),
+) -> None:
+    """Calculator preference pairs (prompt, chosen, rejected) for an ``algorithm: dpo`` job:
+    chosen is the correct calculator use, rejected a wrong one (a guess without the tool, or
+    the tool called on another expression). Each row keeps its ``solution``, so the same file
+    also validates an RL job."""
+    from rltune.models.tasks import TaskConfig, write_jsonl
+    from rltune.models.transcripts import preference_rows
+    from rltune.sdk.errors import RltuneError
+
+    try:
+        if split not in ("train", "heldout"):
+            raise RltuneError(f"--split {split!r} is not train or heldout")
+        made = preference_rows(rows, split, seed, TaskConfig(digits=digits))  # type: ignore[arg-type]
+    except RltuneError as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from None
+    write_jsonl(made, output)
+    typer.echo(f"wrote {len(made)} preference pairs ({split}) to {output}")
 
 
 def register(app: typer.Typer) -> None:

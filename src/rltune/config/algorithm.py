@@ -27,6 +27,7 @@ from rltune.config._base import StrictModel
 from rltune.names import (
     ADVANTAGE_ESTIMATORS,
     ALGORITHMS,
+    DpoLossType,
     ImportanceLevel,
     KLEstimator,
     LossAggMode,
@@ -85,6 +86,7 @@ class Knob:
 
 _DAPO = "DAPO, arXiv:2503.14476"
 _GAE = "GAE, arXiv:1506.02438"
+_DPO = "DPO, arXiv:2305.18290"
 #: Every algorithm knob. Adding one: an entry here and its value in the presets that change
 #: it (``PRESETS``); the loss or the step reads it from ``AlgorithmKnobs``.
 KNOBS: dict[str, Knob] = {
@@ -149,6 +151,22 @@ KNOBS: dict[str, Knob] = {
     "critic_warmup_steps": Knob(
         int, 0, "first steps in which only the critic trains (the policy is frozen)",
         "verl critic_warmup", ge=0, le=1_000_000, only=("ppo",)),
+    # --- DPO (``trainer/dpo.py``, ``losses.dpo_loss_B``): algorithm dpo only ---
+    "dpo_beta": Knob(
+        float, 0.1, "how far the policy may move from the reference: the implicit reward is "
+        "dpo_beta x the log-ratio to the reference (TRL's beta)", _DPO, gt=0, le=100,
+        only=("dpo",)),
+    "dpo_loss_type": Knob(
+        DpoLossType, "sigmoid", "sigmoid: -log sigmoid of the reward margin (DPO); ipo: the "
+        "squared distance of the log-ratio margin from 1 / (2 dpo_beta)",
+        "IPO, arXiv:2310.12036", only=("dpo",)),
+    "dpo_label_smoothing": Knob(
+        float, 0.0, "with the sigmoid loss: the assumed share of pairs whose labels are "
+        "swapped (conservative DPO; 0: off)", _DPO, ge=0, lt=0.5, only=("dpo",)),
+    "dpo_nll_weight": Knob(
+        float, 0.0, "weight of the chosen responses' token-mean negative log-likelihood added "
+        "to the loss, so that the chosen answers do not lose probability (TRL's rpo_alpha; "
+        "0: off)", "RPO, arXiv:2404.19733", ge=0, le=100, only=("dpo",)),
 }
 
 #: The knob names a user may set alone (hyper-parameters of the same name).
@@ -189,6 +207,10 @@ class AlgorithmKnobs(BaseModel):
     gamma: float = _knob("gamma")
     lam: float = _knob("lam")
     critic_lr: Optional[float] = _knob("critic_lr")
+    dpo_beta: float = _knob("dpo_beta")
+    dpo_loss_type: DpoLossType = _knob("dpo_loss_type")
+    dpo_label_smoothing: float = _knob("dpo_label_smoothing")
+    dpo_nll_weight: float = _knob("dpo_nll_weight")
     vf_clip: Optional[float] = _knob("vf_clip")
     critic_warmup_steps: int = _knob("critic_warmup_steps")
 
@@ -252,6 +274,13 @@ _PRESET_CHANGES: dict[str, dict[str, object]] = {
     },
     # Supervised fine-tuning (``trainer/sft.py``): no rollouts, so no clipping or KL term.
     "sft": {
+        "clip_ratio_low": None,
+        "clip_ratio_high": None,
+        "loss_agg_mode": "token-mean",
+        "use_kl_loss": False,
+    },
+    # Preference optimisation (``trainer/dpo.py``): no rollouts; the reference is dpo_beta's.
+    "dpo": {
         "clip_ratio_low": None,
         "clip_ratio_high": None,
         "loss_agg_mode": "token-mean",

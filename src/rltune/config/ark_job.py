@@ -10,7 +10,9 @@ Ark                              rltune
 ``customization_type``           GRPO → ``algorithm: grpo``; GRPOLoRA → also ``lora_rank``
                                  (16 unless given); PPO → ``algorithm: ppo`` (a critic, GAE);
                                  FinetuneSft → ``algorithm: sft`` (no ``custom_rl_pipeline``);
-                                 FinetuneLoRA → also ``lora_rank``; DPO types are refused
+                                 FinetuneLoRA → also ``lora_rank``; DPO → ``algorithm: dpo``
+                                 (preference rows, no ``custom_rl_pipeline``); DPOLoRA →
+                                 also ``lora_rank``
 ``custom_rl_pipeline.type``      GRPOPipeline (GRPO types), PPOPipeline (→ ``algorithm: ppo``)
 ``model_reference``              ``model.name`` = ``foundation_model.name`` (``-version``
                                  appended when ``model_version`` is set) or
@@ -36,7 +38,8 @@ Hyper-parameters (Ark's values are strings; they are validated as numbers):
 ``num_iterations_per_batch`` → ``ppo_epochs`` (passes over each batch, TRL's μ),
 ``save_every_n_steps`` → ``save_steps`` with ``save_strategy: steps``,
 ``test_every_n_steps`` → ``eval_steps``, ``test_num_generations`` → ``val_n_rollouts``,
-``num_steps`` → ``max_steps``; SFT's ``epoch`` → ``n_epochs``, ``seq_len`` → ``max_length``;
+``num_steps`` → ``max_steps``; SFT's and DPO's ``epoch`` → ``n_epochs``, ``seq_len`` →
+``max_length``;
 ``max_new_tokens`` → ``max_length`` = ``max_prompt_length`` +
 ``max_new_tokens``, ``test_top_p`` (accepted only when equal to ``top_p``: validation samples
 like training), ``lora_rank``, ``lora_alpha``; rltune's own hyper-parameter names are accepted
@@ -77,9 +80,11 @@ _TOP_KEYS = ("name", "customization_type", "model_reference", "hyperparameters",
 _LORA_DEFAULT_RANK = 16
 #: customization_type → rltune's algorithm (and LoRA when the type says so).
 _CTYPES = {"GRPO": "grpo", "GRPOLoRA": "grpo", "PPO": "ppo", "FinetuneSft": "sft",
-           "FinetuneLoRA": "sft"}
+           "FinetuneLoRA": "sft", "DPO": "dpo", "DPOLoRA": "dpo"}
+#: The types that train on their rows alone: no custom_rl_pipeline, no graders.
+_OFFLINE = ("sft", "dpo")
 _PIPELINES = {"GRPOPipeline": "grpo", "PPOPipeline": "ppo"}
-#: SFT's own hyper-parameter names (Ark's supervised fine-tuning).
+#: SFT's (and DPO's) own hyper-parameter names (Ark's supervised fine-tuning).
 _SFT_RENAMES = {"epoch": "n_epochs", "seq_len": "max_length"}
 
 
@@ -168,7 +173,7 @@ def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, A
     own = set(HyperParameters.model_fields)
     hp = dict(hp or {})
     out: dict[str, Any] = {}
-    renames = {**_HP_RENAMES, **(_SFT_RENAMES if _CTYPES[ctype] == "sft" else {})}
+    renames = {**_HP_RENAMES, **(_SFT_RENAMES if _CTYPES[ctype] in _OFFLINE else {})}
     for key, value in hp.items():
         if key in renames:
             out[renames[key]] = _value(key, renames[key], value, source)
@@ -199,10 +204,10 @@ def _hyper_parameters(hp: Any, ctype: str, source: Optional[str]) -> dict[str, A
         # SFT has no prompt budget of its own; keep the rule max_prompt_length < max_length
         out.setdefault("max_prompt_length", max(1, int(str(out["max_length"])) // 2))
     out.setdefault("algorithm", _CTYPES[ctype])
-    if _CTYPES[ctype] != "sft":
+    if _CTYPES[ctype] not in _OFFLINE:
         out.setdefault("max_plugin_failures", 0)  # Ark: a plugin's FAILURE fails the job
         out.setdefault("max_rollout_retries", 3)  # after Ark's 3 retries
-    if ctype in ("GRPOLoRA", "FinetuneLoRA"):
+    if ctype in ("GRPOLoRA", "FinetuneLoRA", "DPOLoRA"):
         out.setdefault("lora_rank", _LORA_DEFAULT_RANK)
     return out
 
@@ -319,12 +324,13 @@ def ark_job_to_config(data: dict[str, Any], *, root: Path | str,
     ctype = str(data.get("customization_type") or "GRPO")
     if ctype not in _CTYPES:
         raise _err("customization_type", f"{ctype} has no counterpart in rltune (it trains "
-                   "with RL from graders, or supervised)", f"use one of {list(_CTYPES)}", source)
+                   "with RL from graders, supervised or from preference pairs)",
+                   f"use one of {list(_CTYPES)}", source)
     _check_pipeline_type(data, ctype, source)
     if data.get("enable_trajectory") not in (None, True, False):
         raise _err("enable_trajectory", f"{data['enable_trajectory']!r} is not true or false",
                    "write enable_trajectory: false (or true)", source)
-    sft = _CTYPES[ctype] == "sft"
+    sft = _CTYPES[ctype] in _OFFLINE
     hp = _hyper_parameters(data.get("hyperparameters"), ctype, source)  # a bad value first
     if "custom_rl_pipeline" not in data and not sft:
         raise _err("custom_rl_pipeline", "is missing", "add graders (and a rollout)", source)
@@ -353,13 +359,15 @@ def ark_job_to_config(data: dict[str, Any], *, root: Path | str,
 
 
 def _check_pipeline_type(data: dict[str, Any], ctype: str, source: Optional[str]) -> None:
-    """An SFT job has no RL pipeline; an RL job's pipeline type matches its customization."""
+    """An SFT or DPO job has no RL pipeline; an RL job's pipeline type matches its
+    customization."""
     pipeline = data.get("custom_rl_pipeline")
-    if _CTYPES[ctype] == "sft":
+    if _CTYPES[ctype] in _OFFLINE:
         if pipeline is not None:
-            raise _err("custom_rl_pipeline", f"{ctype} is supervised fine-tuning on the "
-                       "messages rows: it runs no rollouts or graders",
-                       "remove custom_rl_pipeline, or use GRPO or PPO", source)
+            what = ("supervised fine-tuning on the messages rows" if _CTYPES[ctype] == "sft"
+                    else "preference optimisation on chosen / rejected rows")
+            raise _err("custom_rl_pipeline", f"{ctype} is {what}: it runs no rollouts or "
+                       "graders", "remove custom_rl_pipeline, or use GRPO or PPO", source)
         return
     kind = pipeline.get("type") if isinstance(pipeline, dict) else None
     if kind in _PIPELINES and _PIPELINES[kind] != _CTYPES[ctype]:

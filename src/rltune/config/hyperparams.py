@@ -23,13 +23,13 @@ from pydantic import Field, field_validator, model_validator
 from rltune.config._base import coupling as _coupling
 from rltune.config.algorithm import KNOBS, AlgorithmName, KnobOverrides, misplaced_knob
 from rltune.config.synonyms import translate
-from rltune.names import REPLICA_BACKENDS, literal
+from rltune.names import OFFLINE_ALGORITHMS, REPLICA_BACKENDS, literal
 
 #: Streaming rollouts (trainer/stream.py) start groups at most this many versions ahead.
 MAX_STALENESS_SUPPORTED = 8
 
-#: Hyper-parameters of rollouts and RL losses: an ``algorithm: sft`` job refuses them (and
-#: every algorithm knob), which would otherwise be ignored.
+#: Hyper-parameters of rollouts and RL losses: an ``algorithm: sft`` or ``dpo`` job refuses
+#: them (and every algorithm knob but its own), which would otherwise be ignored.
 SFT_REFUSED = ("n_rollouts", "ppo_mini_batch_size", "kl_loss_coef", "temperature", "top_p",
                "max_staleness", "partial_rollouts", "val_n_rollouts", "opd_reward_weight",
                "stop_at_validation_reward", "max_rollout_retries", "max_tokens")
@@ -366,19 +366,22 @@ class HyperParameters(KnobOverrides):
                             f"only applies to algorithm {' or '.join(misplaced[1])}, and "
                             f"algorithm is {self.algorithm}",
                             f"set algorithm: {misplaced[1][0]}, or remove {misplaced[0]}")
-        if self.algorithm == "sft":
+        if self.algorithm in OFFLINE_ALGORITHMS:
             # a value other than the default: a serialised config repeats the defaults
-            rl_only = [k for k in (*SFT_REFUSED, *(n for n in KNOBS if KNOBS[n].overridable))
+            rl_only = [k for k in (*SFT_REFUSED, *(n for n in KNOBS if KNOBS[n].overridable
+                                                   and self.algorithm not in KNOBS[n].only))
                        if getattr(self, k) != type(self).model_fields[k].default]
             if rl_only:
+                what = ("supervised on the rows' messages" if self.algorithm == "sft" else
+                        "preference pairs against the reference, whose strength is dpo_beta")
                 raise _coupling(rl_only[0], getattr(self, rl_only[0]),
-                                "only applies to RL algorithms, and algorithm is sft "
-                                "(supervised on the rows' messages, no rollouts)",
+                                f"only applies to RL algorithms, and algorithm is "
+                                f"{self.algorithm} ({what}, no rollouts)",
                                 f"remove {rl_only[0]}, or use an RL algorithm")
-        if self.algorithm in ("ppo", "sft") and self.trainer_ranks > 1:
+        if self.algorithm in ("ppo", *OFFLINE_ALGORITHMS) and self.trainer_ranks > 1:
             key = self.trainer_ranks_key
             what = ("algorithm ppo trains its critic in one process" if self.algorithm == "ppo"
-                    else "algorithm sft trains in one process")
+                    else f"algorithm {self.algorithm} trains in one process")
             raise _coupling(key, getattr(self, key), what,
                             f"set {key}: 1, or use gspo, grpo or dapo")
         _check_async(self)

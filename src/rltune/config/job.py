@@ -64,6 +64,7 @@ from rltune.config.hyperparams import HyperParameters
 from rltune.config.job_rules import (
     check_data_parallel_kl,
     check_engine_keys,
+    check_offline,
     check_publish_and_split,
 )
 from rltune.config.observability import Observability
@@ -252,14 +253,9 @@ class JobConfig(StrictModel):
             raise _coupling(_HP + "algorithm", hp.algorithm,
                             "algorithm opd distils from a teacher model",
                             "set teacher_model: <model name or path>, or use grpo, gspo or dapo")
-        if hp.algorithm == "sft" and (self.functions or self.training.type is
-                                      TrainingType.PG_OPD):
-            raise _coupling(_HP + "algorithm", hp.algorithm,
-                            "algorithm sft trains on the rows' messages: it runs no rollout, "
-                            "reward function or teacher", "remove functions and teacher_model "
-                            "(run them in an RL job from the published SFT model)")
+        check_offline(self)
         if self.knobs.advantage_estimator == "grpo" and hp.n_rollouts < 2 and \
-                hp.algorithm != "sft":
+                hp.algorithm not in ("sft", "dpo"):
             raise _coupling(
                 _HP + "n_rollouts", hp.n_rollouts,
                 f"{hp.algorithm} normalises rewards within each prompt's group, so a group "

@@ -18,11 +18,24 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from rltune.config._base import coupling
+from rltune.names import OFFLINE_ALGORITHMS
 
 _HP = "training.hyper_parameters."
 
 #: (key, value, rule, fix) of a broken rule.
 Problem = tuple[str, Any, str, str]
+
+
+def check_offline(job: Any) -> None:
+    """An ``sft`` or ``dpo`` job trains on its rows alone: it runs no rollout, reward function
+    or teacher (those run in an RL job started from its published model)."""
+    algorithm = job.training.hyper_parameters.algorithm
+    if algorithm in OFFLINE_ALGORITHMS and (job.functions or job.teacher_model):
+        rows = "messages" if algorithm == "sft" else "preference pairs"
+        raise coupling(_HP + "algorithm", algorithm,
+                       f"algorithm {algorithm} trains on the rows' {rows}: it runs no rollout, "
+                       "reward function or teacher", "remove functions and teacher_model (run "
+                       f"them in an RL job from the published {algorithm.upper()} model)")
 
 
 def check_publish_and_split(job: Any) -> None:

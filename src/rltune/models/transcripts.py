@@ -1,10 +1,12 @@
 """Synthetic calculator-agent transcripts for the warm start (and the tokenizer's corpus).
 
 A tool transcript is: system, user question, assistant ``calculator`` call, tool result,
-assistant ``### ANSWER: <n> ###``. A direct transcript answers at once, without the tool. The
-direct answers carry the true value, but a tiny model cannot compute hard questions in its head,
-so after the warm start "answer directly" is often wrong and "use the tool" is almost always
-right: exactly the gap RL should close.
+assistant ``### ANSWER: <n> ###``. ``preference_rows`` pairs the tool transcript's answer
+(chosen) with a wrong one (rejected) for DPO jobs (``rltune data make-preferences``). A direct
+transcript answers at once, without the tool. The direct answers carry the true value, but a
+tiny model cannot compute hard questions in its head, so after the warm start "answer
+directly" is often wrong and "use the tool" is almost always right: exactly the gap RL should
+close.
 
 Example:
     >>> from rltune.models.tasks import CalcTask
@@ -20,8 +22,10 @@ import random
 from typing import Any
 
 from rltune.models.tasks import (
+    CALCULATOR_TOOL,
     SYSTEM_PROMPT,
     CalcTask,
+    Split,
     TaskConfig,
     format_answer,
     sample_tasks,
@@ -103,3 +107,37 @@ def make_transcripts(
         else:
             out.append(direct_transcript(t, guess_for(t, guesses) if guess_direct else None))
     return out
+
+
+def wrong_tool_use(task: CalcTask, rng: random.Random) -> list[dict[str, Any]]:
+    """A wrong answer to ``task``: a guess without the tool, or the calculator called on
+    another expression (a changed operand) and its result copied."""
+    if rng.random() < 0.5:
+        for _ in range(20):  # 0 * 0 has no other expression of another value nearby
+            d = rng.choice((-3, -2, -1, 1, 2, 3))
+            other = (CalcTask(task.a, task.op, max(0, task.b + d)) if rng.random() < 0.5
+                     else CalcTask(max(0, task.a + d), task.op, task.b))
+            if other.answer != task.answer:
+                return [tool_call_message(other.expression),
+                        {"role": "tool", "tool_call_id": "call_0", "content": other.answer},
+                        {"role": "assistant", "content": format_answer(other.answer)}]
+    return [{"role": "assistant", "content": format_answer(guess_for(task, rng))}]
+
+
+def preference_rows(n: int, split: Split = "train", seed: int = 0,
+                    config: TaskConfig | None = None) -> list[dict[str, Any]]:
+    """``n`` DPO rows of calculator questions: the prompt (system, question, the tool), the
+    correct tool use as ``chosen`` and a wrong answer (``wrong_tool_use``) as ``rejected``.
+
+    Example:
+        >>> row = preference_rows(1, seed=0)[0]
+        >>> sorted(row)
+        ['chosen', 'messages', 'rejected', 'solution', 'tools']
+        >>> [m["role"] for m in row["chosen"]]
+        ['assistant', 'tool', 'assistant']
+    """
+    rng = random.Random(f"preferences:{seed}:{split}")
+    tasks = sample_tasks(n, split, seed, config, unique=(split == "heldout"))
+    return [{"messages": _prompt(t), "tools": [CALCULATOR_TOOL],
+             "chosen": tool_transcript(t)[2:], "rejected": wrong_tool_use(t, rng),
+             "solution": t.answer} for t in tasks]

@@ -14,8 +14,9 @@ What the step learns from is the job's signal (``trainer/signals/table.py``), ch
 advantage estimator: group advantages of rewards (GRPO, GSPO, DAPO), a critic's GAE
 advantages (PPO, ``trainer/signals/ppo.py``) or the teacher's per-token advantages (on-policy
 distillation, ``training.type: pg_opd``). An ``algorithm: sft`` job runs supervised steps on
-its rows' messages instead (``trainer/sft.py``), with the same validation, checkpoints and
-outputs.
+its rows' messages instead (``trainer/sft.py``), an ``algorithm: dpo`` job preference steps on
+its rows' chosen and rejected responses (``trainer/dpo.py``), with the same validation,
+checkpoints and outputs.
 
 A job whose steps have no successful rollouts ends FAILED (``trainer/outcome.py``). A step's
 outputs (metrics, trajectories) are written once per step: a resumed job that replays a step
@@ -45,6 +46,7 @@ from rltune.observability.session import JobObservability
 from rltune.rollout.results import trajectory_record
 from rltune.sdk.errors import ConfigError
 from rltune.trainer.data_prep import load_job_rows
+from rltune.trainer.dpo import DpoSteps
 from rltune.trainer.metrics import ark_aliases
 from rltune.trainer.outcome import FailedSteps, PluginFailures
 from rltune.trainer.protocols import Stateful
@@ -57,11 +59,13 @@ from rltune.trainer.step import StepResult, StepRunner
 
 ProgressFn = Callable[[dict[str, Any]], None]
 VAL_REWARD = "validation/data/reward/mean@1"
+#: The jobs that train on their rows alone (``rltune.names.OFFLINE_ALGORITHMS``).
+OFFLINE_STEPS: dict[str, type[SftSteps] | type[DpoSteps]] = {"sft": SftSteps, "dpo": DpoSteps}
 
 
 class JobSteps(Protocol):
     """What the loop runs a job's steps with: ``StepScheduler`` over ``StepRunner`` (RL) or
-    ``SftSteps`` (both halves in one)."""
+    ``SftSteps`` / ``DpoSteps`` (both halves in one)."""
 
     async def run_step(self, step: int) -> StepResult: ...
     def data_order(self) -> dict[str, Any]: ...
@@ -160,10 +164,11 @@ class Trainer:
             self.steps: JobValidation
             self.scheduler: JobSteps
             self.signal: JobSignal
-            if hp.algorithm == "sft":  # supervised on the rows' messages: no rollouts
-                self.steps = self.scheduler = SftSteps(rt, train_rows=self.train_rows,
-                                                       sampler=self.sampler)
-                self.signal = self.steps.signal
+            if hp.algorithm in OFFLINE_STEPS:  # SFT / DPO on the rows alone: no rollouts
+                offline = OFFLINE_STEPS[hp.algorithm](rt, train_rows=self.train_rows,
+                                                      sampler=self.sampler)
+                self.steps = self.scheduler = offline
+                self.signal = offline.signal
             else:
                 signal = build_signal(hp, rt.knobs, updater=rt.updater, teacher=rt.teacher,
                                       has_rewards=bool(rt.rewarder.components))

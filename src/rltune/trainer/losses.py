@@ -1,4 +1,4 @@
-"""The PPO-clip core shared by GRPO, GSPO, DAPO and OPD: pure torch functions.
+"""The PPO-clip core shared by GRPO, GSPO, DAPO and OPD, and DPO's loss: pure torch functions.
 
 Token positions are aligned with ``input_ids``: ``logp_BT[b, t]`` is the log-prob of token
 ``t`` given tokens ``< t`` (position 0 is unused and masked out).
@@ -18,7 +18,7 @@ from typing import Optional
 
 import torch
 
-from rltune.names import ImportanceLevel, KLEstimator, LossAggMode
+from rltune.names import DpoLossType, ImportanceLevel, KLEstimator, LossAggMode
 
 
 def masked_sum(x: torch.Tensor, mask: torch.Tensor, dim: Optional[int] = None) -> torch.Tensor:
@@ -236,3 +236,35 @@ def agg_normalizer(
     present_B = (mask_BT.sum(-1) > 0).float()
     weight_B = present_B if row_weight_B is None else row_weight_B.float() * present_B
     return float(weight_B.sum().clamp(min=1e-8))
+
+
+def dpo_loss_B(
+    chosen_logp_B: torch.Tensor,
+    rejected_logp_B: torch.Tensor,
+    ref_chosen_logp_B: torch.Tensor,
+    ref_rejected_logp_B: torch.Tensor,
+    *,
+    beta: float,
+    loss_type: DpoLossType = "sigmoid",
+    label_smoothing: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """DPO's loss per pair (to minimise; a batch takes the mean) and the implicit rewards of
+    the chosen and the rejected response (detached).
+
+    Inputs are each response's log-prob summed over its tokens, under the policy and under the
+    frozen reference. With the margin ``h = (c - c_ref) - (r - r_ref)``: ``sigmoid`` is
+    ``-(1 - ε) log σ(β h) - ε log σ(-β h)`` (ε = ``label_smoothing``, 0 = the DPO paper's
+    loss); ``ipo`` is ``(h - 1 / (2β))²``. The implicit reward of a response is
+    ``β (logp - logp_ref)``, so the reward margin is ``β h``.
+    """
+    chosen_ratio_B = chosen_logp_B - ref_chosen_logp_B
+    rejected_ratio_B = rejected_logp_B - ref_rejected_logp_B
+    margin_B = chosen_ratio_B - rejected_ratio_B
+    if loss_type == "sigmoid":
+        loss_B = (-(1.0 - label_smoothing) * torch.nn.functional.logsigmoid(beta * margin_B)
+                  - label_smoothing * torch.nn.functional.logsigmoid(-beta * margin_B))
+    elif loss_type == "ipo":
+        loss_B = (margin_B - 1.0 / (2.0 * beta)).square()
+    else:
+        raise ValueError(f"unknown dpo_loss_type {loss_type!r}")
+    return loss_B, beta * chosen_ratio_B.detach(), beta * rejected_ratio_B.detach()

@@ -4,8 +4,8 @@ The policy's weights are in ``weight_dtype(hp)`` (bf16 with ``bf16``, fp32 with
 ``fp32_master_weights`` or without bf16) on the job's device, so the optimizer state AdamW
 creates lives there too. ``gradient_checkpointing`` recomputes each decoder layer's
 activations in the backward pass. With LoRA the policy is its own reference (adapters
-disabled); for full fine-tuning with the KL term on, a frozen copy is loaded, on the device or
-in CPU memory (``reference_offload``).
+disabled); for full fine-tuning with the KL term on, or DPO, a frozen copy is loaded, on the
+device or in CPU memory (``reference_offload``).
 
 Example:
     >>> import torch
@@ -80,10 +80,10 @@ def load_policy(
         log(f"LoRA rank {hp.lora_rank}, alpha {hp.lora_scale_alpha:g}: {trainable} trainable "
             "parameters; reference = adapters disabled")
         return model, None
-    if not (knobs.use_kl_loss and knobs.kl_loss_coef > 0):
-        return model, None
+    if not (knobs.use_kl_loss and knobs.kl_loss_coef > 0) and hp.algorithm != "dpo":
+        return model, None  # DPO's loss always reads the reference (``trainer/dpo.py``)
     reference = AutoModelForCausalLM.from_pretrained(path, dtype=frozen_dtype(hp))
     reference.to(home_device(hp, device)).eval().requires_grad_(False)
-    log(f"KL reference on {home_device(hp, device)}"
+    log(f"{'DPO' if hp.algorithm == 'dpo' else 'KL'} reference on {home_device(hp, device)}"
         + (f", moved to {device} for its forward passes" if hp.reference_offload else ""))
     return model, reference

@@ -246,6 +246,10 @@ class KnobOverrides(StrictModel):
     critic_lr: Optional[float] = _override("critic_lr")
     vf_clip: Optional[float] = _override("vf_clip")
     critic_warmup_steps: Optional[int] = _override("critic_warmup_steps")
+    dpo_beta: Optional[float] = _override("dpo_beta")
+    dpo_loss_type: Optional[DpoLossType] = _override("dpo_loss_type")
+    dpo_label_smoothing: Optional[float] = _override("dpo_label_smoothing")
+    dpo_nll_weight: Optional[float] = _override("dpo_nll_weight")
 
 
 #: What each preset changes; every other knob keeps its ``default`` (GRPO's values).

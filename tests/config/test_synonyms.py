@@ -9,7 +9,7 @@ import pytest
 
 from rltune.config import load_job_config_text
 from rltune.config.hyperparams import HyperParameters
-from rltune.config.synonyms import SYNONYMS, markdown_table
+from rltune.config.synonyms import BY_NAME, SYNONYMS, markdown_table, trl_to_rltune
 from rltune.sdk.errors import ConfigError
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "coming-from.md"
@@ -102,7 +102,7 @@ def test_a_synonym_and_the_rltune_key_disagreeing_is_an_error():
 def test_every_target_is_a_hyper_parameter_or_named_elsewhere():
     fields = set(HyperParameters.model_fields)
     for syn in SYNONYMS:
-        if not syn.refused:
+        if not syn.refused and not syn.noop:
             assert syn.target in fields, syn
     assert {s.name for s in SYNONYMS if s.target == s.name} <= fields
 
@@ -111,3 +111,106 @@ def test_every_target_is_a_hyper_parameter_or_named_elsewhere():
 def test_the_docs_tables_are_the_modules(tool):
     assert markdown_table(tool) in DOCS.read_text(encoding="utf-8"), (
         f"regenerate the {tool} table in docs/coming-from.md: rltune config synonyms {tool}")
+
+
+def _dataclass_fields(package: str, file: str, cls: str) -> list[str]:
+    """A dataclass's own field names, read from its source (importing trl takes ~14 s)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)  # a top-level package: found, not imported
+    if spec is None or spec.origin is None:
+        pytest.skip(f"{package} is not installed")
+    tree = ast.parse((Path(spec.origin).parent / file).read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    return [n.target.id for n in node.body if isinstance(n, ast.AnnAssign)
+            and isinstance(n.target, ast.Name) and "ClassVar" not in ast.unparse(n.annotation)]
+
+
+def test_every_grpo_config_field_is_classified():
+    """TRL's GRPOConfig (TrainingArguments' fields included): each is a synonym, a no-op or a
+    refusal with its reason; none is left to a generic "did you mean"."""
+    names = [n for n in (
+        *_dataclass_fields("transformers", "training_args.py", "TrainingArguments"),
+        *_dataclass_fields("trl", "trainer/grpo_config.py", "GRPOConfig"))
+        if not n.startswith("_")]
+    assert len(names) > 150  # the source was read
+    missing = [n for n in names if n not in BY_NAME or BY_NAME[n].tool != "TRL"]
+    assert not missing, f"classify these GRPOConfig fields in config/trl_names.py: {missing}"
+    unexplained = [n for n in names
+                   if (BY_NAME[n].refused or BY_NAME[n].noop) and not BY_NAME[n].why]
+    assert not unexplained, f"say why rltune has no equivalent of {unexplained}"
+
+
+#: A typical GRPOConfig of TRL's docs and examples: ten keyword arguments.
+TYPICAL_TRL = {"output_dir": "Qwen2-0.5B-GRPO", "learning_rate": 1e-6, "logging_steps": 10,
+               "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2,
+               "num_generations": 4, "max_completion_length": 128, "num_train_epochs": 1,
+               "report_to": "none", "beta": 0.04, "bf16": False, "run_name": "grpo-demo"}
+
+
+def test_a_typical_grpo_config_loads_in_one_round():
+    hp, _ = resolved(TYPICAL_TRL)
+    assert (hp.micro_batch_size, hp.ppo_mini_batch_size, hp.n_rollouts) == (4, 8, 4)
+    assert (hp.max_length, hp.kl_loss_coef, hp.learning_rate) == (1024 + 128, 0.04, 1e-6)
+
+
+def test_harmless_no_ops_are_accepted_and_harmful_values_refused():
+    assert resolved({"logging_steps": 5, "output_dir": "x", "report_to": ["none"]}) == \
+        resolved({})
+    with pytest.raises(ConfigError, match=r"report_to.*use observability"):
+        load_job_config_text(job({"report_to": "wandb"}))
+    with pytest.raises(ConfigError, match=r"fp16.*use bf16"):
+        load_job_config_text(job({"fp16": True}))
+
+
+@pytest.mark.parametrize("syn", [s for s in SYNONYMS if s.noop and s.harmless],
+                         ids=lambda s: s.name)
+def test_a_no_op_accepts_its_harmless_values_only(syn):
+    for value in syn.harmless:
+        load_job_config_text(job({syn.name: value}))
+    with pytest.raises(ConfigError, match=syn.name.replace(".", r"\.")):
+        load_job_config_text(job({syn.name: "something-else"}))
+
+
+def test_three_bad_keys_are_named_in_one_error():
+    with pytest.raises(ConfigError) as err:
+        load_job_config_text(job({"top_k": 5, "lerning_rate": 1e-5, "warmup_ratio": 0.1,
+                                  "batch_size": 4}))
+    text = str(err.value)
+    assert "3 problems" in text
+    for key, fix in (("top_k", "use temperature"), ("lerning_rate", "learning_rate"),
+                     ("warmup_ratio", "use lr_warmup_steps")):
+        assert key in text and fix in text
+    assert [d["field"] for d in err.value.details] == [  # type: ignore[attr-defined]
+        "training.hyper_parameters.top_k", "training.hyper_parameters.warmup_ratio",
+        "training.hyper_parameters.lerning_rate"]
+
+
+def test_verl_nested_yaml_and_adv_estimator_are_understood():
+    nested = {"algorithm": "grpo",
+              "actor_rollout_ref": {"rollout": {"n": 6}, "actor": {"optim": {"lr": 3e-6}}},
+              "trainer": {"logger": ["console"], "total_epochs": 2}}
+    assert resolved(nested) == resolved({"algorithm": "grpo", "n_rollouts": 6,
+                                         "learning_rate": 3e-6, "n_epochs": 2})
+    assert resolved({"algorithm.adv_estimator": "grpo"}) == resolved({"algorithm": "grpo"})
+    with pytest.raises(ConfigError, match="adv_estimator"):
+        load_job_config_text(job({"algorithm.adv_estimator": "rloo"}))
+
+
+def test_verl_names_without_an_equivalent_are_refused_by_name():
+    with pytest.raises(ConfigError) as err:
+        load_job_config_text(job({"trainer": {"logger": ["console", "wandb"]},
+                                  "actor_rollout_ref": {"actor": {"fsdp_config": {
+                                      "wrap_policy": {"min_num_params": 0}}}}}))
+    text = str(err.value)
+    assert "trainer.logger" in text and "observability" in text and "--tracker" in text
+    assert "actor_rollout_ref.actor.fsdp_config.wrap_policy.min_num_params" in text
+    assert "is verl's name" in text and "max_rollout_retries" not in text
+
+
+def test_trl_to_rltune_gives_the_keys_and_every_refusal():
+    keys, refused = trl_to_rltune({**TYPICAL_TRL, "top_k": 10, "warmup_ratio": 0.1})
+    assert keys["n_rollouts"] == 4 and "output_dir" not in keys
+    assert [p["field"] for p in refused] == ["top_k", "warmup_ratio"]
+    assert refused[0]["fix"] == "use temperature"

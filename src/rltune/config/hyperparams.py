@@ -250,8 +250,9 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
     )
 
     @classmethod
-    def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # TRL's and verl's names (config/synonyms.py): renamed, or refused naming ours.
+    def _normalize_problems(cls, data: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        # TRL's and verl's names (config/synonyms.py): renamed, dropped as no-ops, or refused
+        # naming ours, every one at once.
         return translate(data, lambda key: cls.model_fields[key].default)
 
     @field_validator("lora_target_modules", mode="before")

@@ -52,6 +52,9 @@ def job_schema() -> dict[str, Any]:
         if syn.refused:
             hp[syn.name] = {"not": {}, "description": f"{syn.tool}'s name, refused: use "
                             f"{syn.target} ({syn.why})"}
+        elif syn.noop:
+            hp[syn.name] = ({"enum": list(syn.harmless)} if syn.harmless else {}) | {
+                "description": f"{syn.tool}'s name, a no-op in rltune ({syn.why})"}
         else:
             hp[syn.name] = {**{k: v for k, v in hp.get(syn.target, {}).items()
                                if k != "default"},

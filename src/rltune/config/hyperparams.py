@@ -23,7 +23,7 @@ from pydantic import Field, create_model, field_validator, model_validator
 from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
 from rltune.config.algorithm import KNOBS, AlgorithmName, misplaced_knob
-from rltune.config.synonyms import translate
+from rltune.config.compat.synonyms import translate
 from rltune.names import REPLICA_BACKENDS, literal
 
 #: Streaming rollouts (trainer/stream.py) start groups at most this many versions ahead.
@@ -251,7 +251,7 @@ class HyperParameters(_KnobOverrides):  # type: ignore[misc,valid-type]
 
     @classmethod
     def _normalize_problems(cls, data: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-        # TRL's and verl's names (config/synonyms.py): renamed, dropped as no-ops, or refused
+        # TRL's and verl's names (config/compat/synonyms.py): renamed, dropped as no-ops, or refused
         # naming ours, every one at once.
         return translate(data, lambda key: cls.model_fields[key].default)
 

@@ -7,7 +7,7 @@ It accepts both YAML shapes of the cloud SDK's documentation:
 * the documented one: ``job_name``, ``workspace_dir``, scalar ``model``, ``mode``;
 
 and Volcano Ark's ``job.yaml`` (``custom_rl_pipeline``, ``hyperparameters``…), translated by
-:mod:`rltune.config.ark_job`,
+:mod:`rltune.config.compat.ark_job`,
 
 and dumps back to the SDK shape. ``TuningModel`` is the cloud SDK's name for the same class.
 
@@ -41,7 +41,7 @@ from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
 from rltune.config.advisor import AdvisorConfig
 from rltune.config.algorithm import AlgorithmKnobs, resolve_algorithm
-from rltune.config.ark_job import (
+from rltune.config.compat.ark_job import (
     ARK_MARKERS,
     ark_job_to_config,
     ark_label,
@@ -49,6 +49,7 @@ from rltune.config.ark_job import (
     at_ark_line,
     is_ark_job,
 )
+from rltune.config.compat.foreign import is_verl_job, top_level_hint, verl_to_job
 from rltune.config.components import (
     AgenticRLFunctionComponent,
     FunctionBackend,
@@ -61,7 +62,6 @@ from rltune.config.components import (
 from rltune.config.data_options import DataOptions
 from rltune.config.datasets import Dataset, DatasetsType, TrainingType
 from rltune.config.errors import config_error
-from rltune.config.foreign import is_verl_job, top_level_hint, verl_to_job
 from rltune.config.hyperparams import HyperParameters
 from rltune.config.job_rules import (
     check_data_parallel_kl,
@@ -200,7 +200,7 @@ class JobConfig(StrictModel):
 
     @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # verl's YAML sections (config/foreign.py); the cloud documentation's YAML shape
+        # verl's YAML sections (config/compat/foreign.py); the cloud documentation's YAML shape
         # (``job_name``, scalar ``model``) → the SDK shape.
         data = verl_to_job(data) if is_verl_job(data) else data
         if "job_name" in data:

@@ -31,8 +31,8 @@ from typing import Any
 import yaml
 
 from rltune.config._base import _scalar_kind, closest, coerce_number
-from rltune.config.synonyms import BY_NAME
-from rltune.config.verl_names import SECTIONS as VERL_SECTIONS
+from rltune.config.compat.synonyms import BY_NAME
+from rltune.config.compat.verl_names import SECTIONS as VERL_SECTIONS
 from rltune.sdk.errors import ConfigError
 
 _HP = ("training", "hyper_parameters")
@@ -86,7 +86,7 @@ def key_path(key: str) -> tuple[str, ...]:
     if parts[0] in top:
         return parts
     if len(parts) > 1 and parts[0] in VERL_SECTIONS:  # verl's launch line: its own sections,
-        return parts  # which the job reads as verl's YAML (config/foreign.py)
+        return parts  # which the job reads as verl's YAML (config/compat/foreign.py)
     if key in HyperParameters.model_fields or key in BY_NAME:
         return (*_HP, key)
     known = [*top, *HyperParameters.model_fields, *BY_NAME]
@@ -192,7 +192,7 @@ def _index(node: list[Any], part: str, label: str) -> Any:
 
 
 def _refuse_ark(data: Any, label: str) -> None:
-    from rltune.config.ark_job import is_ark_job
+    from rltune.config.compat.ark_job import is_ark_job
 
     if isinstance(data, dict) and is_ark_job(data):
         raise ConfigError("overrides edit rltune's job shape; this is a Volcano Ark job.yaml",

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from rltune.config.synonyms import SYNONYMS
+from rltune.config.compat.synonyms import SYNONYMS
 
 SCHEMA_ID = "https://rltune.dev/schema/job.json"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from rltune.config import load_job_config_text
+from rltune.config.compat.synonyms import BY_NAME, SYNONYMS, markdown_table, trl_to_rltune
 from rltune.config.hyperparams import HyperParameters
-from rltune.config.synonyms import BY_NAME, SYNONYMS, markdown_table, trl_to_rltune
 from rltune.sdk.errors import ConfigError
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "coming-from.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "coming-from.md"
 
 
 def job(hp: dict) -> str:
@@ -136,7 +136,7 @@ def test_every_grpo_config_field_is_classified():
         if not n.startswith("_")]
     assert len(names) > 150  # the source was read
     missing = [n for n in names if n not in BY_NAME or BY_NAME[n].tool != "TRL"]
-    assert not missing, f"classify these GRPOConfig fields in config/trl_names.py: {missing}"
+    assert not missing, f"classify these GRPOConfig fields in config/compat/trl_names.py: {missing}"
     unexplained = [n for n in names
                    if (BY_NAME[n].refused or BY_NAME[n].noop) and not BY_NAME[n].why]
     assert not unexplained, f"say why rltune has no equivalent of {unexplained}"

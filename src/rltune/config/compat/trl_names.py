@@ -1,6 +1,6 @@
 """TRL's ``GRPOConfig`` names (its ``TrainingArguments`` included) in rltune: every field is a
 synonym, a no-op or a refusal with the reason (a test enumerates ``trl.GRPOConfig``'s fields so
-none is left out). Assembled with verl's in ``config/synonyms.py``.
+none is left out). Assembled with verl's in ``config/compat/synonyms.py``.
 
 Example:
     >>> next(s for s in TRL if s.name == "num_generations").target
@@ -9,7 +9,7 @@ Example:
 
 from __future__ import annotations
 
-from rltune.config.synonym_kinds import (
+from rltune.config.compat.synonym_kinds import (
     UNSET_PROMPT,
     Synonym,
     accumulated,

@@ -1,6 +1,6 @@
 """verl's names (``ppo_trainer.yaml``, written dotted as in its command-line overrides) in
 rltune: the common ones map, no-ops are accepted with the reason, and any other name under
-verl's sections is refused by name (``config/synonyms.py``). The job-level ones (the model's
+verl's sections is refused by name (``config/compat/synonyms.py``). The job-level ones (the model's
 path, the data files, the run's names) are ``JOB_KEYS``, read by ``config/verl_job.py``.
 
 Example:
@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from rltune.config.synonym_kinds import (
+from rltune.config.compat.synonym_kinds import (
     UNSET_PROMPT,
     Synonym,
     both_clips,

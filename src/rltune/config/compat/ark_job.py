@@ -16,7 +16,7 @@ Ark                              rltune
                                  appended when ``model_version`` is set) or
                                  ``custom_model_id``
 ``data``, ``tags``, ``project``  datasets, ``data_options`` and job metadata
-                                 (:mod:`rltune.config.ark_data`)
+                                 (:mod:`rltune.config.compat.ark_data`)
 ``custom_rl_pipeline.rollout``   the rollout function (``python_func`` = ``module:function``)
 ``custom_rl_pipeline.graders``   reward (``@single_grader``) / group reward
                                  (``@group_grader``) functions with their ``weight``
@@ -53,8 +53,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.config.ark_data import ark_data, ark_tags
-from rltune.config.ark_source import PluginInstance, PluginSource, find_plugin
+from rltune.config.compat.ark_data import ark_data, ark_tags
+from rltune.config.compat.ark_source import PluginInstance, PluginSource, find_plugin
 from rltune.config.switches import ENABLE_TRAJECTORY
 from rltune.sdk.errors import ConfigError
 

@@ -1,7 +1,7 @@
-"""The kinds of entries of the foreign-name table (``config/synonyms.py``) and the conversions
-they use: a synonym (renamed, the value converted where the units differ), a no-op (accepted
-and dropped, for every value or only the harmless ones, with the reason), a refusal (names the
-rltune key to use and why there is no equivalent).
+"""The kinds of entries of the foreign-name table (``config/compat/synonyms.py``) and the
+conversions they use: a synonym (renamed, the value converted where the units differ), a no-op
+(accepted and dropped, for every value or only the harmless ones, with the reason), a refusal
+(names the rltune key to use and why there is no equivalent).
 
 Example:
     >>> syn = noop("logging_steps", "TRL", "rltune logs every step's metrics")

@@ -1,6 +1,7 @@
 """TRL's and verl's names for rltune's hyper-parameters: the one mapping table.
 
-Each entry of ``SYNONYMS`` (``config/trl_names.py``, ``config/verl_names.py``) is a synonym
+Each entry of ``SYNONYMS`` (``config/compat/trl_names.py``, ``config/compat/verl_names.py``)
+is a synonym
 (the key is rewritten to rltune's, the value converted where the units differ), a no-op
 (accepted and dropped, with the reason: ``logging_steps``, ``report_to: none``), or a refusal
 (names the rltune key to use and why there is no equivalent). Synonyms are accepted wherever
@@ -29,9 +30,9 @@ from typing import Any
 from pydantic_core import PydanticCustomError
 
 from rltune.config._base import Problem, problem
-from rltune.config.synonym_kinds import Defaults, Synonym
-from rltune.config.trl_names import TRL
-from rltune.config.verl_names import SECTIONS, VERL
+from rltune.config.compat.synonym_kinds import Defaults, Synonym
+from rltune.config.compat.trl_names import TRL
+from rltune.config.compat.verl_names import SECTIONS, VERL
 
 _log = logging.getLogger(__name__)
 

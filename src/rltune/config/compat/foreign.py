@@ -10,7 +10,7 @@ validation ``datasets``, ``trainer.experiment_name`` / ``project_name`` the job'
 ``project``, ``actor_rollout_ref.rollout.name`` its ``engine`` (``vllm``; ``hf`` is the
 built-in engine) and ``trainer.logger`` its trackers (``console`` needs none). Every other
 name goes to ``training.hyper_parameters``, where the synonym table maps or refuses it
-(``config/synonyms.py``).
+(``config/compat/synonyms.py``).
 
 Example:
     >>> job = verl_to_job({"actor_rollout_ref": {"model": {"path": "small"},
@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from rltune.config._base import coupling
-from rltune.config.synonyms import BY_NAME, flatten_verl
-from rltune.config.verl_names import SECTIONS
+from rltune.config.compat.synonyms import BY_NAME, flatten_verl
+from rltune.config.compat.verl_names import SECTIONS
 
 
 def is_verl_job(data: dict[str, Any]) -> bool:

@@ -20,7 +20,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, create_model, field_validator, model_validator
 
-from rltune.config._base import StrictModel
+from rltune.config._base import StrictModel, problem, problems
 from rltune.config._base import coupling as _coupling
 from rltune.config.algorithm import KNOBS, AlgorithmName, misplaced_knob
 from rltune.config.compat.synonyms import translate
@@ -433,23 +433,27 @@ DISTRIBUTED_SUPPORTED: dict[str, tuple[int, ...]] = {
 
 
 def _refuse_distributed(hp: HyperParameters) -> None:
+    """Every distributed key this build cannot honour, in one error naming what each needs."""
+    found = []
     for name, allowed in DISTRIBUTED_SUPPORTED.items():
         value = getattr(hp, name)
         if value is None or value in allowed:
             continue
-        shown = " or ".join(str(a) for a in allowed)
+        need = (f"{value} GPUs per trainer replica for model parallelism" if name in
+                _TRAINING_LAYOUT else f"{value} nodes of inference GPUs" if name ==
+                "nnodes_rollout" else f"{value} GPUs for the inference engine")
         what = ("it trains on data-parallel ranks only (n_gpus_training: N per node, "
                 "nnodes_training: N nodes on a Ray cluster)"
                 if name in _TRAINING_LAYOUT else "it runs the engine on one device")
-        raise _coupling(
-            name, value,
-            f"is not supported by this build: {what}, so {name} may be "
-            f"{shown} (or unset)",
+        found.append(problem(
+            name, value, f"needs {need}, which is not supported by this build: {what}, so {name} "
+            f"may be {' or '.join(str(a) for a in allowed)} (or unset)",
             f"remove {name} (or set it to {allowed[-1]})"
             + ("; use n_gpus_training: N for N data-parallel trainer ranks"
                if name in _TRAINING_LAYOUT else " and pick the device with "
-               "device: auto|cpu|cuda[:i]"),
-        )
+               "device: auto|cpu|cuda[:i]")))
+    if found:
+        raise problems(found)
 
 
 _TRAINING_LAYOUT = ("tensor_model_parallel_size",

@@ -110,7 +110,8 @@ async def calibrate(job: Any, base_dir: Path, steps: int) -> dict[str, Any]:
     return {"calibration_steps": steps, "cpu": cpu_model(), "estimate": est,
             "measured_seconds_per_step": per_step,
             "warnings": warnings(job, seconds_per_step=est["seconds_per_step"],
-                                 cores=os.cpu_count() or 1, val_rows=val_rows)}
+                                 cores=os.cpu_count() or 1, val_rows=val_rows,
+                                 mean_tokens=sum(tokens) / max(1, len(tokens)) / max(1, rollouts))}
 
 
 def policy_dir(job: Any) -> Optional[Path]:

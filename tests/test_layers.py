@@ -7,7 +7,8 @@ The layers, bottom to top (a package may import its own layer and those below it
  1. ground floor: ``errors``, ``_process``, ``_lazy``, ``_alias``, ``_ray``, ``_fastapi``,
     ``paths``, ``jobdir``, ``names``, ``modelcodes``, ``safefs`` (plumbing and the name
     lists). A new package or top-level module fails the test until it is given a layer here.
- 2. ``config``: the job schema (Volcano Ark's job.yaml shape included, ``config/ark_job.py``).
+ 2. ``config``: the job schema, and below it ``config/compat`` (the compatibility boundary:
+    Volcano Ark's job.yaml, TRL's and verl's names and YAML, turned into the core schema).
  3. cloud adapters ``ark``, ``reinforcement``: the clouds' names and module paths over sdk and
     config. They sit below ``functions`` because function workers install their import
     aliases; ``ark``'s ``submit()`` runs ``rltune train`` as a child process instead of

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from rltune.cli.main import app
-from rltune.config.ark_job import is_ark_job
+from rltune.config.compat.ark_job import is_ark_job
 from rltune.config.reference import reference_markdown
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,3 +42,13 @@ def test_the_seed_concurrency_sizing_and_capacity_warnings():
     assert warnings(job.model_copy(update={"functions": []}), seconds_per_step=2.0, cores=2,
                     val_rows=800) == []
     assert detectable_change(800) < 0.05 < detectable_change(256)
+
+
+def test_plan_takes_sets_and_names_every_bad_one_at_once(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("model: small\n")
+    res = runner.invoke(app, ["plan", "-c", str(job), "--set", "top_k=3",
+                              "--set", "warmup_ratio=0.1", "--set", "trainer.resume_mode=auto"])
+    assert res.exit_code == 2, res.output
+    for key in ("top_k", "warmup_ratio", "trainer.resume_mode", "3 problems"):
+        assert key in res.output

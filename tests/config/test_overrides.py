@@ -44,8 +44,8 @@ def test_bad_sets_are_named(job_file):
         load_job_config_with_sets(job_file, ["learning_rate"])
     with pytest.raises(ConfigError, match="no list entry 3"):
         load_job_config_with_sets(job_file, ["functions.3.weight=1"])
-    with pytest.raises(ConfigError, match="use kl_loss_coef"):  # a refused synonym
-        load_job_config_with_sets(job_file, ["algorithm.kl_ctrl.kl_coef=0.1"])
+    with pytest.raises(ConfigError, match="use use_kl_loss"):  # a refused synonym
+        load_job_config_with_sets(job_file, ["algorithm.use_kl_in_reward=true"])
     with pytest.raises(ConfigError, match="n_rollouts"):  # validated like the file
         load_job_config_with_sets(job_file, ["n_rollouts=1"])
 

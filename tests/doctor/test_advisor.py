@@ -60,3 +60,30 @@ def test_docs_list_every_code_with_its_thresholds_and_advice():
         assert det.advice in section, code
         for name in DEFAULT_THRESHOLDS[code]:
             assert f"`{name}`" in section, (code, name)
+
+
+@pytest.mark.parametrize(("hp", "words"), [
+    ({"learning_rate": 5e-5}, "SFT learning rate"),
+    ({"n_epochs": 10}, "n_epochs 10"),
+    ({"kl_loss_coef": 0}, "kl_loss_coef 0 outside DAPO"),
+    ({"max_length": 32768, "max_prompt_length": 1024}, "max_length 32768"),
+])
+def test_the_seed_anti_patterns_warn(hp, words):
+    from rltune.config import JobConfig
+    from rltune.doctor.plan import anti_patterns, warnings
+
+    job = JobConfig(model={"name": "nano"}, training={"hyper_parameters": hp})
+    assert any(words in w for w in warnings(job, seconds_per_step=None, cores=64, val_rows=0))
+    assert anti_patterns(JobConfig(model={"name": "nano"})) == []
+    assert not anti_patterns(JobConfig(model={"name": "nano"}, training={"hyper_parameters": {
+        "algorithm": "dapo", "kl_loss_coef": 0}}))
+
+
+def test_n_rollouts_1_and_a_max_length_far_above_the_data_warn():
+    from rltune.config import JobConfig
+    from rltune.doctor.plan import anti_patterns
+
+    job = JobConfig(model={"name": "nano"}, teacher_model="nano",
+                    training={"hyper_parameters": {"n_rollouts": 1, "max_length": 4096}})
+    text = " ".join(anti_patterns(job, mean_tokens=100))
+    assert "n_rollouts 1" in text and "rollouts average 100 tokens" in text

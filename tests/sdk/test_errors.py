@@ -43,7 +43,7 @@ def test_every_exception_class_is_in_the_tree():
 
 
 @pytest.mark.parametrize("module, name, builtin", [
-    ("rltune.config.rowshapes", "RowShapeError", ValueError),
+    ("rltune.config.compat.rowshapes", "RowShapeError", ValueError),
     ("rltune.rollout.scoring", "InvalidReward", ValueError),
     ("rltune.ark.judge", "JudgeError", ValueError),
     ("rltune.functions.http", "WorkerConnectionError", ConnectionError),

@@ -27,7 +27,7 @@ def tok():
 @pytest.fixture(scope="module")
 def pairs():
     """Calculator preference rows as a DPO job reads them (through the row loader's shapes)."""
-    from rltune.config.rowshapes import to_rltune_row
+    from rltune.config.compat.rowshapes import to_rltune_row
 
     return [DataRow.model_validate(to_rltune_row(r)[0])
             for r in preference_rows(4, seed=0)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rltune.config.ark_job import _HP_RENAMES
+from rltune.config.compat.ark_job import _HP_RENAMES
 
 
 def _bounds(field: Any) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Ark's Python job objects (``job.py``): ``ModelCustomizationJob`` and its parts.
 
 ``to_dict()`` gives Ark's YAML shape (plugins as ``python_func: module:function``),
-``to_job_config()`` the rltune ``JobConfig`` (through :mod:`rltune.config.ark_job`), and
+``to_job_config()`` the rltune ``JobConfig`` (through :mod:`rltune.config.compat.ark_job`), and
 ``submit()`` runs the job with ``rltune train`` in a child process (this cloud adapter does not
 import the trainer); ``url`` is then the job's output folder.
 
@@ -148,7 +148,7 @@ class ModelCustomizationJob(_Model):
 
     def to_job_config(self, root: str | Path = ".") -> Any:
         """The rltune ``JobConfig`` (plugins are found under ``root``)."""
-        from rltune.config.ark_job import ark_job_to_config
+        from rltune.config.compat.ark_job import ark_job_to_config
         from rltune.config.job import JobConfig
 
         return JobConfig.load_from_dict(ark_job_to_config(self.to_dict(), root=Path(root)))
@@ -175,7 +175,7 @@ class ModelCustomizationJob(_Model):
 def _anchored(ark_job: dict[str, Any], base: Path) -> dict[str, Any]:
     """The rltune job dict of ``ark_job`` with its data and plugins found under ``base``
     wherever the job file is written."""
-    from rltune.config.ark_job import ark_job_to_config
+    from rltune.config.compat.ark_job import ark_job_to_config
 
     data = ark_job_to_config(ark_job, root=base)
     data["workspace_dir"] = str(base)

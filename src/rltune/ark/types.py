@@ -22,7 +22,7 @@ from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rltune.config.ark_source import PluginInstance
+from rltune.config.compat.ark_source import PluginInstance
 
 
 class PluginStatus(str, Enum):

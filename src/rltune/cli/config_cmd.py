@@ -42,7 +42,7 @@ def reference(out: Optional[Path] = _OUT) -> None:
 @config_app.command("synonyms")
 def synonyms(tool: str = typer.Argument("TRL", help="TRL or verl")) -> None:
     """Print the table of TRL's or verl's hyper-parameter names and rltune's."""
-    from rltune.config.synonyms import SYNONYMS, markdown_table
+    from rltune.config.compat.synonyms import SYNONYMS, markdown_table
 
     tools = sorted({s.tool for s in SYNONYMS})
     match = next((t for t in tools if t.lower() == tool.lower()), None)

@@ -27,7 +27,7 @@ def convert(
 ) -> None:
     """Convert rows shaped like TRL's (prompt, solution, …) or verl's (prompt,
     reward_model.ground_truth, data_source, …); every column is kept and the mapping shown."""
-    from rltune.config.convert import convert_rows, read_source
+    from rltune.config.compat.convert import convert_rows, read_source
     from rltune.sdk.errors import RltuneError
 
     notes: dict[str, int] = {}

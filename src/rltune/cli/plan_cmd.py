@@ -29,15 +29,18 @@ def plan(
     steps: int = typer.Option(CALIBRATION_STEPS, "--steps", min=1, max=20,
                               help="calibration steps to run"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    sets: list[str] = typer.Option(
+        [], "--set", metavar="KEY=VALUE",
+        help="override a field, as rltune train --set does (TRL's and verl's names included)"),
 ) -> None:
     """Calibrate a job on this machine: seconds per step, total time, memory, tokens, and
     warnings about settings that cannot work here."""
-    from rltune.config import load_job_config
     from rltune.config.lengths import fit_job
+    from rltune.config.overrides import load_job_config_with_sets
     from rltune.sdk.errors import RltuneError
 
     try:
-        job = load_job_config(config)
+        job = load_job_config_with_sets(config, sets)
         job, notes = fit_job(job, policy_dir(job))  # the one length rule, as train and run
         report = {"notes": notes, **asyncio.run(calibrate(job, config.resolve().parent, steps))}
     except RltuneError as err:
@@ -107,7 +110,8 @@ async def calibrate(job: Any, base_dir: Path, steps: int) -> dict[str, Any]:
     return {"calibration_steps": steps, "cpu": cpu_model(), "estimate": est,
             "measured_seconds_per_step": per_step,
             "warnings": warnings(job, seconds_per_step=est["seconds_per_step"],
-                                 cores=os.cpu_count() or 1, val_rows=val_rows)}
+                                 cores=os.cpu_count() or 1, val_rows=val_rows,
+                                 mean_tokens=sum(tokens) / max(1, len(tokens)) / max(1, rollouts))}
 
 
 def policy_dir(job: Any) -> Optional[Path]:

@@ -93,6 +93,10 @@ def train(
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
         raise typer.Exit(USAGE) from err
+    from rltune.doctor.plan import anti_patterns
+
+    for warning in anti_patterns(job):  # the seed's anti-patterns: warned, not refused
+        typer.secho(f"warning: {warning}", fg="yellow", err=True)
     base_dir = config.resolve().parent
     try:  # before anything starts: no banner, no run directory for a model that is not there
         from rltune.cli.preflight import check_dataset_files

@@ -36,6 +36,21 @@ def coupling(field: str, value: Any, rule: str, fix: str) -> PydanticCustomError
     )
 
 
+#: One problem of a config: ``field`` (a dotted path below the model), ``value``, ``rule``, ``fix``.
+Problem = dict[str, Any]
+
+
+def problem(field: str, value: Any, rule: str, fix: str) -> Problem:
+    return {"field": field, "value": value, "rule": rule, "fix": fix}
+
+
+def problems(found: list[Problem]) -> PydanticCustomError:
+    """Every problem of one mapping as one error (``rltune.config.errors`` lists each)."""
+    summary = "; ".join(f"{p['field']}: {p['rule']} ({p['fix']})" for p in found)
+    return PydanticCustomError("problems", "{summary}", {"summary": summary,
+                                                          "problems": found})
+
+
 def closest(name: str, candidates: typing.Iterable[str]) -> str | None:
     """The candidate closest to ``name`` (for "did you mean" hints), or None if none is close."""
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
@@ -92,39 +107,41 @@ class StrictModel(BaseModel):
         """Hook for subclasses: rewrite another accepted input shape into the canonical one."""
         return data
 
+    @classmethod
+    def _normalize_problems(cls, data: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+        """Hook for subclasses whose rewrite finds several problems at once (reported with the
+        unknown keys in one error); the default is ``_normalize_input`` and none."""
+        return cls._normalize_input(data), []
+
+    @classmethod
+    def _unknown_hint(cls, key: str) -> str | None:
+        """Hook for subclasses: the fix for an unknown ``key`` better than "did you mean"."""
+        return None
+
     @model_validator(mode="before")
     @classmethod
     def _strict_input(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        data = cls._normalize_input(dict(data))
+        data, found = cls._normalize_problems(dict(data))
         known = set(cls.model_fields) | {
             f.alias for f in cls.model_fields.values() if f.alias
         } | set(cls._extra_input_keys)
-        unknown = [k for k in data if k not in known]
-        if unknown:
-            key = str(unknown[0])
-            suggestion = closest(key, sorted(known))
-            hint = (
-                f"did you mean '{suggestion}'?"
-                if suggestion
-                else "allowed keys: " + ", ".join(sorted(known))
-            )
-            raise PydanticCustomError(
-                "unknown_key",
-                "unknown key '{key}' ({hint})",
-                {"key": key, "hint": hint, "suggestion": suggestion, "others": unknown[1:]},
-            )
+        for key in (k for k in data if k not in known):
+            suggestion = closest(str(key), sorted(known))
+            hint = cls._unknown_hint(str(key)) or (
+                f"did you mean '{suggestion}'?" if suggestion
+                else "allowed keys: " + ", ".join(sorted(known)))
+            found.append(problem(str(key), data[key], "unknown key", hint))
         for name, field in cls.model_fields.items():
             kind = _scalar_kind(field.annotation)
             key = name if name in data else field.alias
             if kind is not None and key in data:
                 if isinstance(data[key], bool):
-                    # Reported against the field itself (ctx "field"), not the whole model.
-                    raise PydanticCustomError(
-                        "number_expected",
-                        "expected a number, not a boolean",
-                        {"value": data[key], "field": key},
-                    )
+                    found.append(problem(key, data[key], "expected a number, not a boolean",
+                                         "write a number, e.g. 8 or 2e-6"))
+                    continue
                 data[key] = coerce_number(data[key], kind)
+        if found:
+            raise problems(found)
         return data

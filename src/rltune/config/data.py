@@ -26,8 +26,8 @@ from typing import Any, Literal, Optional, Union
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rltune.config.compat.rowshapes import RowShapeError, to_rltune_row
 from rltune.config.errors import format_path
-from rltune.config.rowshapes import RowShapeError, to_rltune_row
 from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
 from rltune.sdk.errors import DatasetError
 
@@ -141,7 +141,7 @@ def parse_rows(lines: list[str], *, source: str = "<data>") -> list[DataRow]:
 
 def validate_rows(objects: Iterable[RawRow], *, source: str = "<data>") -> list[DataRow]:
     """Rows from ``(number, object, problem)`` triples, each object in rltune's, TRL's or
-    verl's shape (``rltune.config.rowshapes``); one ``DatasetError`` names every bad row."""
+    verl's shape (``rltune.config.compat.rowshapes``); one ``DatasetError`` names every bad row."""
     rows, errors = check_rows(objects, source=source)
     if errors:
         raise bad_rows_error(errors, source)
@@ -193,7 +193,7 @@ def bad_rows_error(errors: list[str], source: str, why: str = "") -> DatasetErro
     )
 
 
-#: Dataset files read through ``rltune.config.convert.read_source`` (not line-based JSONL).
+#: Dataset files read through ``rltune.config.compat.convert.read_source`` (not line-based JSONL).
 TABLE_SUFFIXES = (".parquet", ".json")
 
 
@@ -211,7 +211,7 @@ def read_objects(path: str | Path) -> list[RawRow]:
         raise DatasetError(f"dataset file not found: {p}", where=str(p),
                            hint="check file_name in the job's datasets")
     if p.is_dir() or p.suffix in TABLE_SUFFIXES:
-        from rltune.config.convert import read_source
+        from rltune.config.compat.convert import read_source
 
         return [(n, *_table_row(obj))
                 for n, obj in enumerate(read_source(p, split="train"), start=1)]

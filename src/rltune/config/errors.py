@@ -98,6 +98,18 @@ def _allowed_range(info: Any) -> str | None:
     return f"{left}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{right}"
 
 
+def _describe_all(err: dict[str, Any], root: type[BaseModel]
+                  ) -> list[tuple[tuple[Any, ...], Any, str, str]]:
+    """(path, value, rule, fix) of each problem in one pydantic error dict (a ``problems``
+    error of ``config._base`` holds several)."""
+    ctx = err.get("ctx") or {}
+    if err.get("type") != "problems":
+        return [_describe(err, root)]
+    loc = _clean_loc(tuple(err.get("loc", ())))
+    return [((*loc, *str(p["field"]).split(".")), p["value"], p["rule"], p["fix"])
+            for p in ctx["problems"]]
+
+
 def _describe(err: dict[str, Any], root: type[BaseModel]) -> tuple[tuple[Any, ...], Any, str, str]:
     """(path, value, rule, fix) of one pydantic error dict."""
     loc = _clean_loc(tuple(err.get("loc", ())))
@@ -105,10 +117,6 @@ def _describe(err: dict[str, Any], root: type[BaseModel]) -> tuple[tuple[Any, ..
     ctx = err.get("ctx") or {}
     value = err.get("input")
     msg = str(err.get("msg", "")).removeprefix("Value error, ")
-    if kind == "unknown_key":
-        path = (*loc, ctx["key"])
-        value = value.get(ctx["key"]) if isinstance(value, dict) else value
-        return path, value, "unknown key", str(ctx.get("hint"))
     if kind in ("coupling", "number_expected"):
         # A dotted ``field`` (set by a validator higher up) names a nested path.
         path = (*loc, *str(ctx["field"]).split(".")) if ctx.get("field") else loc
@@ -151,8 +159,7 @@ def config_error(
     ``line_of`` maps a path to its YAML line; ``label`` names a field (default: its path).
     """
     details: list[dict[str, Any]] = []
-    for err in exc.errors():
-        path, value, rule, fix = _describe(err, root)
+    for path, value, rule, fix in (d for err in exc.errors() for d in _describe_all(err, root)):
         full = (*prefix, *path)
         line = line_of(full) if line_of else None
         where = f"{source}:{line}" if source and line else source

@@ -21,8 +21,9 @@ from typing import Any, Literal, Optional, Union
 from pydantic import Field, field_validator, model_validator
 
 from rltune.config._base import coupling as _coupling
+from rltune.config._base import problem, problems
 from rltune.config.algorithm import KNOBS, AlgorithmName, KnobOverrides, misplaced_knob
-from rltune.config.synonyms import translate
+from rltune.config.compat.synonyms import translate
 from rltune.names import OFFLINE_ALGORITHMS, REPLICA_BACKENDS, literal
 
 #: Streaming rollouts (trainer/stream.py) start groups at most this many versions ahead.
@@ -241,8 +242,9 @@ class HyperParameters(KnobOverrides):
     )
 
     @classmethod
-    def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # TRL's and verl's names (config/synonyms.py): renamed, or refused naming ours.
+    def _normalize_problems(cls, data: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        # TRL's and verl's names (config/compat/synonyms.py): renamed, dropped as no-ops, or refused
+        # naming ours, every one at once.
         return translate(data, lambda key: cls.model_fields[key].default)
 
     @field_validator("lora_target_modules", mode="before")
@@ -426,23 +428,27 @@ DISTRIBUTED_SUPPORTED: dict[str, tuple[int, ...]] = {
 
 
 def _refuse_distributed(hp: HyperParameters) -> None:
+    """Every distributed key this build cannot honour, in one error naming what each needs."""
+    found = []
     for name, allowed in DISTRIBUTED_SUPPORTED.items():
         value = getattr(hp, name)
         if value is None or value in allowed:
             continue
-        shown = " or ".join(str(a) for a in allowed)
+        need = (f"{value} GPUs per trainer replica for model parallelism" if name in
+                _TRAINING_LAYOUT else f"{value} nodes of inference GPUs" if name ==
+                "nnodes_rollout" else f"{value} GPUs for the inference engine")
         what = ("it trains on data-parallel ranks only (n_gpus_training: N per node, "
                 "nnodes_training: N nodes on a Ray cluster)"
                 if name in _TRAINING_LAYOUT else "it runs the engine on one device")
-        raise _coupling(
-            name, value,
-            f"is not supported by this build: {what}, so {name} may be "
-            f"{shown} (or unset)",
+        found.append(problem(
+            name, value, f"needs {need}, which is not supported by this build: {what}, so {name} "
+            f"may be {' or '.join(str(a) for a in allowed)} (or unset)",
             f"remove {name} (or set it to {allowed[-1]})"
             + ("; use n_gpus_training: N for N data-parallel trainer ranks"
                if name in _TRAINING_LAYOUT else " and pick the device with "
-               "device: auto|cpu|cuda[:i]"),
-        )
+               "device: auto|cpu|cuda[:i]")))
+    if found:
+        raise problems(found)
 
 
 _TRAINING_LAYOUT = ("tensor_model_parallel_size",

@@ -7,7 +7,7 @@ It accepts both YAML shapes of the cloud SDK's documentation:
 * the documented one: ``job_name``, ``workspace_dir``, scalar ``model``, ``mode``;
 
 and Volcano Ark's ``job.yaml`` (``custom_rl_pipeline``, ``hyperparameters``…), translated by
-:mod:`rltune.config.ark_job`,
+:mod:`rltune.config.compat.ark_job`,
 
 and dumps back to the SDK shape. ``TuningModel`` is the cloud SDK's name for the same class.
 
@@ -41,13 +41,15 @@ from rltune.config._base import StrictModel
 from rltune.config._base import coupling as _coupling
 from rltune.config.advisor import AdvisorConfig
 from rltune.config.algorithm import AlgorithmKnobs, resolve_algorithm
-from rltune.config.ark_job import (
+from rltune.config.compat.ark_job import (
     ARK_MARKERS,
     ark_job_to_config,
-    ark_key_path,
-    ark_origin,
+    ark_label,
+    ark_lines,
+    at_ark_line,
     is_ark_job,
 )
+from rltune.config.compat.foreign import is_verl_job, top_level_hint, verl_to_job
 from rltune.config.components import (
     AgenticRLFunctionComponent,
     FunctionBackend,
@@ -194,8 +196,14 @@ class JobConfig(StrictModel):
     project: Optional[str] = Field(None, min_length=1, max_length=128)
 
     @classmethod
+    def _unknown_hint(cls, key: str) -> str | None:
+        return top_level_hint(key)  # a hyper-parameter (TRL's, verl's) at the top level
+
+    @classmethod
     def _normalize_input(cls, data: dict[str, Any]) -> dict[str, Any]:
-        # The cloud documentation's YAML shape (``job_name``, scalar ``model``) → the SDK shape.
+        # verl's YAML sections (config/compat/foreign.py); the cloud documentation's YAML shape
+        # (``job_name``, scalar ``model``) → the SDK shape.
+        data = verl_to_job(data) if is_verl_job(data) else data
         if "job_name" in data:
             job_name = data.pop("job_name")
             if "name" in data and data["name"] != job_name:
@@ -420,7 +428,7 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None,
         try:
             data = ark_job_to_config(data, root=root, source=source)
         except ConfigError as exc:
-            raise _at_ark_line(exc, doc) from None
+            raise at_ark_line(exc, doc) from None
     for key, value in overrides.items():
         if value is None:
             continue
@@ -434,42 +442,10 @@ def _validate(data: Any, overrides: dict[str, Any], doc: YamlDocument | None,
     except pydantic.ValidationError as exc:
         if ark_data is not None:  # name the Ark key (and its line) each problem came from
             raise config_error(exc, root=JobConfig, source=source,
-                               line_of=_ark_lines(ark_data, doc),
-                               label=_ark_label(ark_data)) from None
+                               line_of=ark_lines(ark_data, doc),
+                               label=ark_label(ark_data)) from None
         raise config_error(exc, root=JobConfig, source=source,
                            line_of=doc.line_of if doc else None) from None
-
-
-def _ark_lines(ark: dict[str, Any], doc: YamlDocument | None) -> Any:
-
-    def line_of(path: tuple[Any, ...]) -> int | None:
-        origin = ark_origin(path, ark)
-        return doc.line_of(origin) if doc and origin else None
-
-    return line_of
-
-
-def _ark_label(ark: dict[str, Any]) -> Any:
-    from rltune.config.errors import format_path
-
-    def label(path: tuple[Any, ...]) -> str:
-        origin = ark_origin(path, ark)
-        return f"{format_path(origin)} (rltune's {format_path(path)})" if origin else \
-            format_path(path)
-
-    return label
-
-
-def _at_ark_line(exc: ConfigError, doc: YamlDocument | None) -> ConfigError:
-    """A translation error ``"<file>: <Ark key>"`` located at that key's line."""
-
-    where = exc.where or ""
-    if doc is None or not doc.source or not where.startswith(f"{doc.source}: "):
-        return exc
-    key = where[len(doc.source) + 2:]
-    line = doc.line_of(ark_key_path(key))
-    return ConfigError(exc.message, where=f"{doc.source}:{line}" if line else where,
-                       hint=exc.hint)
 
 
 def load_job_config(path: str | Path, **overrides: Any) -> JobConfig:

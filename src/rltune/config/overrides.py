@@ -4,8 +4,9 @@
 ``key`` is a dotted path into rltune's shape (``training.hyper_parameters.learning_rate``,
 ``model.name``, ``functions.0.weight``, ``datasets.0.file_id``, ``engine``), or the name of a
 hyper-parameter alone (``learning_rate``, a knob such as ``clip_ratio_high``, or a TRL / verl
-synonym such as ``num_generations`` or ``actor_rollout_ref.rollout.n``); ``hyper_parameters.x``
-is short for ``training.hyper_parameters.x``. A ``--set`` value is read as YAML (``4``,
+synonym such as ``num_generations``), or any of verl's dotted names (``algorithm.adv_estimator``,
+``data.train_files``, ``actor_rollout_ref.model.path``: a verl launch line's overrides, each
+after ``--set``); ``hyper_parameters.x`` is short for ``training.hyper_parameters.x``. A ``--set`` value is read as YAML (``4``,
 ``true``, ``[a, b]``, ``{k: v}``) except where the schema says the field is a string, where it
 is kept as written. An object value is merged into the section it names, as JSON merge-patch
 (RFC 7386) does: ``{"training": {"hyper_parameters": {"max_steps": 2}}}`` sets ``max_steps``
@@ -30,7 +31,8 @@ from typing import Any
 import yaml
 
 from rltune.config._base import _scalar_kind, closest, coerce_number
-from rltune.config.synonyms import BY_NAME
+from rltune.config.compat.synonyms import BY_NAME
+from rltune.config.compat.verl_names import SECTIONS as VERL_SECTIONS
 from rltune.sdk.errors import ConfigError
 
 _HP = ("training", "hyper_parameters")
@@ -83,6 +85,8 @@ def key_path(key: str) -> tuple[str, ...]:
         return (*_HP, *parts[1:])
     if parts[0] in top:
         return parts
+    if len(parts) > 1 and parts[0] in VERL_SECTIONS:  # verl's launch line: its own sections,
+        return parts  # which the job reads as verl's YAML (config/compat/foreign.py)
     if key in HyperParameters.model_fields or key in BY_NAME:
         return (*_HP, key)
     known = [*top, *HyperParameters.model_fields, *BY_NAME]
@@ -109,8 +113,9 @@ def parse_set(item: str) -> tuple[tuple[str, ...], Any]:
     except yaml.YAMLError:  # not YAML: a string
         value = raw
     kind = _scalar_kind(field.annotation) if field is not None else None
-    if kind is None and path[:2] == _HP and path[-1] in BY_NAME:  # a synonym: its target's
-        target = BY_NAME[path[-1]].target
+    name = ".".join(path[2:] if path[:2] == _HP else path)
+    if kind is None and name in BY_NAME:  # a synonym: its target's
+        target = BY_NAME[name].target
         hp_field = _field((*_HP, target))
         kind = _scalar_kind(hp_field.annotation) if hp_field is not None else None
     if kind is not None and isinstance(value, str):  # "1e-5" is a string to YAML 1.1
@@ -187,7 +192,7 @@ def _index(node: list[Any], part: str, label: str) -> Any:
 
 
 def _refuse_ark(data: Any, label: str) -> None:
-    from rltune.config.ark_job import is_ark_job
+    from rltune.config.compat.ark_job import is_ark_job
 
     if isinstance(data, dict) and is_ark_job(data):
         raise ConfigError("overrides edit rltune's job shape; this is a Volcano Ark job.yaml",

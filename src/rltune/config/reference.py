@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from rltune.config.synonyms import SYNONYMS
+from rltune.config.compat.synonyms import SYNONYMS
 
 SCHEMA_ID = "https://rltune.dev/schema/job.json"
 
@@ -52,6 +52,9 @@ def job_schema() -> dict[str, Any]:
         if syn.refused:
             hp[syn.name] = {"not": {}, "description": f"{syn.tool}'s name, refused: use "
                             f"{syn.target} ({syn.why})"}
+        elif syn.noop:
+            hp[syn.name] = ({"enum": list(syn.harmless)} if syn.harmless else {}) | {
+                "description": f"{syn.tool}'s name, a no-op in rltune ({syn.why})"}
         else:
             hp[syn.name] = {**{k: v for k, v in hp.get(syn.target, {}).items()
                                if k != "default"},

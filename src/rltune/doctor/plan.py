@@ -2,7 +2,9 @@
 work here (torch-free; ``rltune plan`` runs the calibration, ``cli/plan_cmd.py``). The lengths
 are fitted to the model's context before, as for every run (``rltune.config.lengths``).
 
-The checks:
+The checks: the seed's hyper-parameter anti-patterns (``anti_patterns``: an SFT learning
+rate, ``n_epochs`` >= 10, ``kl_loss_coef: 0`` outside DAPO, ``n_rollouts: 1``, a
+``max_length`` far above the rollouts' length), also printed by ``rltune train``;
 
 * function capacity beyond this machine's cores (each instance is a process);
 * the seed's concurrency sizing: ``concurrency x capacity >= batch_size x n_rollouts /
@@ -46,10 +48,10 @@ def estimate(*, step_seconds: list[float], total_steps: int, tokens_per_step: fl
 
 
 def warnings(job: Any, *, seconds_per_step: Optional[float], cores: int,
-             val_rows: int) -> list[str]:
+             val_rows: int, mean_tokens: Optional[float] = None) -> list[str]:
     """What cannot work (or will not tell anything) here; each names the key and a fix."""
     hp = job.hyper_parameters
-    out = []
+    out = anti_patterns(job, mean_tokens=mean_tokens)
     capacity = sum((fn.runtime.max_capacity or fn.runtime.capacity or 1) if fn.runtime else 1
                    for fn in job.functions)
     if capacity > cores:
@@ -76,4 +78,34 @@ def warnings(job: Any, *, seconds_per_step: Optional[float], cores: int,
                        f"{hp.val_n_rollouts}) can only see changes of {change:.2f} or more, "
                        f"not {MIN_VISIBLE_CHANGE}: use about {rows} rows or raise "
                        "val_n_rollouts")
+    return out
+
+
+#: Above it, a full fine-tune's learning rate is an SFT one (the seed's 5e-5 diverges in RL).
+RL_MAX_LEARNING_RATE = 1e-5
+
+
+def anti_patterns(job: Any, *, mean_tokens: Optional[float] = None) -> list[str]:
+    """The seed's hyper-parameter anti-patterns in ``job``, each naming the key and a fix;
+    ``mean_tokens``: the calibration's mean tokens per rollout, when known."""
+    hp, out = job.hyper_parameters, []
+    if hp.algorithm == "sft":
+        return out
+    if hp.lora_rank == 0 and hp.learning_rate > RL_MAX_LEARNING_RATE:
+        out.append(f"learning_rate {hp.learning_rate:g} is an SFT learning rate: RL is about "
+                   f"ten times more sensitive and diverges; use 1e-6 to {RL_MAX_LEARNING_RATE:g}")
+    if hp.max_steps is None and hp.n_epochs >= 10:
+        out.append(f"n_epochs {hp.n_epochs}: RL does not need many passes, and they collapse "
+                   "the validation reward (doctor P6); use 1-3")
+    if hp.kl_loss_coef == 0 and job.knobs.algorithm != "dapo" and hp.algorithm != "opd":
+        out.append("kl_loss_coef 0 outside DAPO: the policy drifts fast and its output can "
+                   "turn to garbage; keep 0.001-0.01, or use algorithm: dapo")
+    if hp.n_rollouts == 1:
+        out.append("n_rollouts 1: no group to compare within, so the group-relative advantage "
+                   "is lost (plain policy gradient); use 4-16")
+    if hp.max_length >= 32768 or (mean_tokens and hp.max_length > 8 * mean_tokens):
+        seen = f" (the rollouts average {mean_tokens:.0f} tokens)" if mean_tokens else ""
+        out.append(f"max_length {hp.max_length} is far above what the data needs{seen}: "
+                   "memory and rollout time grow with it; set it just above the longest "
+                   "prompt + answer")
     return out

@@ -112,7 +112,7 @@ class BuildError(RltuneError, status=500, code="build_failed"):
 
 class RowShapeError(DatasetError, ValueError):
     """A dataset row has no prompt rltune can read (the message names the columns it has);
-    raised by ``rltune.config.rowshapes``."""
+    raised by ``rltune.config.compat.rowshapes``."""
 
 
 class InvalidReward(UserCodeError, ValueError):

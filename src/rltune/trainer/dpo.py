@@ -3,7 +3,7 @@
 A DPO job reads preference rows: a prompt (``messages`` or TRL's ``prompt``) with a ``chosen``
 and a ``rejected`` response, each a string (one assistant message), one message, or a list of
 messages (tool calls and tool results included). Any other column is kept as in every dataset
-(``rltune.config.rowshapes``), so ``chosen`` / ``rejected`` arrive in the row's
+(``rltune.config.compat.rowshapes``), so ``chosen`` / ``rejected`` arrive in the row's
 ``rollout_extra``. Each response is rendered after its prompt with the job's chat template;
 its assistant tokens (tool calls and ``<|im_end|>`` included, tool results not) are the ones
 whose log-probs count, summed over the response.

@@ -1,6 +1,6 @@
 """``GRPOConfig``: TRL's field names, turned into an rltune job's hyper-parameters.
 
-Hyper-parameter names go through the one synonym table (``rltune.config.synonyms``: TRL's
+Hyper-parameter names go through the one synonym table (``rltune.config.compat.synonyms``: TRL's
 name → rltune's key, or refused naming the key to use); rltune's own key names are accepted
 too. The fields that describe TRL's process rather than the algorithm (``output_dir``,
 ``per_device_train_batch_size``, ``logging_steps``, ``report_to`` …) are read here
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rltune.config.synonyms import BY_NAME, translate
+from rltune.config.compat.synonyms import BY_NAME, translate
 from rltune.sdk.errors import ConfigError
 
 #: TRL 1.16's ``GRPOConfig`` defaults for the fields whose rltune default differs
@@ -171,14 +171,8 @@ def _trainer_field_problem(name: str, value: Any, values: dict[str, Any]) -> str
 
 def _synonym_problem(name: str, value: Any) -> str:
     """The synonym table's refusal of one field (its name, or this value of it)."""
-    from pydantic_core import PydanticCustomError
-
-    try:
-        translate({name: value}, _default)
-    except PydanticCustomError as exc:
-        ctx = exc.context or {}
-        return f"{ctx.get('rule', exc.message())} ({ctx.get('fix', '')})"
-    return ""
+    _, found = translate({name: value}, _default)
+    return "; ".join(f"{p['rule']} ({p['fix']})" for p in found)
 
 
 def _unknown(name: str) -> str:

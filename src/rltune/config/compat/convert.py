@@ -11,7 +11,7 @@ and becomes ``{"messages": prompt, "ground_truth": "72", "rollout_extra": {"data
 name, for the rewards (a verl ``compute_score`` wrapped by ``rltune.sdk.plain.verl_reward`` reads
 ``data_source`` and ``extra_info``; a TRL function gets each column as a keyword). TRL rows
 (``{"prompt": "…" or [messages], "solution": …}``) convert the same way
-(``rltune.config.rowshapes``). A string prompt becomes one user message. Sources:
+(``rltune.config.compat.rowshapes``). A string prompt becomes one user message. Sources:
 ``.parquet`` (needs ``pyarrow``: ``pip install 'rltune[data]'``), a ``datasets`` folder saved
 with ``save_to_disk`` (needs ``datasets``), or ``.jsonl`` / ``.json`` in the same shape.
 
@@ -35,7 +35,7 @@ from typing import Any, Optional
 
 import pydantic
 
-from rltune.config.rowshapes import VERL_GROUND_TRUTH, dotted, to_rltune_row
+from rltune.config.compat.rowshapes import VERL_GROUND_TRUTH, dotted, to_rltune_row
 from rltune.sdk.errors import DatasetError, DependencyError
 
 

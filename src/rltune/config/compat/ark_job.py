@@ -18,7 +18,7 @@ Ark                              rltune
                                  appended when ``model_version`` is set) or
                                  ``custom_model_id``
 ``data``, ``tags``, ``project``  datasets, ``data_options`` and job metadata
-                                 (:mod:`rltune.config.ark_data`)
+                                 (:mod:`rltune.config.compat.ark_data`)
 ``custom_rl_pipeline.rollout``   the rollout function (``python_func`` = ``module:function``)
 ``custom_rl_pipeline.graders``   reward (``@single_grader``) / group reward
                                  (``@group_grader``) functions with their ``weight``
@@ -56,8 +56,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from rltune.config.ark_data import ark_data, ark_tags
-from rltune.config.ark_source import PluginInstance, PluginSource, find_plugin
+from rltune.config.compat.ark_data import ark_data, ark_tags
+from rltune.config.compat.ark_source import PluginInstance, PluginSource, find_plugin
 from rltune.config.switches import ENABLE_TRAJECTORY
 from rltune.sdk.errors import ConfigError
 
@@ -374,3 +374,37 @@ def _check_pipeline_type(data: dict[str, Any], ctype: str, source: Optional[str]
         raise _err("custom_rl_pipeline.type", f"{kind} does not match customization_type "
                    f"{ctype}", f"use {'PPOPipeline' if ctype == 'PPO' else 'GRPOPipeline'}",
                    source)
+
+
+def ark_lines(ark: dict[str, Any], doc: Any) -> Any:
+    """YAML lines of rltune's paths: those of the Ark keys they came from."""
+
+    def line_of(path: tuple[Any, ...]) -> int | None:
+        origin = ark_origin(path, ark)
+        return doc.line_of(origin) if doc and origin else None
+
+    return line_of
+
+
+def ark_label(ark: dict[str, Any]) -> Any:
+    """A field named by its Ark key (and rltune's path)."""
+    from rltune.config.errors import format_path
+
+    def label(path: tuple[Any, ...]) -> str:
+        origin = ark_origin(path, ark)
+        return f"{format_path(origin)} (rltune's {format_path(path)})" if origin else \
+            format_path(path)
+
+    return label
+
+
+def at_ark_line(exc: ConfigError, doc: Any) -> ConfigError:
+    """A translation error ``"<file>: <Ark key>"`` located at that key's line."""
+
+    where = exc.where or ""
+    if doc is None or not doc.source or not where.startswith(f"{doc.source}: "):
+        return exc
+    key = where[len(doc.source) + 2:]
+    line = doc.line_of(ark_key_path(key))
+    return ConfigError(exc.message, where=f"{doc.source}:{line}" if line else where,
+                       hint=exc.hint)

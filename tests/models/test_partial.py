@@ -174,6 +174,7 @@ def test_a_second_build_waits_for_the_first_and_reuses_its_model(tmp_path, tiny_
     assert not state.exists()
 
 
+@pytest.mark.slow  # ~25 s quiet: a whole CLI build twice; the resume itself is tested above
 def test_a_killed_cli_build_resumes_to_the_same_weights(tmp_path, reference):
     """A real `rltune models build-demo` with its output piped (as in CI), SIGKILLed once its
     first partial state is on disk, then run again: it says it resumes, prints a line per

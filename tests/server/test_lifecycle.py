@@ -106,7 +106,7 @@ def test_server_restart_marks_job_failed_and_resume_finishes(server_home, tmp_pa
 def test_second_job_waits_pending_then_runs(server, tmp_path, tiny_model_dir):
     ws = make_workspace(tmp_path, tiny_model_dir)
     job = yaml.safe_load((ws / "job.yaml").read_text())
-    job["training"]["hyper_parameters"]["save_strategy"] = "no"
+    job["training"]["hyper_parameters"].update(save_strategy="no", max_steps=2)  # queueing only
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
     first, second = _submit(server, ws), _submit(server, ws)
     with server.client() as c:

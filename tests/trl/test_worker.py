@@ -70,7 +70,7 @@ class Counter:
     """A TRL environment: reset, a tool method, and the reward it owns."""
 
     def reset(self, prompt, start, **kwargs):
-        self.value = int(start)
+        self.value, self.prompt = int(start), prompt
         return f" (the counter starts at {start})"
 
     def add(self, n: int) -> str:
@@ -99,8 +99,11 @@ def test_an_environment_is_reset_per_rollout_and_its_methods_are_the_tools(tmp_p
     messages = asyncio.run(_reset(env, row, {"start": "5"}))
     assert messages[1]["content"] == "Add 2. (the counter starts at 5)"
     assert row[1]["content"] == "Add 2."  # the row itself is left as it was
+    assert env.prompt == row  # conversational: the messages; standard: the prompt's text
+    asyncio.run(_reset(env, row, {"start": "1"}, standard=True))
+    assert env.prompt == "Add 2."
     tools = environment_methods(env)
     assert sorted(tools) == ["add"]  # reset and get_reward are not tools
-    assert asyncio.run(cls()._run("add", '{"n": 2}', tools)) == ("7", True)
+    assert asyncio.run(cls()._run("add", '{"n": 2}', tools)) == ("3", True)  # 1 + 2
     score = EnvironmentReward("Counter")
     assert score(["a", "b"], **{ENV_REWARD: [7, None]}) == [7.0, None]

@@ -147,6 +147,7 @@ class ToolRollout(AbstractRolloutProcessor):
     schemas: ClassVar[list[dict[str, Any]]] = []
     max_iterations: ClassVar[int] = 8
     environment: ClassVar[Optional[Callable[[], Any]]] = None
+    standard: ClassVar[bool] = False  # string prompts: reset() gets the prompt's text
 
     def setup(self) -> None:
         import httpx
@@ -169,7 +170,7 @@ class ToolRollout(AbstractRolloutProcessor):
         try:
             if self.environment is not None:
                 env = type(self).environment()  # type: ignore[misc]
-                messages = await _reset(env, messages, extra)
+                messages = await _reset(env, messages, extra, standard=self.standard)
             tools = {**self.tools, **(environment_methods(env) if env is not None else {})}
             for _ in range(self.max_iterations + 1):
                 response = await client.chat.completions.create(
@@ -212,11 +213,13 @@ class ToolRollout(AbstractRolloutProcessor):
         return str(result), True
 
 
-async def _reset(env: Any, messages: list[dict[str, Any]], extra: dict[str, Any]
-                 ) -> list[dict[str, Any]]:
-    """``env.reset(prompt=messages, **columns)``; a string it returns joins the last user
-    message (a copy: the row's messages stay as they were)."""
-    observation = env.reset(**_accepts(env.reset, {"prompt": messages, **extra}))
+async def _reset(env: Any, messages: list[dict[str, Any]], extra: dict[str, Any], *,
+                 standard: bool = False) -> list[dict[str, Any]]:
+    """``env.reset(prompt=..., **columns)`` (the prompt as the row had it: its text when
+    ``standard``, else the messages); a string it returns joins the last user message (a
+    copy: the row's messages stay as they were)."""
+    prompt = _prompt_text(messages) if standard else messages
+    observation = env.reset(**_accepts(env.reset, {"prompt": prompt, **extra}))
     if inspect.isawaitable(observation):
         observation = await observation
     if observation is None:
@@ -246,5 +249,6 @@ def bind(module_file: str) -> dict[str, Any]:
             "tools": {t.__name__: t for t in tools or []}, "schemas": payload["schemas"],
             "max_iterations": int(payload["max_iterations"]),
             "environment": staticmethod(environment) if environment is not None else None,
+            "standard": bool(payload["standard"]),
             "__module__": __name__})
     return out

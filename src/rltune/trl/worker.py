@@ -5,7 +5,9 @@ the script, by reference when imported, e.g. ``trl.rewards.accuracy_reward``) in
 workspace, next to a two-line module that calls :func:`bind`. The worker imports that module
 like any other classpath: each reward is a TRL-signature function (wrapped by
 ``rltune.sdk.plain`` as a group reward: the function gets a prompt's whole group, every
-dataset column as a keyword), and ``ToolRollout`` is the multi-turn tool loop.
+dataset column as a keyword), and ``ToolRollout`` is the multi-turn tool loop (the tools, and
+an ``environment_factory``'s environment: one instance per rollout, whose ``get_reward()``
+travels to its ``EnvironmentReward`` in the rollout's ``rollout_extra``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The job an ``rltune.trl.GRPOTrainer`` runs: its workspace folder and its config.
 
 The workspace holds the datasets as JSONL (TRL's rows as they are: rltune reads TRL's shapes),
-the script's reward functions and tools pickled with ``cloudpickle`` (``trl_functions.pkl``)
-and the module the workers import them from (``rltune.trl.worker``), plus a ``job.yaml``
-equal to the config (``rltune train -c`` runs it again without the script).
+the script's reward functions, tools and environment factory pickled with ``cloudpickle``
+(``trl_functions.pkl``) and the module the workers import them from (``rltune.trl.worker``),
+plus a ``job.yaml`` equal to the config (``rltune train -c`` runs it again without the script).
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def test_trainer_arguments_that_cannot_be_honoured_are_named_at_once():
     with pytest.raises(ConfigError) as err:
         GRPOTrainer(model="nano", reward_funcs=["no/such-reward-model"],
                     train_dataset=[{"prompt": "hi"}], rollout_func=lambda p, t: {},
-                    environment_factory=object, optimizers=(object(), None),
+                    environment_factory={}, optimizers=(object(), None),
                     tools=[multiply], args=GRPOConfig(reward_weights=[1.0, 2.0]))
     text = str(err.value)
     for name in ("reward_funcs[0]:", "rollout_func:", "environment_factory:", "optimizers:",
@@ -99,3 +99,45 @@ def test_peft_config_and_eval_rows_reach_the_job(tmp_path):
     assert (hp.lora_rank, hp.lora_alpha, hp.lora_target_modules) == (4, 8, ["q_proj"])
     assert (hp.eval_steps, hp.val_n_rollouts) == (1, 2)
     assert [d.type.value for d in job.datasets] == ["training", "validation"]
+
+
+class Lamp:
+    def reset(self, **kwargs):
+        self.on = False
+
+    def switch(self, on: bool) -> str:
+        """Switches the lamp.
+
+        Args:
+            on: whether it is on afterwards
+        """
+        self.on = on
+        return "ok"
+
+    def get_reward(self):
+        return float(self.on)
+
+
+def test_an_environment_factory_gives_the_job_a_tool_rollout_and_its_reward(tmp_path):
+    trainer = GRPOTrainer(model="nano", args=GRPOConfig(output_dir=str(tmp_path), max_steps=1),
+                          train_dataset=[{"prompt": [{"role": "user", "content": "light"}]}],
+                          environment_factory=Lamp)  # no reward_funcs: the lamp owns it
+    assert [s["function"]["name"] for s in trainer.schemas] == ["switch"]
+    job = trainer.job_config()
+    kinds = [(f["type"], f["name"], f.get("weight")) for f in job["functions"]]
+    assert kinds == [("rollout", "tools", None), ("group_reward", "Lamp", 1.0)]
+    JobConfig.model_validate(job)
+
+
+def test_a_rollout_func_and_a_dict_of_environments_are_refused_saying_why():
+    with pytest.raises(ConfigError) as err:
+        GRPOTrainer(model="nano", reward_funcs=lambda completions, **kw: [0.0],
+                    train_dataset=[{"prompt": "hi"}], rollout_func=lambda p, t: {},
+                    environment_factory={"lamp": Lamp})
+    text = str(err.value)
+    assert "rollout_func: TRL trains on the prompt_ids" in text
+    assert "AbstractRolloutProcessor" in text and "carry no token ids" in text
+    assert "environment_factory: a dict of environments" in text
+    with pytest.raises(ConfigError, match="environment_factory: object has no reset"):
+        GRPOTrainer(model="nano", reward_funcs=lambda completions, **kw: [0.0],
+                    train_dataset=[{"prompt": "hi"}], environment_factory=object)

@@ -80,6 +80,41 @@ TOOLS = textwrap.dedent('''
 ''')
 
 
+ENVIRONMENT = textwrap.dedent('''
+    import sys
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    class Calculator:  # one instance per rollout: its state is that rollout's
+        def reset(self, a, **kwargs):
+            self.a, self.calls = int(a), 0  # None: the prompt as it is (the nano is tiny)
+
+        def calculator(self, expression: str) -> str:
+            \"\"\"
+            Evaluates an arithmetic expression.
+
+            Args:
+                expression: The expression to evaluate, e.g. "2 + 3".
+            \"\"\"
+            self.calls += 1
+            return str(eval(expression, {"__builtins__": {}}))
+
+        def get_reward(self):
+            return float(self.a * 1000 + self.calls)
+
+    dataset = Dataset.from_list([
+        {"prompt": [{"role": "user", "content": f"What is {a} * {b}?"}], "a": a}
+        for a in range(2, 6) for b in range(3, 5)])
+
+    args = GRPOConfig(output_dir=sys.argv[2], per_device_train_batch_size=8, num_generations=4,
+                      max_completion_length=32, max_steps=1, max_tool_calling_iterations=2,
+                      save_strategy="no")
+    trainer = GRPOTrainer(model=sys.argv[1], args=args, train_dataset=dataset,
+                          environment_factory=Calculator)
+    trainer.train()
+''')
+
+
 def run_script(tmp_path, text: str, model) -> tuple:
     script = tmp_path / "train.py"
     script.write_text(text.replace("from trl import", "from rltune.trl import"))
@@ -121,3 +156,17 @@ def test_tools_run_a_multi_turn_loop_through_the_gateway(tmp_path, nano_model_di
         assert tool["content"] == str(eval(expr, {"__builtins__": {}}))  # the script's tool
         assert r["num_llm_calls"] >= 2  # the answer after the tool result was sampled too
     assert (out / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_an_environment_resets_per_rollout_serves_its_tools_and_owns_the_reward(
+        tmp_path, nano_model_dir):
+    _, records = run_script(tmp_path, ENVIRONMENT, nano_model_dir)
+    assert len(records) == 8
+    for r in records:
+        assert r["status"] == "success", r["error"]
+        user = next(m for m in r["messages"] if m["role"] == "user")["content"]
+        a = int(user.split()[2])  # the row's `a` column reached reset()
+        calls = sum(m["role"] == "tool" for m in r["messages"])
+        assert r["rewards"]["Calculator"] == a * 1000 + calls
+    assert any(sum(m["role"] == "tool" for m in r["messages"]) for r in records)

@@ -64,3 +64,46 @@ def test_a_reward_model_folder_scores_each_prompt_and_completion(tiny_model_dir)
     out = score(prompts=prompts, completions=completions)
     assert len(out) == 2 and out[0] != out[1]  # one head output per sequence
     assert score(prompts=["2+2? "], completions=["4"]) != out[:1]  # standard: plain text
+
+
+class Counter:
+    """A TRL environment: reset, a tool method, and the reward it owns."""
+
+    def reset(self, prompt, start, **kwargs):
+        self.value, self.prompt = int(start), prompt
+        return f" (the counter starts at {start})"
+
+    def add(self, n: int) -> str:
+        """Adds to the counter.
+
+        Args:
+            n: how much to add
+        """
+        self.value += n
+        return str(self.value)
+
+    def get_reward(self):
+        return float(self.value)
+
+
+def test_an_environment_is_reset_per_rollout_and_its_methods_are_the_tools(tmp_path):
+    from rltune.trl.worker import ENV_REWARD, EnvironmentReward, _reset, environment_methods
+
+    write_workspace(tmp_path, rewards=[EnvironmentReward("Counter")], weights=[1.0],
+                    standard=False, tools=[], schemas=[], max_iterations=2,
+                    environment=Counter)
+    cls = load_processor_class("trl_functions.py:ToolRollout", tmp_path, "rollout")
+    env = cls.environment()
+    assert isinstance(env, Counter) and cls.environment() is not env  # one per rollout
+    row = [{"role": "system", "content": "count"}, {"role": "user", "content": "Add 2."}]
+    messages = asyncio.run(_reset(env, row, {"start": "5"}))
+    assert messages[1]["content"] == "Add 2. (the counter starts at 5)"
+    assert row[1]["content"] == "Add 2."  # the row itself is left as it was
+    assert env.prompt == row  # conversational: the messages; standard: the prompt's text
+    asyncio.run(_reset(env, row, {"start": "1"}, standard=True))
+    assert env.prompt == "Add 2."
+    tools = environment_methods(env)
+    assert sorted(tools) == ["add"]  # reset and get_reward are not tools
+    assert asyncio.run(cls()._run("add", '{"n": 2}', tools)) == ("3", True)  # 1 + 2
+    score = EnvironmentReward("Counter")
+    assert score(["a", "b"], **{ENV_REWARD: [7, None]}) == [7.0, None]

@@ -49,11 +49,7 @@ class GRPOTrainer:
                            "lr_scheduler_type"),
             "quantization_config": (quantization_config, "rltune trains full precision or "
                                     "LoRA (peft_config)"),
-            "rollout_func": (rollout_func, "rltune records the policy's tokens at its "
-                             "gateway; pass tools=[...] for a tool loop, or write an "
-                             "AbstractRolloutProcessor and run it with `rltune train`"),
-            "environment_factory": (environment_factory, "pass the environment's methods as "
-                                    "tools=[...], or write an AbstractRolloutProcessor"),
+            "rollout_func": (rollout_func, _ROLLOUT_FUNC),
             "processing_class": (processing_class if isinstance(model, str) else None,
                                  "the tokenizer is the one saved with the model"),
         }
@@ -65,15 +61,19 @@ class GRPOTrainer:
         self.eval_rows = workspace.dataset_rows(eval_dataset, "eval_dataset")
         if not self.train_rows:
             problems.append(("train_dataset", "is empty or missing; rltune trains on rows"))
-        self.reward_funcs = self._rewards(reward_funcs, problems)
+        self.environment, env_tools, env_reward = _environment(environment_factory, problems)
+        self.reward_funcs = self._rewards(reward_funcs, problems, env_reward is not None)
         self.tools = list(tools or [])
-        self.schemas = self._schemas(problems)
+        self.schemas = self._schemas([*self.tools, *env_tools], problems)
         self.lora = self._lora(peft_config, problems)
         weights = getattr(args, "reward_weights", None) if isinstance(args, GRPOConfig) else None
         if weights is not None and len(weights) != len(self.reward_funcs):
             problems.append(("reward_weights", f"{len(weights)} weight(s) for "
                              f"{len(self.reward_funcs)} reward function(s)"))
         self.reward_weights = list(weights) if weights else [1.0] * len(self.reward_funcs)
+        if env_reward is not None:  # the environment's get_reward: weight 1, as in TRL
+            self.reward_funcs.append(env_reward)
+            self.reward_weights.append(1.0)
         if problems:
             raise ConfigError(
                 f"GRPOTrainer: {len(problems)} argument(s) cannot be honoured: "
@@ -86,7 +86,8 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ construction
 
-    def _rewards(self, funcs: Any, problems: list[tuple[str, str]]) -> list[Any]:
+    def _rewards(self, funcs: Any, problems: list[tuple[str, str]],
+                 env_reward: bool = False) -> list[Any]:
         from rltune.trl.worker import RewardModel
 
         funcs = [] if funcs is None else funcs if isinstance(funcs, (list, tuple)) else [funcs]
@@ -108,18 +109,20 @@ class GRPOTrainer:
             else:
                 problems.append((f"reward_funcs[{i}]", f"is a {type(fn).__name__}; pass a "
                                  "function, a model folder or a hub id"))
-        if not funcs:
-            problems.append(("reward_funcs", "none given; pass at least one reward function"))
+        if not funcs and not env_reward:
+            problems.append(("reward_funcs", "none given; pass at least one reward function "
+                             "(or an environment_factory whose class defines get_reward)"))
         return out
 
-    def _schemas(self, problems: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    def _schemas(self, tools: list[Any], problems: list[tuple[str, str]]
+                 ) -> list[dict[str, Any]]:
         """The tools' JSON schemas (from type hints and docstrings, as TRL builds them)."""
-        if not self.tools:
+        if not tools:
             return []
         from transformers.utils import get_json_schema
 
         out = []
-        for tool in self.tools:
+        for tool in tools:
             try:
                 out.append(get_json_schema(tool))
             except Exception as exc:
@@ -162,7 +165,7 @@ class GRPOTrainer:
         functions = workspace.write_workspace(
             ws, rewards=self.reward_funcs, weights=self.reward_weights,
             standard=workspace.is_standard(self.train_rows), tools=self.tools,
-            schemas=self.schemas,
+            schemas=self.schemas, environment=self.environment,
             max_iterations=int(self.args.max_tool_calling_iterations or 8))
         datasets = [{"type": "training", "file_name": workspace.write_rows(
             self.train_rows, ws / "train.jsonl", "train_dataset")}]
@@ -278,6 +281,49 @@ class GRPOTrainer:
         return api.upload_folder(repo_id=repo, folder_path=str(folder),
                                  commit_message=commit_message,
                                  ignore_patterns=["workspace/**", "checkpoints/**"])
+
+
+_ROLLOUT_FUNC = (
+    "TRL trains on the prompt_ids, completion_ids and logprobs the function returns; rltune "
+    "trains only on the tokens its gateway recorded as sampled, and the gateway's OpenAI "
+    "responses carry no token ids, so a rollout_func could neither return the ids that were "
+    "sampled nor have ids of its own trusted. Put the function's body in an "
+    "AbstractRolloutProcessor.process() that calls the OpenAI endpoint in "
+    "input_data.model_resource (every call is recorded and trained on; extra fields go in "
+    "rollout_extra for the reward functions) and run it with `rltune train`; or pass "
+    "tools=[...] or environment_factory= for a tool loop")
+
+
+def _environment(factory: Any, problems: list[tuple[str, str]]
+                 ) -> tuple[Any, list[Any], Any]:
+    """TRL's ``environment_factory``: the factory, one probe instance's tool methods (for
+    their schemas) and, when its class defines ``get_reward``, the reward that reads it."""
+    if factory is None:
+        return None, [], None
+    if isinstance(factory, dict):
+        problems.append(("environment_factory", "a dict of environments (one per example's "
+                         "`environment` column) is not supported; pass one factory"))
+        return None, [], None
+    if not callable(factory):
+        problems.append(("environment_factory", f"is a {type(factory).__name__}; pass a "
+                         "callable (a class) that returns an environment"))
+        return None, [], None
+    from rltune.trl.worker import EnvironmentReward, environment_methods
+
+    try:
+        probe = factory()
+    except Exception as exc:
+        problems.append(("environment_factory", f"calling it raised {type(exc).__name__}: "
+                         f"{exc}"))
+        return None, [], None
+    if not callable(getattr(probe, "reset", None)):
+        problems.append(("environment_factory", f"{type(probe).__name__} has no reset(); "
+                         "an environment needs reset(**row) returning None or a string"))
+        return None, [], None
+    reward = None
+    if callable(getattr(type(probe), "get_reward", None)):
+        reward = EnvironmentReward(type(probe).__name__)
+    return factory, list(environment_methods(probe).values()), reward
 
 
 def _default_output_dir(model: Any) -> str:

@@ -5,7 +5,9 @@ the script, by reference when imported, e.g. ``trl.rewards.accuracy_reward``) in
 workspace, next to a two-line module that calls :func:`bind`. The worker imports that module
 like any other classpath: each reward is a TRL-signature function (wrapped by
 ``rltune.sdk.plain`` as a group reward: the function gets a prompt's whole group, every
-dataset column as a keyword), and ``ToolRollout`` is the multi-turn tool loop.
+dataset column as a keyword), and ``ToolRollout`` is the multi-turn tool loop (the tools, and
+an ``environment_factory``'s environment: one instance per rollout, whose ``get_reward()``
+travels to its ``EnvironmentReward`` in the rollout's ``rollout_extra``).
 """
 
 from __future__ import annotations
@@ -111,14 +113,43 @@ class RewardModel:
             return [float(x) for x in self._model(**batch).logits[:, 0]]
 
 
+#: The ``rollout_extra`` key a rollout's environment reward travels under to its reward.
+ENV_REWARD = "trl_environment_reward"
+
+
+def environment_methods(env: Any) -> dict[str, Callable[..., Any]]:
+    """An environment's tools, as TRL picks them: its class's public functions other than
+    ``reset`` and ``get_reward``, bound to ``env``."""
+    return {name: getattr(env, name)
+            for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+            if name not in ("reset", "get_reward") and not name.startswith("_")}
+
+
+class EnvironmentReward:
+    """The reward of an environment whose class defines ``get_reward``: the rollout worker
+    calls it when the episode ends (the instance lives there) and this returns that value,
+    logged under the class's name as TRL does."""
+
+    def __init__(self, name: str):
+        self.__name__ = name
+
+    def __call__(self, completions: list[Any], **kwargs: Any) -> list[Optional[float]]:
+        values = kwargs.get(ENV_REWARD) or [None] * len(completions)
+        return [None if v is None else float(v) for v in values]
+
+
 class ToolRollout(AbstractRolloutProcessor):
     """TRL's ``tools=[...]`` loop: sample through the gateway, run each tool call the model
     makes with the script's function, append the result, until an answer without calls or
-    ``max_iterations`` rounds of calls."""
+    ``max_iterations`` rounds of calls. With ``environment_factory``: one new environment per
+    rollout, ``reset(prompt=..., **columns)`` (a string it returns is appended to the last
+    user message), its methods as tools, and its ``get_reward()`` at the end."""
 
     tools: ClassVar[dict[str, Callable[..., Any]]] = {}
     schemas: ClassVar[list[dict[str, Any]]] = []
     max_iterations: ClassVar[int] = 8
+    environment: ClassVar[Optional[Callable[[], Any]]] = None
+    standard: ClassVar[bool] = False  # string prompts: reset() gets the prompt's text
 
     def setup(self) -> None:
         import httpx
@@ -135,8 +166,14 @@ class ToolRollout(AbstractRolloutProcessor):
         params.pop("max_turns", None)
         params.pop("timeout", None)
         messages = list(input_data.messages)
+        extra = dict(input_data.rollout_extra or {})
         calls = failures = 0
+        env = None
         try:
+            if self.environment is not None:
+                env = type(self).environment()  # type: ignore[misc]
+                messages = await _reset(env, messages, extra, standard=self.standard)
+            tools = {**self.tools, **(environment_methods(env) if env is not None else {})}
             for _ in range(self.max_iterations + 1):
                 response = await client.chat.completions.create(
                     model=res.model_name, messages=messages,
@@ -147,20 +184,25 @@ class ToolRollout(AbstractRolloutProcessor):
                     break
                 calls += 1
                 for call in message.tool_calls:
-                    content, ok = await self._run(call.function.name, call.function.arguments)
+                    content, ok = await self._run(call.function.name, call.function.arguments,
+                                                  tools)
                     failures += not ok
                     messages.append({"role": "tool", "tool_call_id": call.id,
                                      "name": call.function.name, "content": content})
-        except Exception as exc:  # the policy endpoint failed: retried, never scored
+            if env is not None and callable(getattr(env, "get_reward", None)):
+                reward = env.get_reward()
+                extra[ENV_REWARD] = await reward if inspect.isawaitable(reward) else reward
+        except Exception as exc:  # the endpoint or the environment failed: never scored
             return RolloutOutput(status=TaskStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
         return RolloutOutput(agent_output=AgentOutput(
-            messages=messages, rollout_extra=input_data.rollout_extra,
+            messages=messages, rollout_extra=extra,
             rollout_metrics={"tool_call_rounds": float(calls),
                              "tool_failures": float(failures)}))
 
-    async def _run(self, name: str, arguments: Any) -> tuple[str, bool]:
+    async def _run(self, name: str, arguments: Any,
+                   tools: Optional[dict[str, Callable[..., Any]]] = None) -> tuple[str, bool]:
         """The tool's result as text, or the error the model reads (as TRL does)."""
-        fn = self.tools.get(name)
+        fn = (self.tools if tools is None else tools).get(name)
         if fn is None:
             return json.dumps({"error": f"unknown tool {name!r}"}), False
         try:
@@ -173,6 +215,29 @@ class ToolRollout(AbstractRolloutProcessor):
         return str(result), True
 
 
+async def _reset(env: Any, messages: list[dict[str, Any]], extra: dict[str, Any], *,
+                 standard: bool = False) -> list[dict[str, Any]]:
+    """``env.reset(prompt=..., **columns)`` (the prompt as the row had it: its text when
+    ``standard``, else the messages); a string it returns joins the last user message (a
+    copy: the row's messages stay as they were)."""
+    prompt = _prompt_text(messages) if standard else messages
+    observation = env.reset(**_accepts(env.reset, {"prompt": prompt, **extra}))
+    if inspect.isawaitable(observation):
+        observation = await observation
+    if observation is None:
+        return messages
+    if not isinstance(observation, str):
+        raise TypeError(f"{type(env).__name__}.reset() returned a "
+                        f"{type(observation).__name__}; return None or a string")
+    last = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    content = messages[last].get("content") or ""
+    content = ([*content, {"type": "text", "text": observation}] if isinstance(content, list)
+               else str(content) + observation)
+    out = list(messages)
+    out[last] = {**messages[last], "content": content}
+    return out
+
+
 def bind(module_file: str) -> dict[str, Any]:
     """The names the workspace module exposes: ``reward_<i>`` and ``ToolRollout``."""
     payload = pickle.loads((Path(module_file).parent / PICKLE).read_bytes())
@@ -180,8 +245,12 @@ def bind(module_file: str) -> dict[str, Any]:
     for i, fn in enumerate(payload["rewards"]):
         out[f"reward_{i}"] = as_trl_reward(fn, standard=payload["standard"])
     tools: Optional[list[Callable[..., Any]]] = payload.get("tools")
-    if tools:
+    environment = payload.get("environment")
+    if tools or environment is not None:
         out["ToolRollout"] = type("ToolRollout", (ToolRollout,), {
-            "tools": {t.__name__: t for t in tools}, "schemas": payload["schemas"],
-            "max_iterations": int(payload["max_iterations"]), "__module__": __name__})
+            "tools": {t.__name__: t for t in tools or []}, "schemas": payload["schemas"],
+            "max_iterations": int(payload["max_iterations"]),
+            "environment": staticmethod(environment) if environment is not None else None,
+            "standard": bool(payload["standard"]),
+            "__module__": __name__})
     return out

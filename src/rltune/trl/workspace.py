@@ -1,9 +1,9 @@
 """The job an ``rltune.trl.GRPOTrainer`` runs: its workspace folder and its config.
 
 The workspace holds the datasets as JSONL (TRL's rows as they are: rltune reads TRL's shapes),
-the script's reward functions and tools pickled with ``cloudpickle`` (``trl_functions.pkl``)
-and the module the workers import them from (``rltune.trl.worker``), plus a ``job.yaml``
-equal to the config (``rltune train -c`` runs it again without the script).
+the script's reward functions, tools and environment factory pickled with ``cloudpickle``
+(``trl_functions.pkl``) and the module the workers import them from (``rltune.trl.worker``),
+plus a ``job.yaml`` equal to the config (``rltune train -c`` runs it again without the script).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _script_modules(callables: list[Any]) -> list[Any]:
 
 def write_workspace(ws: Path, *, rewards: list[Any], weights: list[float], standard: bool,
                     tools: list[Callable[..., Any]], schemas: list[dict[str, Any]],
-                    max_iterations: int) -> list[dict[str, Any]]:
+                    max_iterations: int, environment: Any = None) -> list[dict[str, Any]]:
     """Pickle the callables into ``ws`` and return the job's ``functions`` entries."""
     try:
         import cloudpickle
@@ -100,19 +100,19 @@ def write_workspace(ws: Path, *, rewards: list[Any], weights: list[float], stand
                           "the workers", where="GRPOTrainer",
                           hint="pip install 'rltune[trl]'") from None
 
-    own = _script_modules([*rewards, *tools])
+    own = _script_modules([*rewards, *tools, *([environment] if environment else [])])
     for module in own:  # by value: the workers cannot import the script's own modules
         cloudpickle.register_pickle_by_value(module)
     try:
         (ws / worker.PICKLE).write_bytes(cloudpickle.dumps({
             "rewards": rewards, "standard": standard, "tools": tools, "schemas": schemas,
-            "max_iterations": max_iterations}))
+            "max_iterations": max_iterations, "environment": environment}))
     finally:
         for module in own:
             cloudpickle.unregister_pickle_by_value(module)
     (ws / worker.MODULE).write_text(worker.MODULE_TEXT)
     functions: list[dict[str, Any]] = []
-    if tools:
+    if tools or environment is not None:
         functions.append({"type": "rollout", "name": "tools", "timeout": 600,
                           "fcmodel": {"classpath": f"{worker.MODULE}:ToolRollout"},
                           "runtime": {**_RUNTIME, "concurrency": 64}})

@@ -98,3 +98,18 @@ def test_the_multistep_recipe_fine_tunes_nano_and_names_its_model():
 def test_nano_multistep_resolves_as_a_demo_model(tmp_path):
     source = check_model("nano-multistep", tmp_path)
     assert source.kind == "demo" and source.path is None
+
+
+def test_a_built_nano_multistep_is_found_under_its_own_name(tmp_path):
+    from rltune.models.factory import META_FILE
+    from rltune.models.registry import ensure_demo_model, resolve_model
+    from rltune.paths import models_home
+
+    for name in ("nano", "nano-multistep"):  # two cached builds: each found by its own name
+        (models_home(tmp_path) / name).mkdir(parents=True)
+        (models_home(tmp_path) / name / META_FILE).write_text("{}")
+    built = ensure_demo_model("nano", home=tmp_path, task="multistep")
+    assert built == models_home(tmp_path) / "nano-multistep"
+    assert ensure_demo_model("nano", home=tmp_path) == models_home(tmp_path) / "nano"
+    (built / "config.json").write_text("{}")
+    assert resolve_model("nano-multistep", tmp_path) == built

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
 
 import pytest
+import yaml
 
 from rltune.config import load_job_config
 from rltune.models.multistep import MultiStepTask, multistep_row, multistep_transcript
@@ -60,3 +62,32 @@ async def test_partial_credit_counts_in_training_only(phase):
         assert partial.reward_score == pytest.approx(0.5 * 2 / 3)
     else:  # validation: the exact final answer only
         assert (right.reward_score, partial.reward_score) == (1.0, 0.0)
+
+
+@pytest.mark.slow  # ~15-20 min on 2 cores: the build of nano-multistep, then the template's run
+@pytest.mark.e2e
+async def test_the_template_raises_exact_answer_validation_by_0_25_within_20_minutes(
+        tmp_path, nano_model_dir):
+    """What ``make demo-agent`` does, from a cached nano: build nano-multistep, train the
+    template's job as shipped; the validation (exact final answer) must rise by 0.25."""
+    import shutil
+
+    from rltune.models.registry import ensure_demo_model
+    from rltune.paths import models_home
+    from rltune.trainer.loop import Trainer
+
+    t0 = time.monotonic()
+    home = tmp_path / "home"
+    shutil.copytree(nano_model_dir, models_home(home) / "nano")  # the cached base
+    model = ensure_demo_model("nano", home=home, task="multistep")
+    ws = create_workspace(tmp_path / "ws", "multistep", train_rows=1024)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = str(model)
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    trainer = Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws)
+    summary = await trainer.run()
+    took = time.monotonic() - t0
+    before, values = summary["initial_validation"], [v for _, v in summary["validation"]]
+    print("multistep", before, values, f"{took:.0f} s")
+    assert values[-1] - before >= 0.25, (before, values)
+    assert took <= 20 * 60, took  # on 2 cores that other work does not share

@@ -77,7 +77,7 @@ TASK_RECIPES: dict[str, Recipe] = {
         "nano",
         WarmStartConfig(
             task=MultiStepConfig(), lr=1e-3, final_lr_fraction=1.0, warmup_steps=10,
-            max_steps=400, eval_every=10, eval_episodes=64, band=(0.25, 0.45),
+            max_steps=600, eval_every=10, eval_episodes=64, band=(0.25, 0.45),
             mix_tool_fraction=None, max_turns=5,
         ),
         note="the nano calculator agent, fine-tuned on 2-4 dependent calculator calls",

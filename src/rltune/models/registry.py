@@ -76,10 +76,12 @@ def ensure_demo_model(
     resuming, waiting for another build); without one, plain lines go to stderr
     (``progress_lines``). ``force`` rebuilds. The build saves its state every ``save_every``
     steps and after each evaluation (``rltune.models.partial``); a build of the same size,
-    seed and recipe after an interruption resumes from there.
+    seed and recipe after an interruption resumes from there. A ``task`` other than ``calc``
+    (``multistep``) fine-tunes the calculator demo model of the same size and seed, which is
+    built first when it is not cached.
     """
-    recipe = recipe_for(size)
-    name = model_name(size, seed)
+    recipe = recipe_for(size, task)
+    name = model_name(size, seed, task)
     target = models_home(home) / name
     if not force and (target / META_FILE).is_file():
         return target

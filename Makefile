@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-min test-slow test-vllm lint bench clean
+.PHONY: demo demo-agent test test-min test-slow test-vllm lint bench clean
 
 # The venv with pip upgraded and the CPU torch in it; both installs below start from it.
 TORCH_STAMP := $(VENV)/.torch
@@ -43,6 +43,23 @@ demo:
 	@$(BIN)/python -c 'import json, time; from rltune.cli.train_cmd import summary_line; \
 	  run = json.load(open("$(DEMO)/run/progress.json")); \
 	  print("demo:", summary_line(run, time.time() - '"$$(cat .demo-start)"'), "(install, build, training, question)")'
+	@rm -f .demo-start
+
+# The multi-step agent, timed from the install on: build nano (cached) and fine-tune it on
+# 2-4 dependent calculator calls (nano-multistep, cached afterwards), train it with GSPO on a
+# fresh multistep workspace (the template's max_steps; a progress line per step), ask the
+# trained model a 3-call chain, and print the validation rise (exact final answer) and the time.
+DEMO_AGENT := demo-multistep
+demo-agent:
+	@date +%s > .demo-start
+	$(MAKE) --no-print-directory $(DEMO_STAMP)
+	$(BIN)/rltune models build-demo --size nano --task multistep
+	rm -rf $(DEMO_AGENT) && $(BIN)/rltune init workspace $(DEMO_AGENT) --template multistep --train-rows 1024
+	cd $(DEMO_AGENT) && ../$(BIN)/rltune train -c job.yaml --output-dir run
+	$(BIN)/rltune models chat "$$($(BIN)/python -c 'from rltune.trainer.checkpoint import latest_checkpoint as l; print(l("$(DEMO_AGENT)/run/checkpoints"))')" "Start with 17. Add 25, then multiply by 3, then subtract 9."
+	@$(BIN)/python -c 'import json, time; from rltune.cli.train_cmd import summary_line; \
+	  run = json.load(open("$(DEMO_AGENT)/run/progress.json")); \
+	  print("demo-agent:", summary_line(run, time.time() - '"$$(cat .demo-start)"'), "(install, build, training, question)")'
 	@rm -f .demo-start
 
 # Two workers, whole files each (module fixtures start once); the nano model builds in the
@@ -120,4 +137,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/pool_throughput.py
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) $(VLLM_VENV) .pytest_cache .ruff_cache $(DEMO) .demo-start
+	rm -rf $(VENV) $(MIN_VENV) $(VLLM_VENV) .pytest_cache .ruff_cache $(DEMO) $(DEMO_AGENT) .demo-start

@@ -17,15 +17,17 @@ size or downloads a hub id), to:
 1. a directory holding ``config.json`` (a ``save_pretrained`` output or a hub snapshot);
 2. a name under ``<home>/models``, else a model published in the ``default`` workspace (on
    the job server: in the caller's workspace);
-3. a demo size (``nano``, ``small``): built on first use;
+3. a demo size (``nano``, ``small``) or a demo task model (``nano-multistep``): built on
+   first use;
 4. a Hugging Face hub id (``Qwen/Qwen2.5-0.5B-Instruct``): its snapshot in the HF cache
    (``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), downloaded
    when it is not there, unless ``HF_HUB_OFFLINE`` is set: then a missing snapshot is a
    ``NotFoundError`` that says how to get it.
 
 :func:`check_model` answers without building or downloading anything, so the CLI and the job
-server can refuse a job before it starts. The demo sizes are named here (:data:`DEMO_SIZES`);
-``rltune.models.recipes`` checks at import that its recipes are exactly these.
+server can refuse a job before it starts. The demo models are named here (:data:`DEMO_SIZES`,
+:data:`DEMO_TASK_MODELS`); ``rltune.models.recipes`` checks at import that its recipes are
+exactly these.
 
 Example:
     >>> str(models_home("/tmp/h")), str(checkpoint_dir("/tmp/run", 3))
@@ -55,6 +57,9 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 _TRUE = {"1", "true", "yes", "on"}
 #: The demo model sizes built on first use (one recipe each in ``rltune.models.recipes``).
 DEMO_SIZES = ("nano", "small")
+#: Demo models of another task than the calculator's, ``<size>-<task>`` (built on first use
+#: from that size's demo model; ``rltune.models.recipes.TASK_RECIPES``).
+DEMO_TASK_MODELS = ("nano-multistep",)
 
 
 # -- home -----------------------------------------------------------------------------------
@@ -179,7 +184,7 @@ class ModelSource:
             where = f"cached at {self.path}" if self.path else "not cached: downloads on start"
             return f"Hugging Face hub id ({where})"
         if self.kind == "demo":
-            return f"demo size ({self.path or 'not built yet: builds on first use'})"
+            return f"demo model ({self.path or 'not built yet: builds on first use'})"
         return str(self.path)
 
 
@@ -197,7 +202,8 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
     if not spec:
         raise NotFoundError("no model given", where=what,
                             hint="set model.name: a model directory, a name under "
-                            f"{models_home(home)}, a demo size ({', '.join(DEMO_SIZES)}) or a "
+                            f"{models_home(home)}, a demo model "
+                            f"({', '.join(DEMO_SIZES + DEMO_TASK_MODELS)}) or a "
                             "hub id such as Qwen/Qwen2.5-0.5B-Instruct")
     path = Path(spec).expanduser()
     if (path / "sharded" / ".metadata").is_file():  # checkpoint_format: sharded
@@ -214,7 +220,7 @@ def check_model(spec: str, home: Optional[PathLike] = None, *, what: str = "mode
     published = published_dir(home, workspace, spec) if "/" not in spec else None
     if published is not None and (published / "config.json").is_file():
         return ModelSource(spec, "named", published)
-    if spec in DEMO_SIZES:
+    if spec in DEMO_SIZES or spec in DEMO_TASK_MODELS:
         return ModelSource(spec, "demo", named if (named / "config.json").is_file() else None)
     hub = lookup_code(spec, home=home) if "/" not in spec and not path.exists() else None
     if hub is not None:  # a cloud model code (rltune.modelcodes): resolves as its hub id

@@ -31,6 +31,8 @@ def build_demo(
     seed: int = typer.Option(0, "--seed", help="Seed of tokenizer, weights and data."),
     force: bool = typer.Option(False, "--force", help="Rebuild even if cached."),
     home: Path | None = typer.Option(None, "--home", help="RLTUNE_HOME (default ~/.rltune)."),
+    task: str = typer.Option("calc", "--task", help="calc (one call) or multistep (2-4 "
+                             "dependent calls: fine-tunes the calc model, nano only)."),
 ) -> None:
     """Build (or reuse) a warm-started calculator-agent model under RLTUNE_HOME/models."""
     from rich.console import Console
@@ -43,10 +45,10 @@ def build_demo(
 
     console = Console()
     try:
-        recipe = recipe_for(size)
+        recipe = recipe_for(size, task)
     except RltuneError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--size") from None
-    target = models_home(home) / model_name(size, seed)
+        raise typer.BadParameter(str(exc), param_hint=f"--{exc.where}") from None
+    target = models_home(home) / model_name(size, seed, task)
     if not force and (target / META_FILE).is_file():
         console.print(f"[green]cached[/green] {target}")
         _print_meta(console, read_meta(target) or {})
@@ -63,17 +65,17 @@ def build_demo(
         TimeElapsedColumn(),
     )
     console.print(
-        f"warm-starting {size}: held-out accuracy (acc), how often the tool is used and how "
+        f"warm-starting {target.name}: held-out accuracy (acc), how often the tool is used and how "
         f"often it is then right (tool used/right), sampled every {recipe.config.eval_every} "
         f"steps; target: acc in {list(recipe.config.band)}, tool right >= "
         f"{recipe.config.min_tool_accuracy:.0%}"
     )
     if not console.is_terminal:  # CI logs, pipes: a line per evaluation, at least every 10 s
-        path = _build_with_lines(size, seed, home, force)
+        path = _build_with_lines(size, seed, home, force, task)
     else:
         with Progress(*columns, console=console) as bar:
             task = bar.add_task(
-                size, total=recipe.config.max_steps, loss="-", acc="-", tool="-",
+                target.name, total=recipe.config.max_steps, loss="-", acc="-", tool="-",
                 tool_acc="-", phase="",
             )
 
@@ -93,37 +95,39 @@ def build_demo(
 
             try:
                 path = ensure_demo_model(size, seed=seed, home=home, progress=on_event,
-                                         force=force)
+                                         force=force, task=task)
             except BuildError as exc:
                 bar.stop()
                 console.print(f"[red]build failed:[/red] {exc}")
                 raise typer.Exit(1) from None
             except KeyboardInterrupt:
                 bar.stop()
-                console.print(_INTERRUPTED.format(size=size, seed=seed))
+                console.print(_INTERRUPTED.format(size=size, seed=seed, task=task))
                 raise typer.Exit(130) from None
     console.print(f"[green]built[/green] {path}")
     _print_meta(console, read_meta(path) or {})
 
 
 _INTERRUPTED = ("interrupted: the build's state is saved; run the same `rltune models build-demo "
-                "--size {size} --seed {seed}` again to resume it")
+                "--size {size} --seed {seed} --task {task}` again to resume it")
 
 
-def _build_with_lines(size: str, seed: int, home: Path | None, force: bool) -> Path:
+def _build_with_lines(size: str, seed: int, home: Path | None, force: bool,
+                      task: str = "calc") -> Path:
     """The build with plain progress lines on stderr (``rltune.models.progress_lines``)."""
     from rltune.models.progress_lines import line_progress
     from rltune.models.registry import ensure_demo_model, model_name
     from rltune.sdk.errors import BuildError
 
     try:
-        lines = line_progress(model_name(size, seed))
-        return ensure_demo_model(size, seed=seed, home=home, progress=lines, force=force)
+        lines = line_progress(model_name(size, seed, task))
+        return ensure_demo_model(size, seed=seed, home=home, progress=lines, force=force,
+                                 task=task)
     except BuildError as exc:
         typer.echo(f"build failed: {exc}", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        typer.echo(_INTERRUPTED.format(size=size, seed=seed), err=True)
+        typer.echo(_INTERRUPTED.format(size=size, seed=seed, task=task), err=True)
         raise typer.Exit(130) from None
 
 
@@ -174,7 +178,7 @@ def chat(
         ],
         "tools": [CALCULATOR_TOOL],
     }
-    ep = run_episodes(lm, tok, [row], temperature=temperature, seed=seed)[0]
+    ep = run_episodes(lm, tok, [row], temperature=temperature, seed=seed, max_turns=5)[0]
     console.print(f"[dim]model: {path}[/dim]")
     for msg in ep.messages[1:]:
         role = msg["role"]

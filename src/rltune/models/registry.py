@@ -25,7 +25,7 @@ from typing import Any
 from rltune.models.factory import META_FILE, count_parameters, read_meta
 from rltune.models.partial import SAVE_EVERY, Notify, PartialBuild, build_lock, recipe_key
 from rltune.models.progress_lines import line_progress
-from rltune.models.recipes import Recipe, recipe_for
+from rltune.models.recipes import Recipe, demo_recipe, recipe_for, task_model
 from rltune.models.warmstart import Progress
 from rltune.paths import (
     PathLike,
@@ -49,12 +49,14 @@ def resolve_model(spec: PathLike, home: PathLike | None = None, *,
     if source.path is not None:
         return source.path
     if source.kind == "demo":
-        return Path(ensure_demo_model(source.spec, home=home))
+        recipe = demo_recipe(source.spec)
+        return Path(ensure_demo_model(recipe.size, home=home, task=recipe.task))
     return download_snapshot(source.spec)
 
 
-def model_name(size: str, seed: int = 0) -> str:
-    return size if seed == 0 else f"{size}-seed{seed}"
+def model_name(size: str, seed: int = 0, task: str = "calc") -> str:
+    base = task_model(size, task)
+    return base if seed == 0 else f"{base}-seed{seed}"
 
 
 def ensure_demo_model(
@@ -65,6 +67,7 @@ def ensure_demo_model(
     *,
     force: bool = False,
     save_every: int = SAVE_EVERY,
+    task: str = "calc",
 ) -> Path:
     """Path of the warm-started ``size`` model, building it first if it is not cached.
 
@@ -73,10 +76,12 @@ def ensure_demo_model(
     resuming, waiting for another build); without one, plain lines go to stderr
     (``progress_lines``). ``force`` rebuilds. The build saves its state every ``save_every``
     steps and after each evaluation (``rltune.models.partial``); a build of the same size,
-    seed and recipe after an interruption resumes from there.
+    seed and recipe after an interruption resumes from there. A ``task`` other than ``calc``
+    (``multistep``) fine-tunes the calculator demo model of the same size and seed, which is
+    built first when it is not cached.
     """
-    recipe = recipe_for(size)
-    name = model_name(size, seed)
+    recipe = recipe_for(size, task)
+    name = model_name(size, seed, task)
     target = models_home(home) / name
     if not force and (target / META_FILE).is_file():
         return target
@@ -89,25 +94,33 @@ def ensure_demo_model(
     with build_lock(state_file, notify):
         if not force and (target / META_FILE).is_file():  # the build we waited for made it
             return target
-        return _build(recipe, seed, target, state_file, report, notify, save_every)
+        base = None
+        if recipe.base is not None:
+            base = ensure_demo_model(recipe.base, seed, home, progress, save_every=save_every)
+        return _build(recipe, seed, target, state_file, report, notify, save_every, base)
 
 
 def _build(recipe: Recipe, seed: int, target: Path, state_file: Path, progress: Progress,
-           notify: Notify, save_every: int) -> Path:
+           notify: Notify, save_every: int, base: Path | None = None) -> Path:
     import torch
 
     from rltune.models.factory import build_model, save_model
-    from rltune.models.tokenizer import train_tokenizer
+    from rltune.models.tokenizer import load_tokenizer, train_tokenizer
     from rltune.models.warmstart import warm_start
 
     size = recipe.size
     t0 = time.perf_counter()
     config = recipe.warm_start(seed)
-    tokenizer = train_tokenizer(seed=seed)
+    tokenizer = train_tokenizer(seed=seed) if base is None else load_tokenizer(base)
     partial = PartialBuild(state_file, recipe_key(recipe, seed, tokenizer), target.name,
                            every=save_every, notify=notify)
     with torch.random.fork_rng(devices=[]):
-        model = build_model(size, tokenizer, seed=seed, copy_gain=recipe.copy_gain)
+        if base is None:
+            model = build_model(size, tokenizer, seed=seed, copy_gain=recipe.copy_gain)
+        else:
+            from transformers import AutoModelForCausalLM
+
+            model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
         result = warm_start(model, tokenizer, config, progress, checkpoint=partial)
     if not result.ok:
         partial.discard()  # a recipe that missed its target must not resume
@@ -124,9 +137,11 @@ def _build(recipe: Recipe, seed: int, target: Path, state_file: Path, progress: 
     meta: dict[str, Any] = {
         "name": target.name,
         "size": size,
+        "demo_task": recipe.task,
         "seed": seed,
         "parameters": count_parameters(model),
         "task": config.task,
+        "base_model": None if base is None else base.name,
         "target_band": list(config.band),
         "copy_gain": recipe.copy_gain,
         "stop_reason": result.reason,

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rltune.models.agent import run_episodes, summarize
 from rltune.models.chat_template import IM_END, IM_START, assistant_token_mask
+from rltune.models.multistep import MultiStepConfig, make_multistep_rows, make_multistep_transcripts
 from rltune.models.tasks import CALCULATOR_TOOL, TaskConfig, sample_tasks, task_to_row
 from rltune.models.transcripts import make_transcripts
 
@@ -50,7 +51,10 @@ class WarmStartConfig:
     """Knobs of one warm-start run (defaults: the ``nano`` recipe)."""
 
     seed: int = 0
-    task: TaskConfig = field(default_factory=lambda: TaskConfig(digits=1, heldout_percent=30))
+    # A ``MultiStepConfig`` trains on multi-step chains (every transcript uses the tool, so
+    # ``tool_fraction`` and ``guess_direct`` do not apply) and wants the single phase.
+    task: TaskConfig | MultiStepConfig = field(
+        default_factory=lambda: TaskConfig(digits=1, heldout_percent=30))
     tool_fraction: float = 0.8
     batch_size: int = 32
     lr: float = 1.5e-3
@@ -79,6 +83,8 @@ class WarmStartConfig:
     # Direct transcripts answer with a plausible wrong number, so the tool is the only way to
     # a right answer and the model has no reason to memorise training questions.
     guess_direct: bool = True
+    # Model calls per evaluation episode (a multi-step chain needs one per step, plus one).
+    max_turns: int = 3
     threads: int | None = None  # None: auto_threads(); 0: leave torch's setting alone
 
 
@@ -246,10 +252,7 @@ def _train(
         return 1.0 - (1.0 - cfg.final_lr_fraction) * min(frac, 1.0)
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
-    eval_rows = [
-        task_to_row(t)
-        for t in sample_tasks(cfg.eval_episodes, "heldout", cfg.seed, cfg.task, unique=True)
-    ]
+    eval_rows = _eval_rows(cfg)
     st = LoopState(phase="single" if cfg.mix_tool_fraction is None else "copy")
     saved = checkpoint.load() if checkpoint else None
     if saved is not None:
@@ -275,13 +278,7 @@ def _train(
 
     while st.reason == "max_steps" and st.step < budget():
         t0 = time.perf_counter()
-        convs = make_transcripts(
-            cfg.batch_size,
-            seed=cfg.seed * 1_000_003 + st.step,
-            tool_fraction=cfg.mix_tool_fraction if st.phase == "mix" else cfg.tool_fraction,
-            config=cfg.task,
-            guess_direct=cfg.guess_direct,
-        )
+        convs = _transcripts(cfg, st)
         ids, att, labels = (t.to(device) for t in encode_transcripts(tokenizer, convs))
         model.train()
         loss = _loss_with_shared_prefix(model, ids, att, labels)
@@ -305,7 +302,8 @@ def _train(
         every = cfg.mix_eval_every if st.phase == "mix" else cfg.eval_every
         evaluated = st.step % every == 0 or st.step == budget()
         if evaluated:
-            eps = run_episodes(model, tokenizer, eval_rows, temperature=1.0, seed=cfg.seed)
+            eps = run_episodes(model, tokenizer, eval_rows, temperature=1.0, seed=cfg.seed,
+                               max_turns=cfg.max_turns)
             st.metrics = summarize(eps)
             event.update(phase="eval", **st.metrics)
             st.history.append(dict(event))
@@ -322,6 +320,27 @@ def _train(
         history=st.history,
         train_seconds=st.train_seconds,
         threads=torch.get_num_threads(),
+    )
+
+
+def _eval_rows(cfg: WarmStartConfig) -> list[dict[str, Any]]:
+    if isinstance(cfg.task, MultiStepConfig):
+        return make_multistep_rows(cfg.eval_episodes, "heldout", cfg.seed, cfg.task)
+    tasks = sample_tasks(cfg.eval_episodes, "heldout", cfg.seed, cfg.task, unique=True)
+    return [task_to_row(t) for t in tasks]
+
+
+def _transcripts(cfg: WarmStartConfig, st: LoopState) -> list[list[dict[str, Any]]]:
+    """The batch of step ``st.step`` (a function of the seed and the step only)."""
+    seed = cfg.seed * 1_000_003 + st.step
+    if isinstance(cfg.task, MultiStepConfig):
+        return make_multistep_transcripts(cfg.batch_size, seed, cfg.task)
+    return make_transcripts(
+        cfg.batch_size,
+        seed=seed,
+        tool_fraction=cfg.mix_tool_fraction if st.phase == "mix" else cfg.tool_fraction,
+        config=cfg.task,
+        guess_direct=cfg.guess_direct,
     )
 
 

@@ -65,6 +65,16 @@ def create_workspace(
             map(shape, make_dataset_rows(val_rows, "heldout", seed=seed, config=task)),
             directory / "data" / "val.jsonl",
         )
+    if template == "multistep":
+        from rltune.models.multistep import make_multistep_rows
+        from rltune.models.recipes import recipe_for
+        from rltune.models.tasks import write_jsonl
+
+        chains = recipe_for("nano", "multistep").config.task  # what the demo model learned
+        write_jsonl(make_multistep_rows(train_rows, "train", seed=seed, config=chains),
+                    directory / "data" / "train.jsonl")
+        write_jsonl(make_multistep_rows(val_rows, "heldout", seed=seed, config=chains),
+                    directory / "data" / "val.jsonl")
     if template == "rl_demo":
         _weather_rows(directory / "data" / "weather.jsonl")
     if template == "search-mcp":

@@ -1,0 +1,93 @@
+"""The ``multistep`` workspace template: its data, its reward, and (slow) that it learns."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+
+import pytest
+import yaml
+
+from rltune.config import load_job_config
+from rltune.models.multistep import MultiStepTask, multistep_row, multistep_transcript
+from rltune.sdk import AgentOutput, RewardInput
+from rltune.sdk.data import RequestMetadata, validation_sample_id
+from rltune.templates import TEMPLATES_DIR, available, create_workspace
+
+
+def _reward():
+    spec = importlib.util.spec_from_file_location(
+        "multistep_reward", TEMPLATES_DIR / "multistep" / "functions" / "reward.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.MultiStepReward()
+
+
+
+
+def test_the_workspace_has_chains_the_job_loads_and_it_names_the_multistep_model(tmp_path):
+    assert "multistep" in available()
+    ws = create_workspace(tmp_path / "ws", "multistep", train_rows=16, val_rows=8)
+    rows = [json.loads(x) for x in (ws / "data" / "train.jsonl").read_text().splitlines()]
+    assert len(rows) == 16 and rows[0]["messages"][1]["content"].startswith("Start with ")
+    assert all(r["rollout_extra"]["steps"][-1] == r["rollout_extra"]["solution"] for r in rows)
+    job = load_job_config(ws / "job.yaml")
+    assert job.model.name == "nano-multistep"
+
+
+
+
+@pytest.mark.parametrize("phase", ["train", "test"])
+async def test_partial_credit_counts_in_training_only(phase):
+    from rltune.sdk.processors import call_process
+
+    task = MultiStepTask(17, (("+", 25), ("*", 3), ("-", 9)))
+    full = multistep_transcript(task)
+    two_right = [*full[:7], {"role": "assistant", "content": "### ANSWER: 126 ###"}]
+    sample = validation_sample_id("j", 0) if phase == "test" else "j-s1-p0"
+    reward = _reward()
+
+    async def score(messages):
+        meta = RequestMetadata(job_id="j", sample_id=sample, rollout_id="r", attempt_id="a")
+        output = AgentOutput(messages=messages, rollout_extra=multistep_row(task)["rollout_extra"])
+        data = RewardInput(ground_truth=task.answer, request_metadata=meta, agent_output=output)
+        return (await call_process(reward, data)).reward
+
+    right, partial = await score(full), await score(two_right)
+    assert right.reward_metrics == {"correct": 1.0, "steps_right": 1.0}
+    assert partial.reward_metrics == {"correct": 0.0, "steps_right": pytest.approx(2 / 3)}
+    if phase == "train":
+        assert right.reward_score == pytest.approx(1.5)
+        assert partial.reward_score == pytest.approx(0.5 * 2 / 3)
+    else:  # validation: the exact final answer only
+        assert (right.reward_score, partial.reward_score) == (1.0, 0.0)
+
+
+@pytest.mark.slow  # ~15-20 min on 2 cores: the build of nano-multistep, then the template's run
+@pytest.mark.e2e
+async def test_the_template_raises_exact_answer_validation_by_0_25_within_20_minutes(
+        tmp_path, nano_model_dir):
+    """What ``make demo-agent`` does, from a cached nano: build nano-multistep, train the
+    template's job as shipped; the validation (exact final answer) must rise by 0.25."""
+    import shutil
+
+    from rltune.models.registry import ensure_demo_model
+    from rltune.paths import models_home
+    from rltune.trainer.loop import Trainer
+
+    t0 = time.monotonic()
+    home = tmp_path / "home"
+    shutil.copytree(nano_model_dir, models_home(home) / "nano")  # the cached base
+    model = ensure_demo_model("nano", home=home, task="multistep")
+    ws = create_workspace(tmp_path / "ws", "multistep", train_rows=1024)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = str(model)
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    trainer = Trainer(load_job_config(ws / "job.yaml"), job_dir=tmp_path / "job", base_dir=ws)
+    summary = await trainer.run()
+    took = time.monotonic() - t0
+    before, values = summary["initial_validation"], [v for _, v in summary["validation"]]
+    print("multistep", before, values, f"{took:.0f} s")
+    assert values[-1] - before >= 0.25, (before, values)
+    assert took <= 20 * 60, took  # on 2 cores that other work does not share

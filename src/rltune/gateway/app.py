@@ -21,6 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError as PydanticValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rltune._fastapi import fastapi_app
 from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
@@ -35,7 +36,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("rltune.gateway")
 _TOO_DEEP = object()
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-          413: "invalid_request_error", 429: "rate_limit_error", 503: "server_error"}
+          405: "invalid_request_error", 413: "invalid_request_error", 429: "rate_limit_error",
+          503: "server_error"}
+#: The routes served, named by a 404 for any other path.
+ROUTES = ("POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "GET /health")
 
 
 def _error(status: int, message: str, *, param: Optional[str] = None,
@@ -57,6 +61,21 @@ def create_app(gw: Gateway) -> FastAPI:
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         message, param = _describe(exc.errors())
         return _error(400, message, param=param)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """Unknown routes and methods: OpenAI's error shape, not FastAPI's ``{"detail"}``."""
+        where = f"{request.method} {request.url.path}"
+        if exc.status_code == 404:
+            return _error(404, f"{where} is not a route of this gateway; it serves: "
+                          f"{', '.join(ROUTES)}", code="unknown_url")
+        if exc.status_code == 405:
+            allowed = exc.headers.get("Allow", "") if exc.headers else ""
+            resp = _error(405, f"{where}: method not allowed; this route takes {allowed}",
+                          code="method_not_allowed")
+            resp.headers["Allow"] = allowed
+            return resp
+        return _error(exc.status_code, f"{where}: {exc.detail}")
 
     @app.exception_handler(Exception)
     async def _bug(_: Request, exc: Exception) -> JSONResponse:  # JSON, never plain text

@@ -9,7 +9,8 @@ Input items → chat messages: ``instructions`` → a system message; ``{role, c
 message. Function tools ``{type: function, name, description, parameters, strict}`` become chat
 tools (``strict`` has no meaning for a local model's parser and is dropped). What would change
 the result but is not supported (stored responses, ``previous_response_id``, reasoning, JSON
-output formats, built-in tools, streaming) is refused with a 400 naming the field.
+built-in tools) is refused with a 400 naming the field. ``text.format`` ``json_object`` /
+``json_schema`` become the chat request's ``response_format`` (honoured, or refused, as there).
 """
 
 from __future__ import annotations
@@ -67,10 +68,6 @@ def _check(req: ResponsesRequest) -> None:
                       "cannot continue from one", "send the whole conversation as input")
     if req.reasoning and any(v is not None for v in req.reasoning.values()):
         raise _refuse("reasoning", "reasoning settings are not supported", "leave it unset")
-    fmt = (req.text or {}).get("format") or {"type": "text"}
-    if fmt.get("type") != "text":
-        raise _refuse("text.format", f"{fmt.get('type')} output is not supported",
-                      "use plain text output")
     if req.background:
         raise _refuse("background", "background responses are not supported", "leave it unset")
     for key in sorted(req.model_extra or {}):
@@ -168,6 +165,23 @@ def _tool_choice(choice: Any) -> Any:
     return choice
 
 
+def _response_format(req: ResponsesRequest) -> Optional[dict[str, Any]]:
+    """``text.format`` as a chat ``response_format`` (the Responses API flattens
+    ``json_schema``'s ``name`` / ``schema`` / ``strict`` into the format itself)."""
+    fmt = (req.text or {}).get("format")
+    if fmt is None:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind in ("text", "json_object"):
+        return {"type": kind}
+    if kind == "json_schema":
+        return {"type": kind, "json_schema": {k: fmt[k] for k in ("name", "schema", "strict")
+                                              if k in fmt}}
+    raise _refuse("text.format", f"{kind!r} output is not a format this gateway knows",
+                  'use {"type": "text"}, {"type": "json_object"} or {"type": "json_schema", '
+                  '"name": ..., "schema": {...}}')
+
+
 def to_chat_request(req: ResponsesRequest) -> ChatCompletionRequest:
     """The chat-completions request that samples what ``req`` asks for."""
     _check(req)
@@ -178,7 +192,10 @@ def to_chat_request(req: ResponsesRequest) -> ChatCompletionRequest:
         body["temperature"] = req.temperature
     if req.top_p is not None:
         body["top_p"] = req.top_p
-    return ChatCompletionRequest.model_validate({k: v for k, v in body.items() if v is not None})
+    body["response_format"] = _response_format(req)
+    chat = ChatCompletionRequest.model_validate({k: v for k, v in body.items() if v is not None})
+    chat._format_field = "text.format"
+    return chat
 
 
 def response_body(req: ResponsesRequest, chat: Any, model: str) -> dict[str, Any]:
@@ -203,7 +220,8 @@ def response_body(req: ResponsesRequest, chat: Any, model: str) -> dict[str, Any
         "error": None, "instructions": req.instructions, "output": output,
         "tools": req.tools or [], "tool_choice": req.tool_choice or "auto",
         "parallel_tool_calls": True, "temperature": req.temperature, "top_p": req.top_p,
-        "max_output_tokens": req.max_output_tokens, "text": {"format": {"type": "text"}},
+        "max_output_tokens": req.max_output_tokens,
+        "text": {"format": (req.text or {}).get("format") or {"type": "text"}},
         "truncation": req.truncation or "disabled", "metadata": {},
         "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens,
                   "total_tokens": usage.total_tokens,

@@ -160,3 +160,11 @@ def test_compare_aligns_jobs_on_their_steps_and_quotes_csv(js):
         {"ft-a": {series: {r: [[1, 0.5]]}}, "ft-b": {series: {r: [[1, 0.25], [2, 1]]}}})""")
     assert csv.splitlines() == ["job_id,job_name,metric,step,value",
                                 'ft-a,"say ""hi"", ok",r,1,0.5', "ft-b,,r,1,0.25", "ft-b,,r,2,1"]
+
+
+def test_a_replay_shows_why_each_failed_attempt_failed(js):
+    t = {"rollout_id": "r.a1", "sample_index": 0, "status": "success", "attempts": 2,
+         "attempt_errors": ["RuntimeError: tool down"], "messages": [], "tokens": []}
+    text = js("views/replay.js", f"m.replayView({json.dumps(t)})"
+                                 ".querySelector('#traj-attempt-errors').textContent")
+    assert text == "attempt 1 failed: RuntimeError: tool down"

@@ -68,3 +68,27 @@ async def test_oversized_requests(gateway):
     # longer than the model's context: a clear 400, not a 500
     long = {**BODY, "messages": [{"role": "user", "content": "1 " * 5000}]}
     assert_error(await post(gateway, long), 400, "context")
+
+
+async def test_every_route_answers_openais_error_shape_to_the_openai_client(gateway):
+    """Unknown routes and methods and invalid bodies: the openai client raises its typed error
+    with the gateway's message (FastAPI's own ``{"detail"}`` would leave it a bare status)."""
+    client = openai.AsyncOpenAI(base_url=gateway.base_url, api_key="serve-key", max_retries=0)
+    with pytest.raises(openai.NotFoundError) as err:
+        await client.get("/embeddings", cast_to=object)
+    assert "GET /v1/embeddings is not a route" in err.value.message
+    assert "POST /v1/chat/completions" in err.value.message
+    assert err.value.code == "unknown_url"
+    with pytest.raises(openai.APIStatusError) as err:
+        await client.delete("/chat/completions", cast_to=object)
+    assert err.value.status_code == 405 and "method not allowed" in err.value.message
+    assert err.value.response.headers["allow"] == "POST"
+    with pytest.raises(openai.BadRequestError) as err:
+        await client.chat.completions.create(model="m", messages=[], max_tokens=2)
+    assert err.value.param == "messages" and "messages" in err.value.message
+    with pytest.raises(openai.BadRequestError) as err:
+        await client.responses.create(model="m", input="hi", max_output_tokens=0)
+    assert err.value.param == "max_output_tokens"
+    async with httpx.AsyncClient() as http:  # outside /v1 too
+        assert_error(await http.get(gateway.base_url.removesuffix("/v1") + "/nope"), 404,
+                     "GET /nope")

@@ -41,7 +41,6 @@ async def test_responses_plumbing_tiny(gateway):
 
 @pytest.mark.parametrize("extra, field", [
     ({"previous_response_id": "resp_1"}, "previous_response_id"),
-    ({"stream": True}, "stream"),
     ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
     ({"text": {"format": {"type": "json_object"}}}, "text.format"),
     ({"extra_body": {"frequency_penalty": 1.0}}, "frequency_penalty"),

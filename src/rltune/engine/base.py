@@ -29,6 +29,9 @@ class Engine(abc.ABC):
     max_context: int = 2048
     #: The tokenizer (a ``transformers`` tokenizer) the gateway uses to render chats.
     tokenizer: Any = None
+    #: Whether the engine constrains decoding to JSON (``SamplingParams.json_schema``): vLLM
+    #: does (its structured outputs); the built-in engine does not and refuses such requests.
+    constrains_json: bool = False
 
     @property
     @abc.abstractmethod

@@ -75,6 +75,7 @@ class EngineGroup(Engine):
         self.tokenizer = first.tokenizer
         self.model_name = first.model_name
         self.max_context = min(r.max_context for r in self.replicas)
+        self.constrains_json = all(r.constrains_json for r in self.replicas)
         #: the model's HF config (the gateway picks its tool-call parser from it)
         self.model_config = getattr(first, "model_config", None) or getattr(
             getattr(first, "model", None), "config", None)

@@ -49,6 +49,7 @@ class EngineActor:
 
         return {"node": ray.get_runtime_context().get_node_id(), "host": node_address(ray),
                 "pid": os.getpid(), "max_context": self.engine.max_context,
+                "constrains_json": self.engine.constrains_json,
                 "model_name": self.engine.model_name, "version": self.engine.weight_version}
 
     async def stats(self) -> dict[str, Any]:
@@ -109,6 +110,7 @@ class RayEngineReplica(Engine):
         self.model_config = model_config  # the HF config, read on the driver
         self.model_name = info["model_name"]
         self.max_context = int(info["max_context"])
+        self.constrains_json = bool(info.get("constrains_json", False))
         self._version = int(info["version"])
         self._closed = False
 

@@ -239,6 +239,9 @@ class ThreadedEngine(Engine):
             raise ValidationError(
                 f"prompt has {n_prompt} tokens; the model's context is {self.max_context}",
                 where="prompt_ids", hint=f"shorten the conversation or raise {self.context_key}")
+        if request.sampling.json_schema is not None and not self.constrains_json:
+            raise ValidationError(f"{type(self).__name__} cannot constrain decoding to JSON",
+                                  where="json_schema", hint="leave it unset, or use vLLM")
         bad = [t for t in request.prompt_ids if not 0 <= t < self._vocab_size]
         if bad:
             raise ValidationError(f"token id {bad[0]} is outside the vocabulary "

@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +42,10 @@ class SamplingParams(BaseModel):
     seed: Optional[int] = None
     n: int = Field(default=1, ge=1, le=128)
     top_logprobs: int = Field(default=0, ge=0, le=20)
+    #: constrain the completion to JSON: ``{}`` any JSON object (``response_format``
+    #: ``json_object``), else that JSON schema; only an engine whose ``constrains_json`` is
+    #: true takes it (the gateway refuses it by name otherwise)
+    json_schema: Optional[dict[str, Any]] = None
 
 
 class GenerationRequest(BaseModel):

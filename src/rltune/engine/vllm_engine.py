@@ -12,8 +12,10 @@ so no cached KV from the old weights is reused.
 Token ids go in, sampled ids and their log-probs come out. The engine is built with
 ``logprobs_mode="raw_logprobs"``: the reported log-prob is the model's own ``log_softmax`` at
 temperature 1 without top-k/top-p, the number the trainer recomputes (``Completion.logprobs``).
-Stop strings are checked here with rltune's tokenizer (vLLM's tokenizer is not loaded), so they
-behave exactly as in the built-in engine; ``n`` choices are separate vLLM requests with seeds
+Stop strings are checked here with rltune's tokenizer (vLLM does not detokenize), so they
+behave exactly as in the built-in engine; vLLM loads the model's tokenizer only for its
+structured outputs (``response_format`` ``json_object`` / ``json_schema``, the
+``SamplingParams.json_schema`` of a request); ``n`` choices are separate vLLM requests with seeds
 ``seed + index``, as in the built-in engine.
 
 Sleep mode (CUDA only): :meth:`sleep` offloads the weights to host memory and drops the KV cache
@@ -85,6 +87,7 @@ class VLLMEngine(ThreadedEngine):
     thread_name = "rltune-vllm"
     close_timeout_s = 60.0
     context_key = "max_model_len"
+    constrains_json = True  # vLLM's structured outputs (``_structured``)
 
     def __init__(self, llm: Any, tokenizer: Any, *, model_config: Any, model_name: str,
                  max_context: int, eos_ids: set[int], device: str, sleep_mode: bool):
@@ -194,7 +197,7 @@ class VLLMEngine(ThreadedEngine):
             stop_token_ids=sorted(stop_ids), ignore_eos=sp.ignore_eos,
             seed=None if sp.seed is None else sp.seed + index,
             logprobs=sp.top_logprobs, detokenize=False,
-            output_kind=RequestOutputKind.DELTA)
+            output_kind=RequestOutputKind.DELTA, **_structured(sp.json_schema))
 
     def _running_rows(self) -> list[_Choice]:
         return list(self._running.copy().values())  # other threads count them too
@@ -318,7 +321,8 @@ def engine_args(path: str | Path, *, dtype: str, max_model_len: int, seed: int,
     (the cache is reset on each weight update, as the built-in engine drops its own)."""
     args: dict[str, Any] = dict(
         model=str(path), dtype=dtype, max_model_len=max_model_len, seed=seed,
-        max_num_seqs=max_batch_size, skip_tokenizer_init=True,
+        # the tokenizer is loaded (not skipped) for structured outputs (``_structured``)
+        max_num_seqs=max_batch_size, skip_tokenizer_init=False,
         logprobs_mode="raw_logprobs", max_logprobs=20, enable_prefix_caching=True,
         disable_log_stats=True, enforce_eager=not on_cuda, enable_sleep_mode=sleep_mode,
         generation_config="vllm",  # the request's sampling, not the model's defaults
@@ -341,3 +345,19 @@ def _eos_ids(path: Path, tokenizer: Any) -> set[int]:
     gen = path / "generation_config.json"
     return eos_ids(json.loads(gen.read_text()).get("eos_token_id") if gen.is_file() else None,
                    tokenizer)
+
+
+def _structured(schema: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """vLLM's structured-output argument for ``SamplingParams.json_schema`` (``{}``: any JSON
+    object): ``structured_outputs`` since vLLM 0.10.2, ``guided_decoding`` before."""
+    if schema is None:
+        return {}
+    try:
+        from vllm.sampling_params import StructuredOutputsParams
+    except ImportError:  # older vLLM
+        from vllm.sampling_params import GuidedDecodingParams
+
+        return {"guided_decoding": GuidedDecodingParams(json=schema) if schema else
+                GuidedDecodingParams(json_object=True)}
+    return {"structured_outputs": StructuredOutputsParams(json=schema) if schema else
+            StructuredOutputsParams(json_object=True)}

@@ -1,7 +1,8 @@
 """The FastAPI app of the policy gateway: routes, auth, OpenAI-shaped errors.
 
-Routes: ``POST /v1/chat/completions``, ``POST /v1/responses`` (:mod:`rltune.gateway.responses`),
-``GET /v1/models``, ``GET /health``. Every ``/v1`` call
+Routes: ``POST /v1/chat/completions``, ``POST /v1/responses`` (:mod:`rltune.gateway.responses`;
+streamed: :mod:`rltune.gateway.responses_stream`), ``GET /v1/models``, ``GET /health``; any
+other path or method is a 404 / 405 in OpenAI's error shape. Every ``/v1`` call
 needs ``Authorization: Bearer <key>`` where the key is a live per-rollout key (its calls are
 captured for that rollout) or a static serving key (not captured), unless the gateway was made
 with ``open_access=True``. ``/health`` answers anyone, but with the model, its weight version
@@ -21,11 +22,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError as PydanticValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rltune._fastapi import fastapi_app
 from rltune.config.yaml_io import MAX_DEPTH, nesting_depth
 from rltune.gateway.protocol import ChatCompletionRequest, error_body
 from rltune.gateway.responses import ResponsesRequest, response_body, to_chat_request
+from rltune.gateway.responses_stream import response_events
 from rltune.observability.spans import generate_span
 from rltune.sdk.errors import AuthError, RltuneError
 
@@ -35,7 +38,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("rltune.gateway")
 _TOO_DEEP = object()
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-          413: "invalid_request_error", 429: "rate_limit_error", 503: "server_error"}
+          405: "invalid_request_error", 413: "invalid_request_error", 429: "rate_limit_error",
+          503: "server_error"}
+#: The routes served, named by a 404 for any other path.
+ROUTES = ("POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "GET /health")
 
 
 def _error(status: int, message: str, *, param: Optional[str] = None,
@@ -57,6 +63,21 @@ def create_app(gw: Gateway) -> FastAPI:
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         message, param = _describe(exc.errors())
         return _error(400, message, param=param)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """Unknown routes and methods: OpenAI's error shape, not FastAPI's ``{"detail"}``."""
+        where = f"{request.method} {request.url.path}"
+        if exc.status_code == 404:
+            return _error(404, f"{where} is not a route of this gateway; it serves: "
+                          f"{', '.join(ROUTES)}", code="unknown_url")
+        if exc.status_code == 405:
+            allowed = exc.headers.get("Allow", "") if exc.headers else ""
+            resp = _error(405, f"{where}: method not allowed; this route takes {allowed}",
+                          code="method_not_allowed")
+            resp.headers["Allow"] = allowed
+            return resp
+        return _error(exc.status_code, f"{where}: {exc.detail}")
 
     @app.exception_handler(Exception)
     async def _bug(_: Request, exc: Exception) -> JSONResponse:  # JSON, never plain text
@@ -143,17 +164,25 @@ def create_app(gw: Gateway) -> FastAPI:
     async def responses(request: Request) -> Any:
         if not gw.admission.enter():
             return too_busy()
-        t0 = time.perf_counter()
+        t0, streaming = time.perf_counter(), False
         try:
-            return await _responses(request)
+            call = await begin(request, ResponsesRequest)
+            if isinstance(call, JSONResponse):
+                return call
+            if call.request.stream:  # the stream frees its slot when it ends
+                streaming = True
+                events = response_events(
+                    call.request, gw.chat.stream_chunks(call.prepared, call.capture),
+                    gw.chat.model_name)
+                return StreamingResponse(_released(events, gw.admission, t0),
+                                         media_type="text/event-stream")
+            return await _responses(request, call)
         finally:
-            gw.admission.leave(time.perf_counter() - t0)
+            if not streaming:
+                gw.admission.leave(time.perf_counter() - t0)
 
-    async def _responses(request: Request) -> Any:
+    async def _responses(request: Request, call: _Call) -> Any:
         """The Responses API over the chat service; captured like chat completions."""
-        call = await begin(request, ResponsesRequest)
-        if isinstance(call, JSONResponse):
-            return call
         result = await generate(request, call)
         if result is None:
             return Response(status_code=499)

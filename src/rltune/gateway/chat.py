@@ -87,6 +87,7 @@ class ChatService:
             raise ValidationError("presence_penalty, frequency_penalty and logit_bias are not "
                                   "supported by this engine", where="body",
                                   hint="leave them unset (or 0)")
+        json_schema = self._json_constraint(req)
         messages = [_message_dict(m, self.string_arguments) for m in req.messages]
         tools = [t.model_dump(exclude_none=True) for t in req.tools] if req.tools else None
         choice = req.tool_choice or "auto"
@@ -133,11 +134,28 @@ class ChatService:
             temperature=req.temperature, top_p=req.top_p, top_k=max(req.top_k, 0),
             max_tokens=max_tokens or room, min_tokens=req.min_tokens, stop=req.stop_list(),
             ignore_eos=req.ignore_eos, seed=req.seed, n=req.n,
-            top_logprobs=(req.top_logprobs or 0) if req.logprobs else 0)
+            top_logprobs=(req.top_logprobs or 0) if req.logprobs else 0,
+            json_schema=json_schema)
         return Prepared(req, messages, tools, prefix, prompt_ids, sampling,
                         parse_tools=bool(tools) and choice != "none",
                         thinking=self.reasoning and not prefix
                         and (text.rstrip().endswith(THINK_START)))
+
+    def _json_constraint(self, req: ChatCompletionRequest) -> Optional[dict[str, Any]]:
+        """The engine's JSON constraint for ``req.response_format``; a 400 naming it where the
+        engine cannot constrain decoding (the built-in engine), never a silent plain answer."""
+        if req.response_format is None:
+            return None
+        where = req._format_field
+        schema = req.response_format.schema_constraint(where)
+        if schema is not None and not self.engine.constrains_json:
+            raise ValidationError(
+                f"{where} {req.response_format.type}: this gateway's engine "
+                f"({type(self.engine).__name__}) cannot constrain decoding to JSON, and an "
+                "unconstrained answer would not honour it", where=where,
+                hint="serve with --engine vllm (engine: vllm), which constrains it; or leave "
+                f"{where} unset, ask for JSON in the prompt and validate the answer")
+        return schema
 
     def _tokenize(self, text: str, history: Sequence[CapturedCall]) -> list[int]:
         """Tokenize a rendered prompt, reusing the exact ids of an earlier call it continues.

@@ -12,7 +12,7 @@ import time
 import uuid
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 
 class FunctionCall(BaseModel):
@@ -71,6 +71,33 @@ class Thinking(BaseModel):
     type: Literal["enabled", "disabled", "auto"]
 
 
+class ResponseFormat(BaseModel):
+    """``response_format``: ``text`` (the default), ``json_object`` (any JSON object) or
+    ``json_schema`` (``{"json_schema": {"name", "schema", "strict"}}``)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: Optional[dict[str, Any]] = None
+
+    def schema_constraint(self, where: str) -> Optional[dict[str, Any]]:
+        """The engine's ``json_schema`` for this format (``{}``: any JSON object; None: text),
+        or a 400 naming what is wrong under ``where``."""
+        from rltune.sdk.errors import ValidationError
+
+        if self.type == "text":
+            return None
+        if self.type == "json_object":
+            return {}
+        schema = (self.json_schema or {}).get("schema")
+        if not isinstance(schema, dict) or not schema:
+            param = f"{where}.schema" if where == "text.format" else f"{where}.json_schema.schema"
+            raise ValidationError(f"{where}: a json_schema format needs its JSON schema as a "
+                                  "non-empty object", where=param,
+                                  hint='e.g. {"type": "json_schema", "json_schema": {"name": '
+                                  '"answer", "schema": {"type": "object", ...}}}')
+        return schema
+
+
 class ChatCompletionRequest(BaseModel):
     """Body of ``POST /v1/chat/completions``. ``top_k``, ``min_tokens`` and ``ignore_eos`` are
     vLLM-style extensions (pass them through ``extra_body`` with the openai client)."""
@@ -99,6 +126,10 @@ class ChatCompletionRequest(BaseModel):
     frequency_penalty: float = 0.0
     logit_bias: Optional[dict[str, float]] = None
     thinking: Optional[Thinking] = None
+    response_format: Optional[ResponseFormat] = None
+    #: the request field that set ``response_format`` (the Responses API's ``text.format``),
+    #: named by its errors
+    _format_field: str = PrivateAttr(default="response_format")
 
     def template_kwargs(self) -> dict[str, Any]:
         """Extra chat-template variables this request sets."""

@@ -9,7 +9,9 @@ Input items → chat messages: ``instructions`` → a system message; ``{role, c
 message. Function tools ``{type: function, name, description, parameters, strict}`` become chat
 tools (``strict`` has no meaning for a local model's parser and is dropped). What would change
 the result but is not supported (stored responses, ``previous_response_id``, reasoning, JSON
-output formats, built-in tools, streaming) is refused with a 400 naming the field.
+built-in tools) is refused with a 400 naming the field. ``stream: true`` answers the Responses
+API's server-sent events (:mod:`rltune.gateway.responses_stream`). ``text.format`` ``json_object`` /
+``json_schema`` become the chat request's ``response_format`` (honoured, or refused, as there).
 """
 
 from __future__ import annotations
@@ -59,18 +61,11 @@ def _check(req: ResponsesRequest) -> None:
     if req.input in ("", []):
         raise _refuse("input", "is empty: there is nothing to answer",
                       "send the user's message as a string, or a list of input items")
-    if req.stream:
-        raise _refuse("stream", "streaming responses are not served", "call with stream=false "
-                      "(the Agents SDK's Runner.run does)")
     if req.previous_response_id or req.conversation:
         raise _refuse("previous_response_id", "responses are not stored, so a conversation "
                       "cannot continue from one", "send the whole conversation as input")
     if req.reasoning and any(v is not None for v in req.reasoning.values()):
         raise _refuse("reasoning", "reasoning settings are not supported", "leave it unset")
-    fmt = (req.text or {}).get("format") or {"type": "text"}
-    if fmt.get("type") != "text":
-        raise _refuse("text.format", f"{fmt.get('type')} output is not supported",
-                      "use plain text output")
     if req.background:
         raise _refuse("background", "background responses are not supported", "leave it unset")
     for key in sorted(req.model_extra or {}):
@@ -168,6 +163,23 @@ def _tool_choice(choice: Any) -> Any:
     return choice
 
 
+def _response_format(req: ResponsesRequest) -> Optional[dict[str, Any]]:
+    """``text.format`` as a chat ``response_format`` (the Responses API flattens
+    ``json_schema``'s ``name`` / ``schema`` / ``strict`` into the format itself)."""
+    fmt = (req.text or {}).get("format")
+    if fmt is None:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind in ("text", "json_object"):
+        return {"type": kind}
+    if kind == "json_schema":
+        return {"type": kind, "json_schema": {k: fmt[k] for k in ("name", "schema", "strict")
+                                              if k in fmt}}
+    raise _refuse("text.format", f"{kind!r} output is not a format this gateway knows",
+                  'use {"type": "text"}, {"type": "json_object"} or {"type": "json_schema", '
+                  '"name": ..., "schema": {...}}')
+
+
 def to_chat_request(req: ResponsesRequest) -> ChatCompletionRequest:
     """The chat-completions request that samples what ``req`` asks for."""
     _check(req)
@@ -178,7 +190,12 @@ def to_chat_request(req: ResponsesRequest) -> ChatCompletionRequest:
         body["temperature"] = req.temperature
     if req.top_p is not None:
         body["top_p"] = req.top_p
-    return ChatCompletionRequest.model_validate({k: v for k, v in body.items() if v is not None})
+    body["response_format"] = _response_format(req)
+    if req.stream:  # the chat stream's last chunk then carries the usage
+        body.update(stream=True, stream_options={"include_usage": True})
+    chat = ChatCompletionRequest.model_validate({k: v for k, v in body.items() if v is not None})
+    chat._format_field = "text.format"
+    return chat
 
 
 def response_body(req: ResponsesRequest, chat: Any, model: str) -> dict[str, Any]:
@@ -187,26 +204,54 @@ def response_body(req: ResponsesRequest, chat: Any, model: str) -> dict[str, Any
     message = choice.message
     output: list[dict[str, Any]] = []
     if message.content:
-        output.append({"type": "message", "id": f"msg_{uuid.uuid4().hex}", "status": "completed",
-                       "role": "assistant", "content": [
-                           {"type": "output_text", "text": message.content, "annotations": []}]})
+        output.append(message_item(f"msg_{uuid.uuid4().hex}", message.content))
     for call in message.tool_calls or []:
-        output.append({"type": "function_call", "id": f"fc_{uuid.uuid4().hex}",
-                       "call_id": call["id"], "name": call["function"]["name"],
-                       "arguments": call["function"]["arguments"], "status": "completed"})
-    incomplete = choice.finish_reason == "length"
-    usage = chat.usage
+        output.append(function_call_item(f"fc_{uuid.uuid4().hex}", call))
+    return response_object(req, model, f"resp_{uuid.uuid4().hex}", output,
+                           finish_reason=choice.finish_reason,
+                           usage=chat.usage.model_dump())
+
+
+def message_item(item_id: str, text: Optional[str], status: str = "completed"
+                 ) -> dict[str, Any]:
+    """An assistant ``message`` output item (no content part yet when ``text`` is None)."""
+    content = [] if text is None else [{"type": "output_text", "text": text, "annotations": []}]
+    return {"type": "message", "id": item_id, "status": status, "role": "assistant",
+            "content": content}
+
+
+def function_call_item(item_id: str, call: dict[str, Any], status: str = "completed",
+                       arguments: Optional[str] = None) -> dict[str, Any]:
+    """A ``function_call`` output item from a chat ``tool_calls`` entry."""
+    return {"type": "function_call", "id": item_id, "call_id": call["id"],
+            "name": call["function"]["name"],
+            "arguments": call["function"]["arguments"] if arguments is None else arguments,
+            "status": status}
+
+
+def response_object(req: ResponsesRequest, model: str, response_id: str,
+                    output: list[dict[str, Any]], *, finish_reason: Optional[str],
+                    usage: Optional[dict[str, int]], created_at: Optional[int] = None
+                    ) -> dict[str, Any]:
+    """The ``response`` object: ``in_progress`` while ``finish_reason`` is None, then
+    ``completed`` (or ``incomplete`` when the output ran into ``max_output_tokens``)."""
+    incomplete = finish_reason == "length"
+    status = ("in_progress" if finish_reason is None else
+              "incomplete" if incomplete else "completed")
     return {
-        "id": f"resp_{uuid.uuid4().hex}", "object": "response", "created_at": int(time.time()),
-        "model": model, "status": "incomplete" if incomplete else "completed",
+        "id": response_id, "object": "response",
+        "created_at": int(time.time()) if created_at is None else created_at,
+        "model": model, "status": status,
         "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
         "error": None, "instructions": req.instructions, "output": output,
         "tools": req.tools or [], "tool_choice": req.tool_choice or "auto",
         "parallel_tool_calls": True, "temperature": req.temperature, "top_p": req.top_p,
-        "max_output_tokens": req.max_output_tokens, "text": {"format": {"type": "text"}},
+        "max_output_tokens": req.max_output_tokens,
+        "text": {"format": (req.text or {}).get("format") or {"type": "text"}},
         "truncation": req.truncation or "disabled", "metadata": {},
-        "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens,
-                  "total_tokens": usage.total_tokens,
-                  "input_tokens_details": {"cached_tokens": 0},
-                  "output_tokens_details": {"reasoning_tokens": 0}},
+        "usage": None if usage is None else {
+            "input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0}},
     }

@@ -43,6 +43,9 @@ class RolloutResult:
     template_rewrites: int = 0
     attempts: int = 1
     error: Optional[str] = None
+    #: Why each failed attempt failed, in order (a rollout that succeeded on its second
+    #: attempt keeps its first attempt's reason here; ``error`` is only the final outcome's).
+    attempt_errors: list[str] = field(default_factory=list)
     #: ``error_code`` of the failed call (rollout's last attempt, or a reward's), e.g.
     #: ``FAILURE_ERROR_CODE`` for an Ark plugin's FAILURE.
     error_code: Optional[str] = None
@@ -127,6 +130,7 @@ def trajectory_record(r: RolloutResult) -> dict[str, Any]:
         "status": "success" if r.ok and r.reward_error is None else "failed",
         "error": r.error or r.reward_error,
         "attempts": r.attempts,
+        "attempt_errors": r.attempt_errors,
         "messages": out.messages if out else None,
         "rollout_metrics": out.rollout_metrics if out else None,
         "score": r.score,

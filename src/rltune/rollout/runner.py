@@ -282,7 +282,8 @@ class RolloutRunner:
                 return RolloutResult(
                     rollout_id=rid, sample_id=sample_id, sample_index=sample_index,
                     row_index=row_index, ok=False, attempts=attempt + 1, discarded=True,
-                    error=f"discarded: {out.error}", latency_s=time.perf_counter() - started)
+                    error=f"discarded: {out.error}", attempt_errors=errors,
+                    latency_s=time.perf_counter() - started)
             if out.status is TaskStatus.FAILED or out.agent_output is None:
                 errors.append(out.error or "rollout returned no agent_output")
                 error_code = getattr(out, "error_code", None)
@@ -305,6 +306,7 @@ class RolloutRunner:
                 num_calls=len({c.call_index for c in calls}),
                 template_rewrites=built.template_rewrites,
                 attempts=attempt + 1,
+                attempt_errors=errors,
                 latency_s=time.perf_counter() - started,
                 model_latency_s=model_seconds(calls),
                 traceparent=traceparent,
@@ -317,6 +319,7 @@ class RolloutRunner:
             ok=False,
             attempts=self.max_retries + 1,
             error="; ".join(dict.fromkeys(errors)),
+            attempt_errors=errors,
             error_code=error_code,
             latency_s=time.perf_counter() - started,
         )

@@ -159,6 +159,17 @@ function facts(t) {
   );
 }
 
+/** Why each failed attempt failed (a retried rollout keeps its earlier attempts' reasons). */
+function attemptErrors(t) {
+  const errs = t.attempt_errors || [];
+  if (!errs.length) return null;
+  return h(
+    "div",
+    { class: "attempt-errors", id: "traj-attempt-errors" },
+    errs.map((e, i) => h("pre", { class: "error-box small" }, `attempt ${i + 1} failed: ${e}`)),
+  );
+}
+
 /** The full replay of one trajectory. */
 export function replayView(t) {
   return h(
@@ -167,6 +178,7 @@ export function replayView(t) {
     h("h3", {}, `Trajectory ${t.rollout_id}`, h("span", { class: "muted small" }, ` sample ${t.sample_index} · row ${t.row_index ?? "–"} · id ${t.sample_id ?? "–"}`)),
     facts(t),
     t.error ? h("pre", { class: "error-box", id: "traj-error" }, t.error) : null,
+    attemptErrors(t),
     rewardTable(t),
     h("h4", {}, "Trace"),
     waterfallView(t),

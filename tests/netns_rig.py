@@ -118,3 +118,9 @@ class NetnsRig(LocalRayCluster):
         env.pop("RAY_ADDRESS", None)
         return subprocess.run([*self.exec_prefix(host), *cmd], env=env, capture_output=True,
                               text=True, **kw)
+
+
+def rig_or_skip(**kw: Any) -> NetnsRig:
+    """A started rig, or a skip saying why the namespaces cannot be made."""
+    netns_or_skip()
+    return NetnsRig(**kw).start()

@@ -132,6 +132,18 @@ def node_address(ray: Any, what: str = "a service on this node") -> str:
                               where="ray start --node-ip-address")
 
 
+def interface_of(address: str) -> Optional[str]:
+    """The name of this machine's network interface that holds ``address`` (None: none does),
+    e.g. for ``GLOO_SOCKET_IFNAME``: gloo otherwise binds what the hostname resolves to, often
+    127.0.1.1, which no other host reaches."""
+    import psutil
+
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.address.split("%")[0] == address for a in addrs):
+            return name
+    return None
+
+
 def package_env() -> dict[str, Any]:
     """rltune's own package as a local ``runtime_env`` part (``py_modules``)."""
     import rltune

@@ -113,3 +113,11 @@ def test_the_gateway_host_on_a_cluster_across_hosts_is_the_drivers_node(monkeypa
             with pytest.raises(ConfigError, match="policy gateway") as info:
                 ray_backend.gateway_host(config)
             assert info.value.where == "function_backend.gateway_host"
+
+
+def test_the_interface_of_an_address_is_the_one_holding_it():
+    psutil = pytest.importorskip("psutil")
+    loop = next(n for n, addrs in psutil.net_if_addrs().items()
+                if any(a.address == "127.0.0.1" for a in addrs))
+    assert _ray.interface_of("127.0.0.1") == loop
+    assert _ray.interface_of("198.19.255.254") is None  # held by no interface here

@@ -54,6 +54,8 @@ def test_two_host_job_trains_one_rank_per_host_checkpoints_and_resumes(tmp_path,
         hosts = sorted(part.split(" (")[1].split(")")[0] for part in line.split("on node ")[1:])
         assert hosts == sorted(rig.hosts), line  # one rank per host, each at its rig address
         assert "step 1/" in log
+        # The gateway binds host A's rig address, so rollouts on host B reach it.
+        assert f"policy gateway at http://{rig.hosts[0]}:" in log
         for r in (0, 1):
             assert f"rank {r} of 2 ready on cpu" in (a / "ranks" / f"rank-{r}.log").read_text()
         ckpt1 = a / "checkpoints" / "checkpoint-1"
@@ -64,4 +66,3 @@ def test_two_host_job_trains_one_rank_per_host_checkpoints_and_resumes(tmp_path,
         assert f"resumed from {ckpt1}" in log and "step 2/" in log
     finally:
         rig.stop()
-    print(log)

@@ -48,7 +48,8 @@ class LocalRayCluster:
         self.ray_bin = str(Path(sys.executable).parent / "ray")
         self.procs: list[subprocess.Popen] = []
 
-    def _node(self, head: bool, cpus: int) -> subprocess.Popen:
+    def _node_command(self, head: bool, cpus: int) -> list[str]:
+        """``ray start`` for the next node (the head first)."""
         cmd = [self.ray_bin, "start", "--block", "--node-ip-address=127.0.0.1",
                f"--num-cpus={cpus}", "--num-gpus=0", "--disable-usage-stats",
                "--object-store-memory=80000000",
@@ -65,6 +66,10 @@ class LocalRayCluster:
                     f"--temp-dir={self.temp_dir}"]
         else:
             cmd += [f"--address={self.address}"]
+        return cmd
+
+    def _node(self, head: bool, cpus: int) -> subprocess.Popen:
+        cmd = self._node_command(head, cpus)
         log = open(Path(self.temp_dir) / f"node{len(self.procs)}.out", "wb")  # noqa: SIM115
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
         env.pop("RAY_ADDRESS", None)

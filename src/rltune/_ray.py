@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -78,14 +79,69 @@ def disconnect() -> None:
             ray.shutdown()
 
 
-def node_address(ray: Any) -> str:
+def is_loopback(host: str) -> bool:
+    """``host`` names this machine only (127.0.0.0/8, ::1, ``localhost``)."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cross_host_address(own: str, nodes: Iterable[str], *, what: str, where: str) -> str:
+    """The address another node uses to reach a service on this node: ``own`` (the address
+    this node registered with the cluster, or a setting). Loopback only while every node of
+    the cluster is on loopback too (one host); a cluster that spans hosts with a loopback
+    ``own`` is a ``ConfigError`` naming ``where``, since no other node could connect.
+
+    >>> cross_host_address("10.0.0.7", ["10.0.0.5", "10.0.0.7"], what="w", where="x")
+    '10.0.0.7'
+    >>> cross_host_address("127.0.0.1", ["127.0.0.1"], what="w", where="x")
+    '127.0.0.1'
+    """
+    others = sorted({n for n in nodes if n and not is_loopback(n)})
+    if is_loopback(own) and others:
+        raise ConfigError(
+            f"{what} would be reachable at {own} only, but the Ray cluster spans hosts "
+            f"({', '.join(others)})", where=where,
+            hint="start every node with `ray start --node-ip-address <its address>` (not "
+                 "127.0.0.1), or set function_backend.gateway_host to this machine's address "
+                 "in the cluster")
+    return own
+
+
+def alive_node_addresses(ray: Any) -> list[str]:
+    """The address each live node of the cluster registered."""
+    return [n["NodeManagerAddress"] for n in ray.nodes()
+            if n.get("Alive") and n.get("NodeManagerAddress")]
+
+
+def node_address(ray: Any, what: str = "a service on this node") -> str:
     """The IP address this node registered with the cluster (``ray start --node-ip-address``),
-    which is where the driver can reach it. Runs in an actor."""
+    which is where the driver and the other nodes reach it (never loopback when the cluster
+    spans hosts: :func:`cross_host_address`). Runs in an actor."""
     node_id = ray.get_runtime_context().get_node_id()
+    own = ray.util.get_node_ip_address()
     for node in ray.nodes():
         if node.get("NodeID") == node_id and node.get("NodeManagerAddress"):
-            return node["NodeManagerAddress"]
-    return ray.util.get_node_ip_address()
+            own = node["NodeManagerAddress"]
+    return cross_host_address(own, alive_node_addresses(ray), what=what,
+                              where="ray start --node-ip-address")
+
+
+def interface_of(address: str) -> Optional[str]:
+    """The name of this machine's network interface that holds ``address`` (None: none does),
+    e.g. for ``GLOO_SOCKET_IFNAME``: gloo otherwise binds what the hostname resolves to, often
+    127.0.1.1, which no other host reaches."""
+    import psutil
+
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.address.split("%")[0] == address for a in addrs):
+            return name
+    return None
 
 
 def package_env() -> dict[str, Any]:

@@ -43,7 +43,7 @@ class FunctionActor:
 
         import rltune
 
-        host = node_address(ray)
+        host = node_address(ray, "a function worker")
         ready = self.dir / "ready.json"
         env = dict(os.environ)  # the runtime_env's env_vars are already in it
         rltune_root = str(Path(rltune.__file__).resolve().parent.parent)  # py_modules or site

@@ -32,7 +32,16 @@ from pathlib import Path
 from typing import Any, Optional
 
 from rltune._process import describe_exit
-from rltune._ray import connect, disconnect, import_ray, package_env, still_uploaded, upload
+from rltune._ray import (
+    alive_node_addresses,
+    connect,
+    cross_host_address,
+    disconnect,
+    import_ray,
+    package_env,
+    still_uploaded,
+    upload,
+)
 from rltune.functions.auth import new_token
 from rltune.functions.backends.base import WorkerBackend, WorkerHandle
 from rltune.functions.spec import FunctionComponentSpec
@@ -51,7 +60,8 @@ def gateway_host(config: Any) -> str:
         return config.gateway_host
     ray = connect(config.address)
     try:
-        return ray.util.get_node_ip_address()
+        return cross_host_address(ray.util.get_node_ip_address(), alive_node_addresses(ray),
+                                  what="the policy gateway", where="function_backend.gateway_host")
     finally:
         disconnect()
 

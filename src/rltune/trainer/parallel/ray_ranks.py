@@ -56,6 +56,21 @@ _PASS_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "TORCH_NC
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
+def _bind_collectives_to_this_node() -> None:
+    """Gloo and NCCL on the interface of this node's cluster address (not what the hostname
+    resolves to, often loopback), unless the job set ``GLOO_SOCKET_IFNAME`` /
+    ``NCCL_SOCKET_IFNAME``; nothing to do on a one-host (loopback) cluster."""
+    import ray
+
+    from rltune._ray import interface_of, is_loopback, node_address
+
+    own = node_address(ray, "a trainer rank")
+    name = None if is_loopback(own) else interface_of(own)
+    if name:
+        for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+            os.environ.setdefault(var, name)
+
+
 class TrainerRankActor:
     """One trainer rank in a Ray actor (its node's temp folder holds the shipped model)."""
 
@@ -100,6 +115,7 @@ class TrainerRankActor:
             os.dup2(fd, 2)
             os.close(fd)
 
+        _bind_collectives_to_this_node()
         store = self.store or TCPStore(host, port, is_master=False,
                                        timeout=datetime.timedelta(minutes=30))
         self.server = RankServer({**header, "model_path": str(self.dir)}, store)

@@ -139,7 +139,9 @@ def test_two_reward_functions_train_log_and_save(tmp_path, nano_model_dir):
         assert r["score"] == pytest.approx(want, abs=1e-4)  # reward_weights
     logs = [json.loads(line) for line in (out / "logs.jsonl").open()]
     assert [x["step"] for x in logs] == [1, 2]  # logging_steps=1
-    assert {"reward", "loss", "learning_rate", "rewards/reward_len/mean"} <= set(logs[0])
+    assert {"reward", "rewards/reward_len/mean"} <= set(logs[0])
+    # loss and learning_rate come with an update; a step whose groups all tied has none
+    assert {"loss", "learning_rate"} <= {key for x in logs for key in x}
     assert (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file()
 
 

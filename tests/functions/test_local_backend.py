@@ -55,14 +55,23 @@ async def test_a_worker_start_cancelled_by_the_pools_shutdown_kills_the_worker(t
     from rltune.functions.backends.local import LocalProcessBackend
     from rltune.functions.spec import FunctionComponentSpec
 
+    # Only this test's worker counts: under xdist the same process may hold other files'
+    # children (and their zombies), which are not this backend's to reap.
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    ours: set[int] = set()
+
     def workers() -> list[psutil.Process]:
         out = []
         for p in psutil.Process().children(recursive=True):
+            if p.pid in before:
+                continue
             try:
-                if "rltune.functions.worker" in " ".join(p.cmdline()):
+                if p.pid in ours or "rltune.functions.worker" in " ".join(p.cmdline()):
+                    ours.add(p.pid)
                     out.append(p)
             except psutil.Error:  # gone, or a zombie not reaped
-                out.append(p)
+                if p.pid in ours:
+                    out.append(p)
         return out
 
     backend = LocalProcessBackend(tmp_path / "logs")

@@ -71,6 +71,23 @@ def _partial_tail(text: str, marker: str) -> int:
     return 0
 
 
+def _holdback_any(text: str, markers: Sequence[str]) -> int:
+    """How much of ``text`` streams as content when any of ``markers`` opens tool markup."""
+    found = [at for at in (text.find(m) for m in markers) if at >= 0]
+    if found:
+        return min(found)
+    return len(text) - max((_partial_tail(text, m) for m in markers), default=0)
+
+
+def _json_object_text(raw: str) -> Union[str, None]:
+    """Why ``raw`` (a call's arguments as written) is not one JSON object, or None if it is."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return f"arguments are not valid JSON: {exc}"
+    return None if isinstance(value, dict) else "arguments is not a JSON object"
+
+
 def _content_before(text: str, at: int) -> Optional[str]:
     """Content in front of tool markup at ``at``: the newline before the markup belongs to it."""
     content = text[:at]

@@ -157,7 +157,8 @@ def test_deepseek_v31_and_v3_calls():
     for text in (V31_CALLS, V3_CALLS):
         out = DS.parse("I will check." + text)
         assert out.error is None and out.content == "I will check.", text
-        assert calls(out) == [("get_weather", {"location": "Hangzhou"}), ("get_time", {"tz": "CST"})]
+        assert calls(out) == [("get_weather", {"location": "Hangzhou"}),
+                              ("get_time", {"tz": "CST"})]
         assert out.tool_calls[1].arguments == '{"tz":"CST"}'  # as written
         assert DS.parse(text).content is None
     # the decoder dropped <｜tool▁calls▁end｜>: still whole
@@ -201,7 +202,8 @@ KIMI_CALLS = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weat
 def test_kimi_k2_calls_ids_and_content():
     out = KIMI.parse("Checking both cities." + KIMI_CALLS)
     assert out.error is None and out.content == "Checking both cities."
-    assert calls(out) == [("get_weather", {"city": "Beijing"}), ("get_weather", {"city": "Shanghai"})]
+    assert calls(out) == [("get_weather", {"city": "Beijing"}),
+                          ("get_weather", {"city": "Shanghai"})]
     assert [c.id for c in out.tool_calls] == ["functions.get_weather:0", "functions.get_weather:1"]
     assert out.tool_calls[0].arguments == '{"city":"Beijing"}'
     # the singular section token some checkpoints write, and a name with a dot
@@ -416,6 +418,12 @@ async def test_gpt_oss_reasoning_and_content_reach_responses_and_streams():
     deltas = [c["choices"][0]["delta"] for c in chunks]
     assert "".join(d.get("content") or "" for d in deltas) == "Sunny."
     assert deltas[-1]["reasoning_content"] == msg.reasoning_content
+    # without tools, a harmony reply is still read for its channels (never raw markup)
+    bare = svc.prepare(ChatCompletionRequest(messages=[QUESTION]))
+    resp, _ = svc.response(bare, result.completions)
+    assert resp.choices[0].message.content == "Sunny." and resp.choices[0].message.reasoning_content
+    chunks = [c async for c in svc.stream_chunks(bare, lambda *a: None)]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == "Sunny."
     engine.script = ANALYSIS + GPT_CALL
     chunks = [c async for c in svc.stream_chunks(p, lambda *a: None)]
     final = chunks[-1]["choices"][0]

@@ -216,9 +216,12 @@ class ChatService:
     def parse(self, p: Prepared, c: Completion) -> tuple[ParsedOutput, str]:
         """Parse one completion; returns the parsed output and the OpenAI finish reason."""
         reasoning, text = self.split(p, p.prefix + self.text_of(p, c))
-        if not p.parse_tools:
+        if not p.parse_tools and not self.parser.whole_reply:
             return ParsedOutput(content=text, reasoning=reasoning), c.finish_reason
         out = self.parser.parse(text)
+        if not p.parse_tools:  # a harmony reply without tools: its channels, no calls
+            return ParsedOutput(content=out.content or "", reasoning=out.reasoning,
+                                error=out.error), c.finish_reason
         if reasoning is not None:  # else the parser's own (gpt-oss's analysis channel)
             out.reasoning = reasoning
         if out.error is not None:
@@ -299,7 +302,7 @@ class ChatService:
                 safe = len(text) - max(longest_stop - 1, 0)
                 if text.endswith("\ufffd"):  # an incomplete UTF-8 character: wait for the rest
                     safe = min(safe, len(text) - 1)
-                if p.parse_tools:
+                if p.parse_tools or self.parser.whole_reply:
                     safe = min(safe, _tool_holdback(self.parser, text))
                 piece = text[sent[i]:safe] if safe > sent[i] else ""
                 if piece or p.request.logprobs:

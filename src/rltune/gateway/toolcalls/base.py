@@ -42,6 +42,9 @@ class ToolParser:
     start: str = ""
     #: Special tokens of the markup that decoding must keep (decoding drops special tokens).
     markers: tuple[str, ...] = ()
+    #: The markup structures every reply, tools or not (gpt-oss's harmony channels): the chat
+    #: service parses replies to requests without tools too, for their content and reasoning.
+    whole_reply: bool = False
 
     def parse(self, text: str) -> ParsedOutput:  # pragma: no cover - interface
         raise NotImplementedError

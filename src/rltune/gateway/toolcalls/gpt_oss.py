@@ -42,6 +42,7 @@ class GptOssToolParser(ToolParser):
     name = "gpt_oss"
     start = CHANNEL
     markers = (START, CHANNEL, MESSAGE, CONSTRAIN, END, CALL, RETURN)
+    whole_reply = True
     _channel = re.compile(r"<\|channel\|>\s*([A-Za-z_]+)")
     _recipient = re.compile(r"\bto=([^\s<]+)")
     _stops = (END, CALL, RETURN, START, CHANNEL)

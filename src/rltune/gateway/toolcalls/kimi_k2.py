@@ -91,6 +91,5 @@ class KimiK2ToolParser(ToolParser):
         prefix = SECTION_BEGIN + CALL_BEGIN + "functions."
         if name is None:
             return prefix
-        # the index is the call's number in the conversation; 0 is right for a first call,
-        # and the model copies whatever index the prompt's history has next
+        # the model writes the index itself: the call's number in the conversation
         return prefix + name + ":"

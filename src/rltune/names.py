@@ -34,7 +34,8 @@ TRACKERS: tuple[str, ...] = ("tensorboard", "wandb", "mlflow", "swanlab", "track
 #: Metric-name vocabularies a tracker can get (``observability.metric_names``).
 METRIC_VOCABULARIES: tuple[str, ...] = ("rltune", "trl", "verl")
 #: Tool-call parsers of the policy gateway (``rltune.gateway.toolcalls``).
-TOOL_PARSERS: tuple[str, ...] = ("hermes", "llama3_json", "mistral", "qwen3_coder")
+TOOL_PARSERS: tuple[str, ...] = ("hermes", "llama3_json", "mistral", "qwen3_coder", "gpt_oss",
+                                 "glm45", "deepseek_v3", "kimi_k2")
 #: Advantage estimators: each has a learning-signal class (``rltune.trainer.signals.table``).
 ADVANTAGE_ESTIMATORS: tuple[str, ...] = ("grpo", "opd", "gae")
 #: Algorithm presets (``rltune.config.algorithm.PRESETS``). ``ppo`` trains a critic (GAE);

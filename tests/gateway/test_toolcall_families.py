@@ -352,7 +352,8 @@ def test_config_key_validates():
                              source="job.yaml")
     err = info.value
     assert err.where == "job.yaml:3" and "model.tool_call_parser" in err.message
-    assert "'hermes', 'llama3_json', 'mistral' or 'qwen3_coder'" in err.message
+    assert ("'hermes', 'llama3_json', 'mistral', 'qwen3_coder', 'gpt_oss', 'glm45', "
+            "'deepseek_v3' or 'kimi_k2'") in err.message
     assert err.hint == "did you mean 'llama3_json'?"
 
 

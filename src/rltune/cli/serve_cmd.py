@@ -79,8 +79,8 @@ def register(app: typer.Typer) -> None:
             None, help="name shown in /v1/models and expected in each request's model "
             "(default: MODEL as given, a directory's folder name)"),
         tool_parser: Optional[str] = typer.Option(
-            None, help="tool-call parser: hermes, llama3_json, mistral or qwen3_coder "
-            "(default: from the model's config.json model_type)"),
+            None, help="tool-call parser: hermes, llama3_json, mistral, qwen3_coder, gpt_oss, "
+            "glm45, deepseek_v3 or kimi_k2 (default: from the model's config.json model_type)"),
         chat_template_kwargs: Optional[str] = typer.Option(
             None, help='JSON object for the chat template, e.g. \'{"enable_thinking": false}\''),
         engine: str = typer.Option("builtin", help="inference engine: builtin or vllm (needs "

@@ -91,8 +91,9 @@ class FoundationModel(StrictModel):
     (``Qwen/Qwen2.5-0.5B-Instruct``; resolved by ``rltune.paths.resolve_model``).
 
     ``tool_call_parser`` says how the gateway reads the model's tool calls; unset, it follows
-    the model's ``config.model_type`` (Qwen → hermes, Llama → llama3_json, Mistral → mistral).
-    Qwen3-Coder needs ``qwen3_coder``.
+    the model's ``config.model_type`` (Qwen → hermes, Qwen3.5 → qwen3_coder, Llama →
+    llama3_json, Mistral → mistral, gpt-oss → gpt_oss, GLM-4.5 → glm45, DeepSeek-V3 →
+    deepseek_v3, Kimi-K2 → kimi_k2). Qwen3-Coder needs ``qwen3_coder``.
 
     ``chat_template_kwargs`` are passed to the tokenizer's chat template on every policy call
     (e.g. ``{enable_thinking: false}`` for Qwen3); a request's own ``chat_template_kwargs``

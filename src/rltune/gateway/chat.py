@@ -16,6 +16,7 @@ message back with its ``reasoning_content`` gets it rendered by the template aga
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -215,10 +216,14 @@ class ChatService:
     def parse(self, p: Prepared, c: Completion) -> tuple[ParsedOutput, str]:
         """Parse one completion; returns the parsed output and the OpenAI finish reason."""
         reasoning, text = self.split(p, p.prefix + self.text_of(p, c))
-        if not p.parse_tools:
+        if not p.parse_tools and not self.parser.whole_reply:
             return ParsedOutput(content=text, reasoning=reasoning), c.finish_reason
         out = self.parser.parse(text)
-        out.reasoning = reasoning
+        if not p.parse_tools:  # a harmony reply without tools: its channels, no calls
+            return ParsedOutput(content=out.content or "", reasoning=out.reasoning,
+                                error=out.error), c.finish_reason
+        if reasoning is not None:  # else the parser's own (gpt-oss's analysis channel)
+            out.reasoning = reasoning
         if out.error is not None:
             self.stats["malformed_tool_calls"] += 1
         if out.tool_calls:
@@ -297,7 +302,7 @@ class ChatService:
                 safe = len(text) - max(longest_stop - 1, 0)
                 if text.endswith("\ufffd"):  # an incomplete UTF-8 character: wait for the rest
                     safe = min(safe, len(text) - 1)
-                if p.parse_tools:
+                if p.parse_tools or self.parser.whole_reply:
                     safe = min(safe, _tool_holdback(self.parser, text))
                 piece = text[sent[i]:safe] if safe > sent[i] else ""
                 if piece or p.request.logprobs:
@@ -313,8 +318,7 @@ class ChatService:
             delta: dict[str, Any] = {}
             if out.reasoning is not None and not thought[i]:
                 delta["reasoning_content"] = out.reasoning
-            rest = (out.content or "")[sent[i]:] if out.tool_calls else (
-                self.split(p, p.prefix + self.text_of(p, c))[1])[sent[i]:]
+            rest = (out.content or "")[sent[i]:]
             if rest:
                 delta["content"] = rest
             if out.tool_calls:
@@ -423,13 +427,18 @@ def _request_template_kwargs(req: ChatCompletionRequest) -> dict[str, Any]:
 
 
 def _template_takes_string_arguments(tok: Any) -> bool:
-    """Whether the chat template writes string tool-call arguments verbatim (rltune's and
-    Qwen3's test ``arguments is string``). Most others (Llama 3.1, Qwen2.5, Mistral,
-    Qwen3-Coder) apply ``tojson`` or ``items`` to them and need a mapping."""
+    """Whether the chat template writes string tool-call arguments verbatim (rltune's, Qwen3's,
+    gpt-oss's and Kimi-K2's test ``arguments is string``; DeepSeek-V3's and V3.1's join them
+    to strings with ``+``). Most others (Llama 3.1, Qwen2.5, Mistral, Qwen3-Coder, GLM-4.5)
+    apply ``tojson`` or ``items`` to them and need a mapping."""
     template = getattr(tok, "chat_template", None)
     if isinstance(template, dict):
         template = " ".join(str(t) for t in template.values())
-    return not isinstance(template, str) or "arguments is string" in template
+    return not isinstance(template, str) or bool(_STRING_ARGUMENTS.search(template))
+
+
+_STRING_ARGUMENTS = re.compile(r"arguments(?:'\]|\"\])?\s+is\s+string"
+                               r"|\[['\"]arguments['\"]\]\s*\+")
 
 
 def _message_dict(m: Any, string_arguments: bool = True) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Tool-call parsers: model output text → OpenAI ``tool_calls``, one parser per model family
-(one module each: ``hermes``, ``llama3_json``, ``mistral``, ``qwen3_coder``; ``registry``
-names them and maps model families to them; ``base`` holds what they share).
+(one module each: ``hermes``, ``llama3_json``, ``mistral``, ``qwen3_coder``, ``gpt_oss``,
+``glm45``, ``deepseek_v3``, ``kimi_k2``; ``registry`` names them and maps model families to
+them; ``base`` holds what they share).
 
 Built-in parsers (pick one by name with :func:`get_parser`, or by the model's
 ``config.model_type`` with :func:`parser_for_model_type`):
@@ -22,7 +23,7 @@ one ``[TOOL_CALLS]name[ARGS]{...}`` per call (tokenizer v11+: Mistral Small 3.2,
 
     [TOOL_CALLS] [{"name": "calculator", "arguments": {"expression": "2 + 3"}}]
 
-``qwen3_coder`` (Qwen3-Coder's XML)::
+``qwen3_coder`` (Qwen3-Coder's and Qwen3.5's XML)::
 
     <tool_call>
     <function=calculator>
@@ -31,6 +32,30 @@ one ``[TOOL_CALLS]name[ARGS]{...}`` per call (tokenizer v11+: Mistral Small 3.2,
     </parameter>
     </function>
     </tool_call>
+
+``gpt_oss`` (OpenAI harmony: channels; ``analysis`` is the reasoning, ``final`` the content)::
+
+    <|channel|>analysis<|message|>Need to add.<|end|><|start|>assistant
+    <|channel|>commentary to=functions.calculator <|constrain|>json<|message|>
+    {"expression": "2 + 3"}<|call|>        (one line: broken here to fit)
+
+``glm45`` (GLM-4.5/4.6/4.7)::
+
+    <tool_call>calculator
+    <arg_key>expression</arg_key>
+    <arg_value>2 + 3</arg_value>
+    </tool_call>
+
+``deepseek_v3`` (DeepSeek-V3.1; V3's ``function<｜tool▁sep｜>NAME`` and json code fence too)::
+
+    <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>calculator<｜tool▁sep｜>
+    {"expression": "2 + 3"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>        (one line)
+
+``kimi_k2`` (Kimi-K2; ``functions.NAME:IDX`` is the call's id)::
+
+    <|tool_calls_section_begin|><|tool_call_begin|>functions.calculator:0
+    <|tool_call_argument_begin|>{"expression": "2 + 3"}<|tool_call_end|>
+    <|tool_calls_section_end|>        (one line)
 
 Malformed tool-call markup is never an error: the parser returns the whole text as content and
 says why in ``error`` (the gateway counts it). ``arguments`` is always JSON text of an object.
@@ -64,7 +89,11 @@ from rltune.gateway.toolcalls.base import (
     ToolParser,
     special_token_ids,
 )
+from rltune.gateway.toolcalls.deepseek_v3 import DeepSeekV3ToolParser
+from rltune.gateway.toolcalls.glm45 import Glm45ToolParser
+from rltune.gateway.toolcalls.gpt_oss import GptOssToolParser
 from rltune.gateway.toolcalls.hermes import HermesToolParser
+from rltune.gateway.toolcalls.kimi_k2 import KimiK2ToolParser
 from rltune.gateway.toolcalls.llama3_json import Llama3JsonToolParser
 from rltune.gateway.toolcalls.mistral import MistralToolParser
 from rltune.gateway.toolcalls.qwen3_coder import Qwen3CoderToolParser
@@ -80,7 +109,8 @@ from rltune.gateway.toolcalls.registry import (
 )
 
 __all__ = [
-    "BUILTIN_PARSERS", "HOW_TO_CHOOSE", "HermesToolParser", "Llama3JsonToolParser",
+    "BUILTIN_PARSERS", "HOW_TO_CHOOSE", "DeepSeekV3ToolParser", "Glm45ToolParser",
+    "GptOssToolParser", "HermesToolParser", "KimiK2ToolParser", "Llama3JsonToolParser",
     "MistralToolParser", "ParsedOutput", "ParsedToolCall", "Qwen3CoderToolParser",
     "TaggedBlockParser", "ToolParser", "UnknownParserError", "get_parser",
     "parser_for_model_type", "parser_name_for_model", "parser_name_for_model_dir",

@@ -42,6 +42,9 @@ class ToolParser:
     start: str = ""
     #: Special tokens of the markup that decoding must keep (decoding drops special tokens).
     markers: tuple[str, ...] = ()
+    #: The markup structures every reply, tools or not (gpt-oss's harmony channels): the chat
+    #: service parses replies to requests without tools too, for their content and reasoning.
+    whole_reply: bool = False
 
     def parse(self, text: str) -> ParsedOutput:  # pragma: no cover - interface
         raise NotImplementedError
@@ -69,6 +72,23 @@ def _partial_tail(text: str, marker: str) -> int:
         if marker.startswith(text[-k:]):
             return k
     return 0
+
+
+def _holdback_any(text: str, markers: Sequence[str]) -> int:
+    """How much of ``text`` streams as content when any of ``markers`` opens tool markup."""
+    found = [at for at in (text.find(m) for m in markers) if at >= 0]
+    if found:
+        return min(found)
+    return len(text) - max((_partial_tail(text, m) for m in markers), default=0)
+
+
+def _json_object_text(raw: str) -> Union[str, None]:
+    """Why ``raw`` (a call's arguments as written) is not one JSON object, or None if it is."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return f"arguments are not valid JSON: {exc}"
+    return None if isinstance(value, dict) else "arguments is not a JSON object"
 
 
 def _content_before(text: str, at: int) -> Optional[str]:

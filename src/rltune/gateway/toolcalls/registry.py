@@ -13,7 +13,11 @@ from pathlib import Path
 from typing import Optional, Union
 
 from rltune.gateway.toolcalls.base import ToolParser
+from rltune.gateway.toolcalls.deepseek_v3 import DeepSeekV3ToolParser
+from rltune.gateway.toolcalls.glm45 import Glm45ToolParser
+from rltune.gateway.toolcalls.gpt_oss import GptOssToolParser
 from rltune.gateway.toolcalls.hermes import HermesToolParser
+from rltune.gateway.toolcalls.kimi_k2 import KimiK2ToolParser
 from rltune.gateway.toolcalls.llama3_json import Llama3JsonToolParser
 from rltune.gateway.toolcalls.mistral import MistralToolParser
 from rltune.gateway.toolcalls.qwen3_coder import Qwen3CoderToolParser
@@ -30,17 +34,25 @@ _PARSERS: dict[str, Callable[[], ToolParser]] = {
     "llama3_json": Llama3JsonToolParser,
     "mistral": MistralToolParser,
     "qwen3_coder": Qwen3CoderToolParser,
+    "gpt_oss": GptOssToolParser,
+    "glm45": Glm45ToolParser,
+    "deepseek_v3": DeepSeekV3ToolParser,
+    "kimi_k2": KimiK2ToolParser,
 }
 #: The parsers rltune ships (the job config's ``model.tool_call_parser`` accepts these).
 BUILTIN_PARSERS: tuple[str, ...] = tuple(_PARSERS)
 check_registry("tool-call parser", TOOL_PARSERS, _PARSERS)
 
 # HF config.model_type → parser name. Qwen3-Coder (qwen3_moe) writes XML calls: choose
-# qwen3_coder explicitly for it; the other Qwen3 models use hermes.
+# qwen3_coder explicitly for it; the other Qwen3 models use hermes. Qwen3.5 writes
+# Qwen3-Coder's XML. Kimi-K2 says kimi_k2 (its architecture is DeepSeek-V3's).
 _FAMILIES: dict[str, str] = {
     "qwen2": "hermes", "qwen2_moe": "hermes", "qwen3": "hermes", "qwen3_moe": "hermes",
+    "qwen3_5": "qwen3_coder", "qwen3_5_moe": "qwen3_coder",
     "llama": "llama3_json",
     "mistral": "mistral", "mixtral": "mistral", "ministral": "mistral", "mistral3": "mistral",
+    "gpt_oss": "gpt_oss", "glm4_moe": "glm45", "deepseek_v3": "deepseek_v3",
+    "kimi_k2": "kimi_k2",
 }
 # HF config.architectures → parser name, for a model_type the table above does not know.
 _ARCHITECTURES: dict[str, str] = {
@@ -49,6 +61,10 @@ _ARCHITECTURES: dict[str, str] = {
     "LlamaForCausalLM": "llama3_json",
     "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mistral",
     "MinistralForCausalLM": "mistral", "Mistral3ForConditionalGeneration": "mistral",
+    "Qwen3_5ForConditionalGeneration": "qwen3_coder",
+    "Qwen3_5MoeForConditionalGeneration": "qwen3_coder",
+    "GptOssForCausalLM": "gpt_oss", "Glm4MoeForCausalLM": "glm45",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
 }
 
 #: How to choose a parser explicitly (said by every selection error).
@@ -65,7 +81,8 @@ def register_parser(name: str, factory: Callable[[], ToolParser], *,
 
 
 def get_parser(name: str) -> ToolParser:
-    """A parser by name (``hermes``, ``llama3_json``, ``mistral``, ``qwen3_coder``); raises
+    """A parser by name (``hermes``, ``llama3_json``, ``mistral``, ``qwen3_coder``,
+    ``gpt_oss``, ``glm45``, ``deepseek_v3``, ``kimi_k2``); raises
     :class:`UnknownParserError` (a ``ConfigError`` and a ``KeyError``) naming the known ones."""
     try:
         factory = _PARSERS[name]

@@ -125,3 +125,21 @@ def test_vllm_gets_the_tensor_parallel_size_and_n_gpus_rollout_must_match_it(mon
         .hyper_parameters, cuda_devices=8, device="cuda:0")
     assert (key, value) == ("n_gpus_rollout", 8)
     assert "is 4 vLLM engines of 2 GPU(s) each" in rule and "n_gpus_rollout: 2" in fix
+
+
+@cpu_only
+def test_each_builtin_replica_is_started_on_its_own_device(tiny_model_dir):
+    from rltune.engine.select import build_engine
+
+    # the second replica is sent to cuda:1, which a CPU build of torch cannot reach
+    with pytest.raises((AssertionError, RuntimeError), match="CUDA"):
+        build_engine("builtin", tiny_model_dir, model_name="m", threads=1, replicas=2,
+                     replica_devices=["cpu", "cuda:1"])
+    group = build_engine("builtin", tiny_model_dir, model_name="m", threads=1, replicas=2,
+                         replica_devices=["cpu", "cpu"])
+    try:
+        assert [str(r.device) for r in group.replicas] == ["cpu", "cpu"]
+    finally:
+        import asyncio
+
+        asyncio.run(group.close())

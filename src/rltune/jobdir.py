@@ -59,6 +59,14 @@ LOG_SOURCES = {"train": TRAIN_LOG, "process": PROCESS_LOG}
 STEP_FILE = re.compile(r"^step_(\d+)\.jsonl$")
 
 
+def log_lines(message: str, level: str = "INFO") -> str:
+    """``message`` as ``train.log`` lines: a time stamp and the level before each line."""
+    import time
+
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    return "".join(f"{stamp} {level:<7} {line}\n" for line in str(message).splitlines() or [""])
+
+
 def _file(name: str, what: str) -> property:
     """A :class:`JobDir` attribute: the path of ``name`` in the folder."""
     return property(lambda self: self.root / name, doc=f"{what} ({name})")
@@ -103,6 +111,12 @@ class JobDir:
     def complete_checkpoints(self) -> list[Path]:
         """The run's complete checkpoints, oldest step first."""
         return complete_checkpoints(self.checkpoints)
+
+    def append_log(self, message: str, level: str = "INFO") -> None:
+        """Add ``message`` to the run's log (before the job process opens it, e.g. the
+        warnings of its submit)."""
+        with open(self.log, "a", encoding="utf-8") as fh:
+            fh.write(log_lines(message, level))
 
     def request_stop(self, **facts: Any) -> None:
         """Ask the run to end at its next step boundary with a checkpoint (``stop``); the

@@ -259,8 +259,7 @@ def test_single_rollout_groups_only_for_opd():
 @pytest.mark.parametrize(("key", "value", "supported", "hint"), [
     ("tensor_model_parallel_size", 2, "1", "n_gpus_training: N"),
     ("pipeline_model_parallel_size", 2, "1", "n_gpus_training: N"),
-    ("inference_tensor_parallel_size", 2, "1", "device: auto|cpu|cuda[:i]"),
-    ("n_gpus_rollout", 4, "0 or 1", "device: auto|cpu|cuda[:i]"),
+    ("nnodes_rollout", 2, "1", "n_gpus_rollout: N"),
 ])
 def test_distributed_keys_this_build_cannot_honour_are_refused(key, value, supported, hint):
     err = _err(f"model: m\ntraining:\n  hyper_parameters:\n    {key}: {value}\n")

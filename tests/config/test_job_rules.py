@@ -110,17 +110,3 @@ def test_unnamed_functions_get_stable_distinct_names():
         load_job_config_text("model: m\nfunctions:\n"
                              "  - {type: reward, name: x, fcmodel: {classpath: 'a.py:A'}}\n"
                              "  - {type: reward, name: x, fcmodel: {classpath: 'b.py:B'}}\n")
-
-
-def test_seed_001s_distributed_keys_are_refused_together_naming_the_hardware():
-    from rltune.config import load_job_config_text
-    from rltune.sdk.errors import ConfigError
-
-    with pytest.raises(ConfigError) as err:
-        load_job_config_text("model: small\ntraining: {hyper_parameters: {n_gpus_rollout: 8, "
-                             "inference_tensor_parallel_size: 2, nnodes_rollout: 1, "
-                             "tensor_model_parallel_size: 1, sequence_parallel_size: 1}}\n")
-    text = str(err.value)
-    assert "2 problems" in text
-    assert "n_gpus_rollout = 8: needs 8 GPUs for the inference engine" in text
-    assert "inference_tensor_parallel_size = 2: needs 2 GPUs" in text

@@ -250,7 +250,8 @@ def run(
         follow = output == "table"
     if not follow:
         _emit({"job_id": out.job_id, "status": out.status,
-               "message": f"submitted to {client.base_url}"}, output, "job")
+               "message": f"submitted to {client.base_url}",
+               "warnings": out.warnings or []}, output, "job")
         return
     _follow(client, out.job_id)
 

@@ -80,9 +80,9 @@ def train(
 
             job = job.model_copy(update={"function_backend": FunctionBackend(
                 type="ray", address=ray_address)})
-        from rltune.config.job_rules import ray_trainer_ranks
+        from rltune.trainer.machine import check_machine
 
-        ray_trainer_ranks(job.hyper_parameters, job.function_backend)  # nnodes needs a cluster
+        check_machine(job)  # a device, Ray cluster or GPUs this machine lacks: all at once
         if job.tuned_model_name:
             from rltune.sdk.errors import ConfigError
 

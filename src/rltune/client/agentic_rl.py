@@ -312,9 +312,7 @@ class AgenticRL(LifecycleMixin):
         config = self._job_config(**kwargs)
         job = await self.http.request("POST", "/v1/jobs", json={"config": config})
         self.tuning_id = job["job_id"]
-        out = FineTune.of_job(job, SUBMIT_OK)
-        out.http_status = 201
-        return out
+        return FineTune.of_submit(job, SUBMIT_OK)
 
     def submit_job(self, model: Any = None, datasets: Any = None, functions: Any = None,
                    hyper_parameters: Optional[dict] = None, resources: Optional[dict] = None,
@@ -405,10 +403,8 @@ class AgenticRL(LifecycleMixin):
         """A new job from ``job_id``'s config with ``overrides`` (``{"dotted.key": value}``;
         a bare hyper-parameter name is short for ``training.hyper_parameters.<name>``)."""
         body = {"overrides": overrides or {}, "job_name": job_name}
-        out = FineTune.of_job(run_sync(self.http.request(
+        return FineTune.of_submit(run_sync(self.http.request(
             "POST", f"/v1/jobs/{job_id}/copy", json=body)), SUBMIT_OK)
-        out.http_status = 201
-        return out
 
     @_either
     def resume(self, job_id: str, checkpoint: Optional[str] = None) -> FineTune:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict
+
+log = logging.getLogger("rltune.client")
 
 
 class FineTuneOutput(BaseModel):
@@ -18,6 +21,8 @@ class FineTuneOutput(BaseModel):
     model: Optional[str] = None
     created_at: Optional[float] = None
     logs: Optional[list[str]] = None
+    #: A submit's hyper-parameter anti-patterns (the job runs anyway), each naming the key.
+    warnings: Optional[list[str]] = None
 
 
 class FineTune(BaseModel):
@@ -45,3 +50,14 @@ class FineTune(BaseModel):
     @classmethod
     def of_job(cls, data: dict[str, Any], status_code: int = 200) -> FineTune:
         return cls(status_code=status_code, output=FineTuneOutput.model_validate(data))
+
+    @classmethod
+    def of_submit(cls, data: dict[str, Any], status_code: int) -> FineTune:
+        """A submit's answer (HTTP 201); each of its ``warnings`` is logged at WARNING on the
+        ``rltune.client`` logger (stderr unless logging is set up otherwise), so the SDK and
+        the CLI show them."""
+        out = cls.of_job(data, status_code)
+        out.http_status = 201
+        for warning in data.get("warnings") or []:
+            log.warning("%s: %s", data.get("job_id"), warning)
+        return out

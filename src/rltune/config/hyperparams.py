@@ -76,12 +76,19 @@ class HyperParameters(KnobOverrides):
     # --- distributed layout (see DISTRIBUTED_SUPPORTED and _check_data_parallel) ---
     expert_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
     inference_gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
-    inference_tensor_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
+    inference_tensor_parallel_size: Optional[int] = Field(
+        None, ge=1, le=1024,
+        description="engine: vllm only: vLLM's tensor_parallel_size, CUDA GPUs per engine "
+        "(needs that many on the job's machine)")
     #: rltune's own: built-in engine replicas behind the policy gateway (``engine/group.py``),
     #: in this process (``local``) or as Ray actors on the cluster (``ray``).
     inference_replicas: Optional[int] = Field(None, ge=1, le=256)
     inference_replica_backend: Optional[literal(REPLICA_BACKENDS)] = None  # type: ignore[valid-type]
-    n_gpus_rollout: Optional[int] = Field(None, ge=0, le=100000)
+    n_gpus_rollout: Optional[int] = Field(
+        None, ge=0, le=100000,
+        description="CUDA GPUs of the inference engine, on the job's machine: N > 1 = N "
+        "built-in engine replicas, one per GPU (cuda:0..N-1), or with engine: vllm one "
+        "engine of inference_tensor_parallel_size = N GPUs; 0 or 1 = one engine on device")
     n_gpus_training: Optional[int] = Field(
         None, ge=0, le=100000,
         description="trainer ranks per node (data parallel, FSDP2): one GPU each on CUDA, "
@@ -413,17 +420,17 @@ def _check_async(hp: HyperParameters) -> None:
         )
 
 
-#: The distributed-layout keys this build can honour, and the values it supports; anything
-#: else is refused, not ignored. The engine runs on one device (``device``); the update runs
-#: on ``n_gpus_training`` data-parallel ranks of one node (any count, ``_check_data_parallel``).
+#: The distributed-layout keys this build honours only at these values; anything else is
+#: refused, not ignored, naming the hardware it would need. The update runs on
+#: ``n_gpus_training`` data-parallel ranks (``_check_data_parallel``); the engine's devices,
+#: ``n_gpus_rollout`` and ``inference_tensor_parallel_size``, depend on the engine and the
+#: machine (``config/rollout_layout.py``).
 DISTRIBUTED_SUPPORTED: dict[str, tuple[int, ...]] = {
-    "n_gpus_rollout": (0, 1),
     "nnodes_rollout": (1,),
     "tensor_model_parallel_size": (1,),
     "pipeline_model_parallel_size": (1,),
     "sequence_parallel_size": (1,),
     "expert_model_parallel_size": (1,),
-    "inference_tensor_parallel_size": (1,),
 }
 
 
@@ -434,19 +441,19 @@ def _refuse_distributed(hp: HyperParameters) -> None:
         value = getattr(hp, name)
         if value is None or value in allowed:
             continue
-        need = (f"{value} GPUs per trainer replica for model parallelism" if name in
-                _TRAINING_LAYOUT else f"{value} nodes of inference GPUs" if name ==
-                "nnodes_rollout" else f"{value} GPUs for the inference engine")
+        training = name in _TRAINING_LAYOUT
+        need = (f"{value} GPUs per trainer replica for model parallelism" if training
+                else f"{value} nodes of inference GPUs")
         what = ("it trains on data-parallel ranks only (n_gpus_training: N per node, "
-                "nnodes_training: N nodes on a Ray cluster)"
-                if name in _TRAINING_LAYOUT else "it runs the engine on one device")
+                "nnodes_training: N nodes on a Ray cluster)" if training else
+                "its engine replicas run on the job's machine (n_gpus_rollout: N GPUs) or on "
+                "the CPUs of a Ray cluster's nodes (inference_replica_backend: ray)")
         found.append(problem(
             name, value, f"needs {need}, which is not supported by this build: {what}, so {name} "
             f"may be {' or '.join(str(a) for a in allowed)} (or unset)",
             f"remove {name} (or set it to {allowed[-1]})"
-            + ("; use n_gpus_training: N for N data-parallel trainer ranks"
-               if name in _TRAINING_LAYOUT else " and pick the device with "
-               "device: auto|cpu|cuda[:i]")))
+            + ("; use n_gpus_training: N for N data-parallel trainer ranks" if training else
+               "; use n_gpus_rollout: N for N inference GPUs on this machine")))
     if found:
         raise problems(found)
 
@@ -458,7 +465,7 @@ _TRAINING_LAYOUT = ("tensor_model_parallel_size",
 
 def _check_data_parallel(hp: HyperParameters) -> None:
     """``n_gpus_training: N`` > 1 trains on N data-parallel ranks (``trainer/parallel/ranks.py``),
-    which do not support LoRA yet (nor the KL term: ``job_rules.check_data_parallel_kl``
+    which do not support LoRA yet (nor the KL term: ``job_rules.data_parallel_kl_problem``
     checks that on the job, whose training type picks the preset)."""
     n, key = hp.trainer_ranks, hp.trainer_ranks_key
     if n > 1 and hp.lora_rank > 0:

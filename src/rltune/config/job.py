@@ -64,8 +64,7 @@ from rltune.config.datasets import Dataset, DatasetsType, TrainingType
 from rltune.config.errors import config_error
 from rltune.config.hyperparams import HyperParameters
 from rltune.config.job_rules import (
-    check_data_parallel_kl,
-    check_engine_keys,
+    check_distributed_keys,
     check_offline,
     check_publish_and_split,
 )
@@ -286,8 +285,7 @@ class JobConfig(StrictModel):
                             "stop_at_validation_reward stops on the validation reward, and "
                             "this job has no validation dataset",
                             "add a dataset with type: validation, or remove the key")
-        check_data_parallel_kl(hp, self.knobs)
-        check_engine_keys(self.engine or "builtin", hp)
+        check_distributed_keys(self.engine or "builtin", hp, self.knobs)
         rollouts = [f for f in self.functions if isinstance(f, RolloutFunctionComponent)]
         if len(rollouts) > 1:
             raise _coupling("functions", len(rollouts), "a job has at most one rollout function",

@@ -2,8 +2,9 @@
 training type picks the preset) and the engine keys the chosen engine cannot honour.
 
 They run in ``JobConfig``'s validator, so ``rltune train``, the job server and the SDK refuse
-the same jobs, with the key, the rule and the fix. ``engine_key_problem`` is also the rule
-``rltune.engine.select`` can apply once the device is known.
+the same jobs, with the key, the rule and the fix (the distributed ones all in one error).
+``engine_key_problem`` is also the rule ``rltune.engine.select`` can apply once the device is
+known.
 
 Example:
     >>> from rltune.config.job_rules import engine_key_problem
@@ -53,18 +54,17 @@ def check_publish_and_split(job: Any) -> None:
                        "remove one of them (Ark: they are exclusive)")
 
 
-def check_data_parallel_kl(hp: Any, knobs: Any) -> None:
+def data_parallel_kl_problem(hp: Any, knobs: Any) -> Optional[Problem]:
     """Data-parallel ranks (``n_gpus_training`` > 1) hold no reference model: the KL term of
     the job's resolved knobs (OPD's preset has none) must be off."""
     n, key = hp.trainer_ranks, hp.trainer_ranks_key
     if n > 1 and knobs.use_kl_loss and hp.kl_loss_coef > 0:
-        raise coupling(
-            _HP + key, getattr(hp, key),
-            f"with more than one trainer rank does not support the KL term yet (algorithm "
-            f"{knobs.algorithm}, kl_loss_coef {hp.kl_loss_coef:g}): data-parallel ranks hold "
-            "no reference model",
-            f"set kl_loss_coef: 0 (or use_kl_loss: false), or {key}: 1",
-        )
+        return (key, getattr(hp, key),
+                f"with more than one trainer rank does not support the KL term yet (algorithm "
+                f"{knobs.algorithm}, kl_loss_coef {hp.kl_loss_coef:g}): data-parallel ranks hold "
+                "no reference model",
+                f"set kl_loss_coef: 0 (or use_kl_loss: false), or {key}: 1")
+    return None
 
 
 def ray_trainer_ranks(hp: Any, function_backend: Any) -> bool:
@@ -122,14 +122,25 @@ def engine_key_problem(engine: str, *, device: Optional[str] = None,
     return None
 
 
-def check_engine_keys(engine: str, hp: Any) -> None:
-    """The job's engine keys, with the device the job names (``auto`` is checked when the
-    engine starts)."""
-    problem = engine_key_problem(
+def check_distributed_keys(engine: str, hp: Any, knobs: Any) -> None:
+    """The job's trainer ranks and engine keys, every problem in one error, with the device
+    the job names (``auto``, and the machine's GPUs, are checked where the job runs:
+    ``rltune.trainer.machine``)."""
+    from rltune.config._base import problem as one
+    from rltune.config._base import problems
+    from rltune.config.rollout_layout import layout_problems
+
+    found = [p for p in [data_parallel_kl_problem(hp, knobs)] if p is not None]
+    found += layout_problems(engine, hp)  # n_gpus_rollout, inference_tensor_parallel_size
+    first = engine_key_problem(
         engine, device=None if hp.device == "auto" else hp.device,
         gpu_memory_utilization=hp.inference_gpu_memory_utilization,
         replicas=hp.inference_replicas or 1,
         replica_backend=hp.inference_replica_backend or "local")
-    if problem is not None:
-        key, value, rule, fix = problem
+    if first is not None and first[0] not in {p[0] for p in found}:
+        found.append(first)
+    if len(found) == 1:
+        key, value, rule, fix = found[0]
         raise coupling(_HP + key, value, rule, fix)
+    if found:
+        raise problems([one(_HP + key, value, rule, fix) for key, value, rule, fix in found])

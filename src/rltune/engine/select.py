@@ -99,11 +99,15 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
                  dtype: str = "float32", threads: int = 2, max_batch_size: int = 64,
                  gpu_memory_utilization: Optional[float] = None,
                  colocated: bool = True, seed: int = 0, replicas: int = 1,
-                 replica_backend: str = "local", ray_address: Optional[str] = None) -> Any:
+                 replica_backend: str = "local", ray_address: Optional[str] = None,
+                 tensor_parallel_size: int = 1,
+                 replica_devices: Optional[list[str]] = None) -> Any:
     """Start engine ``name`` on the model directory ``path``.
 
     ``replicas`` > 1 or ``replica_backend="ray"``: an ``EngineGroup`` over that many built-in
-    engines, here or as Ray actors on the cluster at ``ray_address`` (else ``RAY_ADDRESS``).
+    engines, here or as Ray actors on the cluster at ``ray_address`` (else ``RAY_ADDRESS``);
+    ``replica_devices`` puts local replica ``i`` on its own device (default: all on
+    ``device``). ``tensor_parallel_size`` is vLLM's (CUDA GPUs of the one engine).
 
     ``colocated``: the engine shares its device with a trainer (turns vLLM's sleep mode on
     where the device supports it). ``threads`` is the built-in engine's torch thread count;
@@ -113,6 +117,7 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
                          replicas=replicas, replica_backend=replica_backend)
     if replicas > 1 or replica_backend == "ray":
         return _build_group(path, replicas, replica_backend, ray_address=ray_address,
+                            devices=replica_devices or [device] * replicas,
                             device=device, dtype=dtype, threads=threads, model_name=model_name,
                             max_batch_size=max_batch_size)
     if name == "vllm":
@@ -124,7 +129,7 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
         return VLLMEngine.from_pretrained(
             path, device=device, dtype=dtype, model_name=model_name,
             max_batch_size=max_batch_size, gpu_memory_utilization=gpu_memory_utilization,
-            sleep_mode=shared_gpu, seed=seed)
+            sleep_mode=shared_gpu, seed=seed, tensor_parallel_size=tensor_parallel_size)
     from rltune.engine.transformers_engine import TransformersEngine
 
     return TransformersEngine.from_pretrained(path, device=device, dtype=dtype, threads=threads,
@@ -133,7 +138,7 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
 
 
 def _build_group(path: str | Path, replicas: int, backend: str, *, ray_address: Optional[str],
-                 **kwargs: Any) -> Any:
+                 devices: list[str], **kwargs: Any) -> Any:
     from rltune.engine.group import EngineGroup
 
     if backend == "ray":
@@ -145,8 +150,9 @@ def _build_group(path: str | Path, replicas: int, backend: str, *, ray_address: 
 
     engines: list[Any] = []
     try:
-        for _ in range(replicas):
-            engines.append(TransformersEngine.from_pretrained(path, **kwargs))
+        for replica_device in devices:
+            engines.append(TransformersEngine.from_pretrained(
+                path, **{**kwargs, "device": replica_device}))
     except BaseException:
         for engine in engines:  # a later replica failed to load: stop the started ones
             engine.stop()

@@ -110,11 +110,14 @@ class VLLMEngine(ThreadedEngine):
     def from_pretrained(cls, path: str | Path, *, device: str = "cpu", dtype: str = "float32",
                         model_name: Optional[str] = None, max_model_len: Optional[int] = None,
                         max_batch_size: int = 64, gpu_memory_utilization: Optional[float] = None,
-                        sleep_mode: bool = False, seed: int = 0) -> VLLMEngine:
+                        sleep_mode: bool = False, seed: int = 0,
+                        tensor_parallel_size: int = 1) -> VLLMEngine:
         """Start vLLM on a saved model directory (config.json + safetensors + tokenizer).
 
         ``device`` is ``cpu`` or ``cuda``; ``sleep_mode`` and ``gpu_memory_utilization`` need
-        CUDA. vLLM's CPU backend takes its thread count from ``OMP_NUM_THREADS`` and
+        CUDA, and so does ``tensor_parallel_size`` > 1 (vLLM's, on cuda:0..N-1; its workers
+        are processes, and a weight sync reaches each through ``collective_rpc``). vLLM's CPU
+        backend takes its thread count from ``OMP_NUM_THREADS`` and
         ``VLLM_CPU_OMP_THREADS_BIND``, not from an argument.
         """
         from rltune.engine.transformers_engine import load_tokenizer
@@ -130,6 +133,13 @@ class VLLMEngine(ThreadedEngine):
                 hint="vLLM's CPU backend has no sleep mode and sizes its KV cache from the "
                 "VLLM_CPU_KVCACHE_SPACE environment variable (GiB): unset the key, or run on "
                 "a GPU")
+        if not on_cuda and tensor_parallel_size > 1:
+            raise ValidationError(
+                f"inference_tensor_parallel_size {tensor_parallel_size} needs "
+                f"{tensor_parallel_size} CUDA GPUs; this engine runs on {device}",
+                where="training.hyper_parameters.inference_tensor_parallel_size",
+                hint="remove it (one vLLM engine on the CPU), or run on a machine with that "
+                "many GPUs")
         # In-process engine core: the model is reachable for weight loads (TRL colocate).
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         if not on_cuda:
@@ -153,7 +163,8 @@ class VLLMEngine(ThreadedEngine):
         ctx = int(max_model_len or getattr(config, "max_position_embeddings", 0) or 2048)
         args = engine_args(path, dtype=dtype, max_model_len=ctx, seed=seed,
                            max_batch_size=max_batch_size, on_cuda=on_cuda,
-                           sleep_mode=sleep_mode, gpu_memory_utilization=gpu_memory_utilization)
+                           sleep_mode=sleep_mode, gpu_memory_utilization=gpu_memory_utilization,
+                           tensor_parallel_size=tensor_parallel_size)
         llm = LLMEngine.from_engine_args(EngineArgs(**args))
         return cls(llm, tokenizer, model_config=config, model_name=model_name or path.name,
                    max_context=ctx, eos_ids=_eos_ids(path, tokenizer), device=device,
@@ -315,10 +326,12 @@ class VLLMEngine(ThreadedEngine):
 
 def engine_args(path: str | Path, *, dtype: str, max_model_len: int, seed: int,
                 max_batch_size: int, on_cuda: bool, sleep_mode: bool,
-                gpu_memory_utilization: Optional[float]) -> dict[str, Any]:
+                gpu_memory_utilization: Optional[float],
+                tensor_parallel_size: int = 1) -> dict[str, Any]:
     """vLLM's ``EngineArgs`` for this engine. Prefix caching is on: GRPO's ``n`` copies of a
     prompt and every later turn of an agent's episode reuse the KV of the tokens they share
-    (the cache is reset on each weight update, as the built-in engine drops its own)."""
+    (the cache is reset on each weight update, as the built-in engine drops its own).
+    ``tensor_parallel_size`` > 1 (``inference_tensor_parallel_size``) is passed as vLLM's."""
     args: dict[str, Any] = dict(
         model=str(path), dtype=dtype, max_model_len=max_model_len, seed=seed,
         # the tokenizer is loaded (not skipped) for structured outputs (``_structured``)
@@ -329,6 +342,8 @@ def engine_args(path: str | Path, *, dtype: str, max_model_len: int, seed: int,
     )
     if gpu_memory_utilization is not None:
         args["gpu_memory_utilization"] = gpu_memory_utilization
+    if tensor_parallel_size > 1:
+        args["tensor_parallel_size"] = tensor_parallel_size
     if not on_cuda:
         # vLLM's CPU runner rewinds a seeded request's generator after a partial (chunked)
         # prefill, which CPU generators cannot do ("CPU Generator does not use offset",

@@ -173,6 +173,16 @@ class JobView(Body):
     tags: dict[str, str] = Field(default_factory=dict)
 
 
+class JobSubmitted(JobView):
+    """A submitted job (``POST /v1/jobs``, ``/v1/jobs/{id}/copy``)."""
+
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="the seed's hyper-parameter anti-patterns in the job (an SFT learning "
+        "rate, n_rollouts 1, ...), each naming the key and a fix: the job runs anyway, and "
+        "its train.log starts with them; [] when there are none")
+
+
 class JobDetail(JobView):
     config: dict[str, Any] = Field(description="the job config, secrets masked")
     config_yaml: str

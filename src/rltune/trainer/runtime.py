@@ -38,7 +38,6 @@ from rltune.trainer.device import (
     check_precision,
     frozen_dtype,
     home_device,
-    resolve_device,
     weight_dtype,
 )
 from rltune.trainer.policy import load_policy
@@ -99,15 +98,15 @@ def component_spec(comp: Any, func_type: FunctionType, base_dir: Path) -> Any:
     )
 
 
-def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> Engine:
-    """Start the engine that samples for the job (``engine``: built-in or vLLM), on the job's
-    device, in the policy's precision; ``inference_replicas`` of them behind one group."""
-    from rltune.engine.select import build_engine as start_engine
+def engine_options(config: JobConfig, device: torch.device) -> dict[str, Any]:
+    """The job's engine keys as ``engine.select.build_engine``'s arguments: replicas and
+    their devices, vLLM's tensor parallelism (``config/rollout_layout.py``)."""
+    from rltune.config.rollout_layout import rollout_layout
+    from rltune.engine.placement import replica_devices
 
     hp = config.hyper_parameters
-    engine: Engine = start_engine(
-        config.engine or "builtin",
-        model_path,
+    layout = rollout_layout(config.engine or "builtin", hp)
+    return dict(
         device=str(device),
         dtype=str(weight_dtype(hp)).removeprefix("torch."),
         threads=int(os.environ.get("RLTUNE_TORCH_THREADS", "2")),
@@ -115,10 +114,22 @@ def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> E
         max_batch_size=max(8, hp.batch_size * hp.n_rollouts),
         gpu_memory_utilization=hp.inference_gpu_memory_utilization,
         seed=hp.seed,
-        replicas=hp.inference_replicas or 1,  # > 1 or ray: an EngineGroup (engine/group.py)
+        replicas=layout.replicas,  # > 1 or ray: an EngineGroup (engine/group.py)
+        replica_devices=replica_devices(str(device), layout.replicas, layout.gpus),
+        tensor_parallel_size=layout.tensor_parallel,
         replica_backend=hp.inference_replica_backend or "local",
         ray_address=fb.address if (fb := config.function_backend) and fb.type == "ray" else None,
     )
+
+
+def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> Engine:
+    """Start the engine that samples for the job (``engine``: built-in or vLLM), on the job's
+    device, in the policy's precision; ``inference_replicas`` (or ``n_gpus_rollout``) of them
+    behind one group."""
+    from rltune.engine.select import build_engine as start_engine
+
+    engine: Engine = start_engine(config.engine or "builtin", model_path,
+                                  **engine_options(config, device))
     return engine
 
 
@@ -151,11 +162,11 @@ class TrainingRuntime:
         self.job_dir = Path(job_dir)
         self.files = JobDir(self.job_dir)
         self.ckpt_root = self.files.checkpoints
-        self.device = resolve_device(self.hp.device)
-        from rltune.config.job_rules import ray_trainer_ranks
+        from rltune.trainer.machine import check_machine
 
-        # Refused here, before anything starts, when nnodes_training > 1 has no cluster.
-        self.on_ray = ray_trainer_ranks(self.hp, config.function_backend)
+        # Refused here, before anything starts, all at once: a device, a Ray cluster
+        # (nnodes_training > 1) or inference GPUs (n_gpus_rollout) this machine lacks.
+        self.device, self.on_ray = check_machine(config)
         self.ranks = self.hp.trainer_ranks  # trainer ranks (data parallel)
         self._closers: list[Any] = []
 

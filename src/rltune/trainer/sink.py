@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from rltune.jobdir import JobDir, read_jsonl
+from rltune.jobdir import JobDir, log_lines, read_jsonl
 
 
 class Sink(Protocol):
@@ -107,10 +107,8 @@ class FileSink:
             os.replace(tmp, path)
 
     def log(self, message: str, level: str = "INFO") -> None:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         with self._lock:
-            for line in str(message).splitlines() or [""]:
-                self._log.write(f"{stamp} {level:<7} {line}\n")
+            self._log.write(log_lines(message, level))
             self._log.flush()
         if self.echo:
             print(f"{level}: {message}")

@@ -75,7 +75,7 @@ def _edited(text: str, source: dict[str, Any]) -> dict[str, Any]:
     return unmasked(data, source)
 
 
-@router.post("/jobs/{job_id}/copy", response_model=M.JobView, status_code=201)
+@router.post("/jobs/{job_id}/copy", response_model=M.JobSubmitted, status_code=201)
 async def copy_job(job_id: str, request: Request, body: Optional[JobCopy] = None,
                    caller: Caller = Depends(authenticate),
                    idempotency_key: Optional[str] = Header(None)):

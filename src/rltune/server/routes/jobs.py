@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as PydanticValidationError
 
+from rltune.doctor.plan import anti_patterns
 from rltune.jobdir import JobDir
 from rltune.names import OptionalJobName
 from rltune.sdk.errors import ConflictError, ValidationError
@@ -92,9 +93,12 @@ async def _create(body: JobCreate, request: Request, caller: Caller,
                "algorithm": job.hyper_parameters.algorithm,
                "training_type": job.training.type.value, "project": job.project,
                "tags": dict(job.tags), **facts, **(extra or {})}
+        warnings = anti_patterns(job)  # warned, not refused (as `rltune plan` / `train`)
+        for warning in warnings:
+            JobDir(job_dir).append_log(f"warning: {warning}", level="WARNING")
         ctx.store.put("jobs", rec)
         ctx.executor.wake()
-        return 201, job_view(ctx, rec)
+        return 201, {**job_view(ctx, rec), "warnings": warnings}
 
     return await idempotent(ctx.store, caller.workspace, idempotency_key,
                             fingerprint("jobs", body.model_dump()), create,
@@ -123,11 +127,13 @@ _BODY_SCHEMA = {"requestBody": {"required": True, "content": {
     "application/json": {"schema": JobCreate.model_json_schema()}}}}
 
 
-@router.post("/jobs", response_model=M.JobView, status_code=201, openapi_extra=_BODY_SCHEMA)
+@router.post("/jobs", response_model=M.JobSubmitted, status_code=201,
+             openapi_extra=_BODY_SCHEMA)
 async def create_job(request: Request, caller: Caller = Depends(authenticate),
                      idempotency_key: Optional[str] = Header(None)):
     """Submit a job; it starts when a slot is free (``max_concurrent_jobs``). The body is a
-    ``JobCreate``: ``{"config": {...}}`` or ``{"config_yaml": "..."}``, plus ``job_name``."""
+    ``JobCreate``: ``{"config": {...}}`` or ``{"config_yaml": "..."}``, plus ``job_name``.
+    The answer's ``warnings`` are the job's hyper-parameter anti-patterns (it runs anyway)."""
     return await _create(await _job_body(request), request, caller, idempotency_key)
 
 

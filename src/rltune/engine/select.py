@@ -15,8 +15,8 @@ key the chosen engine cannot honour is refused here, naming the key:
 * ``inference_replicas`` > 1 starts that many engines (built-in or vLLM) behind one
   ``EngineGroup`` (``engine/group.py``); ``inference_replica_backend: ray`` starts them as Ray
   actors on the cluster's nodes (``engine/ray_replica.py``, CPU only in this build), each
-  actor its own process with its own engine. vLLM replicas in this process run on the CPU
-  only (on a GPU each vLLM engine would size its memory pool as if alone on the device).
+  actor its own process with its own engine. Several vLLM engines in this process are refused
+  (``config.job_rules.engine_key_problem``: vLLM's forward context is process-global).
 
 Example:
     >>> from rltune.engine.select import ENGINE_NAMES

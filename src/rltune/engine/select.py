@@ -145,9 +145,7 @@ def _build_group(name: str, path: str | Path, replicas: int, backend: str, *,
                                               seed=seed, **kwargs))
     engines: list[Any] = []
     try:
-        for _ in range(replicas):
-            # every replica the same seed, as a lone engine: a request's seed decides its
-            # sample whichever replica serves it
+        for _ in range(replicas):  # built-in engines (vLLM is refused here: one per process)
             engines.append(build_engine(name, path, seed=seed, **kwargs))
     except BaseException:
         for engine in engines:  # a later replica failed to load: stop the started ones

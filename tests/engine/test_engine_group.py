@@ -156,7 +156,11 @@ def test_replica_keys_are_validated_and_refused_where_they_cannot_act():
         validate_hyper_parameters({"inference_replica_backend": "k8s"})
     with pytest.raises(ConfigError) as err:
         check_engine_options("vllm", replicas=2)
-    assert err.value.where.endswith("inference_replicas") and "engine: builtin" in err.value.hint
+    assert err.value.where.endswith("inference_replicas")  # one vLLM per process
+    assert "inference_replica_backend: ray" in err.value.hint
+    with pytest.raises(ConfigError) as err:
+        check_engine_options("vllm", device="cuda", replicas=2, replica_backend="ray")
+    assert err.value.where.endswith("inference_replica_backend") and "CPU" in str(err.value)
     with pytest.raises(ConfigError) as err:
         check_engine_options("builtin", device="cuda", replica_backend="ray")
     assert err.value.where.endswith("inference_replica_backend") and "CPU" in str(err.value)

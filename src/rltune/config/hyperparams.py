@@ -80,8 +80,8 @@ class HyperParameters(KnobOverrides):
         None, ge=1, le=1024,
         description="engine: vllm only: vLLM's tensor_parallel_size, CUDA GPUs per engine "
         "(needs that many on the job's machine)")
-    #: rltune's own: built-in engine replicas behind the policy gateway (``engine/group.py``),
-    #: in this process (``local``) or as Ray actors on the cluster (``ray``).
+    #: rltune's own: engine replicas (built-in or vLLM) behind the policy gateway
+    #: (``engine/group.py``), in this process (``local``) or as Ray actors (``ray``).
     inference_replicas: Optional[int] = Field(None, ge=1, le=256)
     inference_replica_backend: Optional[literal(REPLICA_BACKENDS)] = None  # type: ignore[valid-type]
     n_gpus_rollout: Optional[int] = Field(

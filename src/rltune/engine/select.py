@@ -12,10 +12,11 @@ key the chosen engine cannot honour is refused here, naming the key:
 * Sleep mode (free the KV cache and offload weights while the trainer updates) is on when the
   vLLM engine shares a CUDA device with the trainer, and unavailable elsewhere; vLLM then takes
   ``COLOCATED_GPU_MEMORY_UTILIZATION`` of the GPU unless the job sets the key.
-* ``inference_replicas`` > 1 starts that many built-in engines behind one ``EngineGroup``
-  (``engine/group.py``); ``inference_replica_backend: ray`` starts them as Ray actors on the
-  cluster's nodes (``engine/ray_replica.py``, CPU only in this build). vLLM replicas are
-  refused: one process holds one vLLM engine here.
+* ``inference_replicas`` > 1 starts that many engines (built-in or vLLM) behind one
+  ``EngineGroup`` (``engine/group.py``); ``inference_replica_backend: ray`` starts them as Ray
+  actors on the cluster's nodes (``engine/ray_replica.py``, CPU only in this build), each
+  actor its own process with its own engine. Several vLLM engines in this process are refused
+  (``config.job_rules.engine_key_problem``: vLLM's forward context is process-global).
 
 Example:
     >>> from rltune.engine.select import ENGINE_NAMES
@@ -104,8 +105,8 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
                  replica_devices: Optional[list[str]] = None) -> Any:
     """Start engine ``name`` on the model directory ``path``.
 
-    ``replicas`` > 1 or ``replica_backend="ray"``: an ``EngineGroup`` over that many built-in
-    engines, here or as Ray actors on the cluster at ``ray_address`` (else ``RAY_ADDRESS``);
+    ``replicas`` > 1 or ``replica_backend="ray"``: an ``EngineGroup`` over that many engines
+    ``name``, here or as Ray actors on the cluster at ``ray_address`` (else ``RAY_ADDRESS``);
     ``replica_devices`` puts local replica ``i`` on its own device (default: all on
     ``device``). ``tensor_parallel_size`` is vLLM's (CUDA GPUs of the one engine).
 
@@ -116,10 +117,10 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
     check_engine_options(name, device=device, gpu_memory_utilization=gpu_memory_utilization,
                          replicas=replicas, replica_backend=replica_backend)
     if replicas > 1 or replica_backend == "ray":
-        return _build_group(path, replicas, replica_backend, ray_address=ray_address,
+        return _build_group(name, path, replicas, replica_backend, ray_address=ray_address,
                             devices=replica_devices or [device] * replicas,
                             device=device, dtype=dtype, threads=threads, model_name=model_name,
-                            max_batch_size=max_batch_size)
+                            max_batch_size=max_batch_size, seed=seed)
     if name == "vllm":
         from rltune.engine.vllm_engine import VLLMEngine
 
@@ -137,24 +138,25 @@ def build_engine(name: str, path: str | Path, *, model_name: str, device: str = 
                                               max_batch_size=max_batch_size)
 
 
-def _build_group(path: str | Path, replicas: int, backend: str, *, ray_address: Optional[str],
-                 devices: list[str], **kwargs: Any) -> Any:
+def _build_group(name: str, path: str | Path, replicas: int, backend: str, *,
+                 ray_address: Optional[str], devices: list[str], seed: int,
+                 **kwargs: Any) -> Any:
     from rltune.engine.group import EngineGroup
 
     if backend == "ray":
         from rltune.engine.ray_replica import start_ray_replicas
 
-        kwargs.pop("device")
-        return EngineGroup(start_ray_replicas(path, replicas, address=ray_address, **kwargs))
-    from rltune.engine.transformers_engine import TransformersEngine
-
+        kwargs.pop("device")  # CPU actors (engine_key_problem refuses another device)
+        return EngineGroup(start_ray_replicas(path, replicas, engine=name, address=ray_address,
+                                              seed=seed, **kwargs))
     engines: list[Any] = []
     try:
-        for replica_device in devices:
-            engines.append(TransformersEngine.from_pretrained(
-                path, **{**kwargs, "device": replica_device}))
+        for replica_device in devices:  # built-in engines (vLLM is refused here: one per process)
+            engines.append(build_engine(name, path, seed=seed,
+                                        **{**kwargs, "device": replica_device}))
     except BaseException:
         for engine in engines:  # a later replica failed to load: stop the started ones
             engine.stop()
         raise
     return EngineGroup(engines)
+

@@ -465,8 +465,8 @@ _TRAINING_LAYOUT = ("tensor_model_parallel_size",
 
 def _check_data_parallel(hp: HyperParameters) -> None:
     """``n_gpus_training: N`` > 1 trains on N data-parallel ranks (``trainer/parallel/ranks.py``),
-    which do not support LoRA yet (nor the KL term: ``job_rules.data_parallel_kl_problem``
-    checks that on the job, whose training type picks the preset)."""
+    which do not support LoRA yet (the KL term runs on every rank: each holds its own frozen
+    reference, ``trainer/parallel/distributed.py``)."""
     n, key = hp.trainer_ranks, hp.trainer_ranks_key
     if n > 1 and hp.lora_rank > 0:
         raise _coupling(

@@ -285,7 +285,7 @@ class JobConfig(StrictModel):
                             "stop_at_validation_reward stops on the validation reward, and "
                             "this job has no validation dataset",
                             "add a dataset with type: validation, or remove the key")
-        check_distributed_keys(self.engine or "builtin", hp, self.knobs)
+        check_distributed_keys(self.engine or "builtin", hp)
         rollouts = [f for f in self.functions if isinstance(f, RolloutFunctionComponent)]
         if len(rollouts) > 1:
             raise _coupling("functions", len(rollouts), "a job has at most one rollout function",

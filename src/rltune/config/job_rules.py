@@ -1,5 +1,5 @@
-"""The job's rules that read more than one block: the KL term on data-parallel ranks (the
-training type picks the preset) and the engine keys the chosen engine cannot honour.
+"""The job's rules that read more than one block: the distributed layout and the engine keys
+the chosen engine cannot honour.
 
 They run in ``JobConfig``'s validator, so ``rltune train``, the job server and the SDK refuse
 the same jobs, with the key, the rule and the fix (the distributed ones all in one error).
@@ -52,19 +52,6 @@ def check_publish_and_split(job: Any) -> None:
                        "validation_percentage splits the validation rows off the training rows, "
                        "and this job also has a validation dataset",
                        "remove one of them (Ark: they are exclusive)")
-
-
-def data_parallel_kl_problem(hp: Any, knobs: Any) -> Optional[Problem]:
-    """Data-parallel ranks (``n_gpus_training`` > 1) hold no reference model: the KL term of
-    the job's resolved knobs (OPD's preset has none) must be off."""
-    n, key = hp.trainer_ranks, hp.trainer_ranks_key
-    if n > 1 and knobs.use_kl_loss and hp.kl_loss_coef > 0:
-        return (key, getattr(hp, key),
-                f"with more than one trainer rank does not support the KL term yet (algorithm "
-                f"{knobs.algorithm}, kl_loss_coef {hp.kl_loss_coef:g}): data-parallel ranks hold "
-                "no reference model",
-                f"set kl_loss_coef: 0 (or use_kl_loss: false), or {key}: 1")
-    return None
 
 
 def ray_trainer_ranks(hp: Any, function_backend: Any) -> bool:
@@ -124,7 +111,7 @@ def engine_key_problem(engine: str, *, device: Optional[str] = None,
     return None
 
 
-def check_distributed_keys(engine: str, hp: Any, knobs: Any) -> None:
+def check_distributed_keys(engine: str, hp: Any) -> None:
     """The job's trainer ranks and engine keys, every problem in one error, with the device
     the job names (``auto``, and the machine's GPUs, are checked where the job runs:
     ``rltune.trainer.machine``)."""
@@ -132,8 +119,7 @@ def check_distributed_keys(engine: str, hp: Any, knobs: Any) -> None:
     from rltune.config._base import problems
     from rltune.config.rollout_layout import layout_problems
 
-    found = [p for p in [data_parallel_kl_problem(hp, knobs)] if p is not None]
-    found += layout_problems(engine, hp)  # n_gpus_rollout, inference_tensor_parallel_size
+    found = layout_problems(engine, hp)  # n_gpus_rollout, inference_tensor_parallel_size
     first = engine_key_problem(
         engine, device=None if hp.device == "auto" else hp.device,
         gpu_memory_utilization=hp.inference_gpu_memory_utilization,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import torch
 
@@ -208,7 +208,7 @@ class TrainingRuntime:
         self.model, reference = load_policy(self.model_path, hp, self.knobs, self.device,
                                             self.log)
         if self.ranks > 1:
-            await self._start_ranks()
+            await self._start_ranks(reference)
         else:
             self.updater = PolicyUpdater(
                 self.model,
@@ -220,7 +220,7 @@ class TrainingRuntime:
             )
         await self._start_functions()
 
-    async def _start_ranks(self) -> None:
+    async def _start_ranks(self, reference: Optional[torch.nn.Module]) -> None:
         """Data parallel (``n_gpus_training`` > 1): this process is rank 0 of the update and
         starts the other ranks (``trainer/parallel/ranks.py``); with ``nnodes_training`` on a Ray
         cluster every rank is a Ray actor (``trainer/parallel/ray_ranks.py``)."""
@@ -232,7 +232,8 @@ class TrainingRuntime:
         self.updater = await start_ranked_updater(
             self.model, self.hp, self.knobs, world_size=self.ranks, model_path=self.model_path,
             device=self.device, total_steps=max(1, self.total_steps),
-            pad_token_id=self.tokenizer.pad_token_id or 0, log_dir=self.files.ranks)
+            pad_token_id=self.tokenizer.pad_token_id or 0, log_dir=self.files.ranks,
+            reference_model=reference)
         self._closers.append(self.updater.close)
         self.log(f"data parallel: {self.ranks} trainer ranks (FSDP2, "
                  f"{'NCCL' if self.device.type == 'cuda' else 'gloo'}); ranks 1.."

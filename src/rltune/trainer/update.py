@@ -331,17 +331,18 @@ class PolicyUpdater:
             old = b.old.to(logp.device)
             adv = b.adv.to(logp.device)
             bw, loss_mask = None, mask
+            seen: dict[str, float] = {}  # this pass's share of the metrics (none for a pad)
             if b.behav is not None:
                 behav = b.behav.to(logp.device)
                 # tokens the policy moved too far from since they were sampled leave the loss
                 loss_mask = behaviour_keep_BT(old, behav, mask, self.behaviour_bound)
                 bw, capped = behaviour_weight_BT(old, behav, loss_mask,
                                                  k.importance_sampling_level)
-                sums["bw"] += float((bw * loss_mask).sum()) / tokens
-                sums["bw_capped"] += float((capped.float() * loss_mask).sum()) / tokens
-                sums["bw_masked"] += float((mask - loss_mask).sum()) / tokens
+                seen["bw"] = float((bw * loss_mask).sum()) / tokens
+                seen["bw_capped"] = float((capped.float() * loss_mask).sum()) / tokens
+                seen["bw_masked"] = float((mask - loss_mask).sum()) / tokens
                 # KL(behaviour || prox), k1 from the behaviour policy's own samples
-                sums["behav_kl"] += float(((behav - old) * mask).sum()) / tokens
+                seen["behav_kl"] = float(((behav - old) * mask).sum()) / tokens
             ratio = importance_ratio_BT(logp, old, loss_mask, k.importance_sampling_level)
             pg_BT, clipped_BT = ppo_clip_loss_BT(ratio, adv, k.clip_ratio_low, k.clip_ratio_high,
                                                  k.clip_ratio_c, behaviour_weight_BT=bw)
@@ -352,7 +353,7 @@ class PolicyUpdater:
                 kl = aggregate_loss(kl_penalty_BT(logp, b.ref.to(logp.device), k.kl_estimator),
                                     loss_mask, mode, row_weight_B=weight, normalizer=norm)
                 loss = loss + k.kl_loss_coef * kl
-                sums["kl"] += float(kl.detach())
+                seen["kl"] = float(kl.detach())
             if k.entropy_coeff:
                 ent_term = aggregate_loss(entropy, loss_mask, mode, row_weight_B=weight,
                                           normalizer=norm)
@@ -361,6 +362,8 @@ class PolicyUpdater:
                 (loss * 0.0).backward()
                 continue
             loss.backward()
+            for key, value in seen.items():
+                sums[key] += value
             sums["pg"] += float(pg.detach())
             sums["ent"] += float((entropy * mask).sum()) / tokens
             sums["clip"] += float((clipped_BT.float() * mask).sum()) / tokens

@@ -72,6 +72,32 @@ async def test_two_ranks_update_like_one_process_and_their_state_continues_there
         torch.testing.assert_close(resumed.model.state_dict()[name], w, rtol=1e-5, atol=2e-5)
 
 
+async def test_two_ranks_with_the_kl_term_update_like_one_process(tmp_path, tiny_model_dir):
+    """The KL term on ranks (seed 001's kl_loss_coef with n_gpus_training): every rank loads its
+    own frozen reference (rank 1 in its rank_worker, rank 0 here) and the update equals the
+    one-process update with its reference, the KL part included."""
+    hp = _hp().model_copy(update={"kl_loss_coef": 0.5, "use_kl_loss": True})
+    knobs = resolve_algorithm(hp)
+    policy, reference = load_policy(tiny_model_dir, hp, knobs, torch.device("cpu"),
+                                    lambda *a, **k: None)
+    assert reference is not None
+    plain = PolicyUpdater(policy, hp, knobs, total_steps=4, reference_model=reference)
+    ones = [plain.update(dp_update.batch(k)) for k in (1, 2)]
+    ranked = await _ranked(tiny_model_dir, tmp_path, hp, reference_model=load_policy(
+        tiny_model_dir, hp, knobs, torch.device("cpu"), lambda *a, **k: None)[1])
+    try:
+        twos = [await ranked.aupdate(dp_update.batch(k)) for k in (1, 2)]
+        weights = await ranked.afull_weights()
+    finally:
+        await ranked.close()
+    assert ones[1]["actor/kl_loss"] > 1e-6  # the policy has moved off its reference
+    for one, two in zip(ones, twos, strict=True):
+        for key in ("actor/kl_loss", "actor/pg_loss", "actor/grad_norm"):
+            assert two[key] == pytest.approx(one[key], rel=1e-4, abs=1e-7), key
+    for name, w in plain.model.state_dict().items():
+        torch.testing.assert_close(weights[name], w, rtol=1e-5, atol=2e-5)
+
+
 async def test_a_rank_that_dies_fails_the_step_naming_the_rank(tmp_path, tiny_model_dir):
     hp = _hp()
     # Rank 1 loads its policy from a folder that is not a model: it exits after joining.

@@ -11,9 +11,12 @@ collectives need every rank in every forward/backward. Old log-probs are compute
 for every row (the same passes everywhere; correct, not yet split). Gradient clipping and the
 optimizer step run on the sharded (DTensor) parameters.
 
-Not yet supported (refused when asked): the KL reference model (``use_kl_loss`` with
-``kl_loss_coef`` > 0) and LoRA (``lora_rank`` > 0). ``rltune train`` with ``n_gpus_training``
-> 1 launches the ranks itself (``trainer/parallel/ranks.py``); ``torchrun`` works too.
+The KL term (``use_kl_loss`` with ``kl_loss_coef`` > 0): every rank holds its own frozen,
+unsharded reference model (``reference_model``, loaded from the base model) and computes the
+reference log-probs of every row, like the old log-probs; the KL part of each rank's loss then
+sums as the policy-gradient part does. Not yet supported (refused when asked): LoRA
+(``lora_rank`` > 0). ``rltune train`` with ``n_gpus_training`` > 1 launches the ranks itself
+(``trainer/parallel/ranks.py``); ``torchrun`` works too.
 
 Checkpoints hold full (unsharded) tensors in the one-process format (``state_dict``), so a job
 saved on N ranks resumes on any number of ranks, one included.
@@ -118,19 +121,19 @@ class DataParallelUpdater(PolicyUpdater):
     """``PolicyUpdater`` on an FSDP2-sharded model: each rank runs its share of the rows."""
 
     def __init__(self, model: torch.nn.Module, hp: HyperParameters, knobs: AlgorithmKnobs, *,
-                 total_steps: int, dp: DataParallel, pad_token_id: int = 0):
-        if knobs.use_kl_loss and knobs.kl_loss_coef > 0:
-            raise ConfigError(
-                "data-parallel training does not support the KL term yet",
-                where="training.hyper_parameters.kl_loss_coef",
-                hint="set kl_loss_coef: 0 (or use_kl_loss: false) to train on several ranks",
-            )
+                 total_steps: int, dp: DataParallel, pad_token_id: int = 0,
+                 reference_model: Optional[torch.nn.Module] = None):
+        if knobs.use_kl_loss and knobs.kl_loss_coef > 0 and reference_model is None:
+            # a copy of the sharded policy would hold shards, not the reference's weights
+            raise ValueError("the KL term on data-parallel ranks needs reference_model: the "
+                             "frozen base model, unsharded, on every rank")
         if hp.lora_rank:
             raise ConfigError("data-parallel training does not support LoRA yet",
                               where="training.hyper_parameters.lora_rank",
                               hint="set lora_rank: 0 to train on several ranks")
         self.dp = dp
-        super().__init__(model, hp, knobs, total_steps=total_steps, pad_token_id=pad_token_id)
+        super().__init__(model, hp, knobs, total_steps=total_steps, pad_token_id=pad_token_id,
+                         reference_model=reference_model)
 
     def _run_chunks(self, run: list[int]) -> list[list[int]]:
         world = self.dp.world_size

@@ -106,13 +106,14 @@ class RankServer:
                                           world_size=h["world_size"], cuda_index=cuda)
         hp, knobs = h["hp"], h["knobs"]
         torch.manual_seed(hp.seed)
-        model, _ = load_policy(Path(h["model_path"]), hp, knobs, dp.device,
-                               lambda msg, **_: print(f"rank {dp.rank}: {msg}", flush=True))
-        shard_policy(model, dp)
+        model, reference = load_policy(
+            Path(h["model_path"]), hp, knobs, dp.device,
+            lambda msg, **_: print(f"rank {dp.rank}: {msg}", flush=True))
+        shard_policy(model, dp)  # the KL reference (if any) stays whole on every rank
         self.model = model
         self.updater = DataParallelUpdater(
             model, hp, knobs, total_steps=h["total_steps"], dp=dp,
-            pad_token_id=h["pad_token_id"])
+            pad_token_id=h["pad_token_id"], reference_model=reference)
         self.commands = rank_commands(self.updater)
         print(f"rank {dp.rank} of {dp.world_size} ready on {dp.device} (pid {os.getpid()})",
               flush=True)

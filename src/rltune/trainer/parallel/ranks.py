@@ -215,8 +215,11 @@ class LocalRanks(RankGroup):
 async def start_ranked_updater(model: torch.nn.Module, hp: HyperParameters,
                                knobs: AlgorithmKnobs, *, world_size: int, model_path: Path,
                                device: torch.device, total_steps: int, pad_token_id: int,
-                               log_dir: Path) -> RankedUpdater[LocalRanks]:
-    """Start ranks 1..N-1, join them as rank 0 and shard ``model`` (the loaded policy)."""
+                               log_dir: Path,
+                               reference_model: Optional[torch.nn.Module] = None,
+                               ) -> RankedUpdater[LocalRanks]:
+    """Start ranks 1..N-1, join them as rank 0 and shard ``model`` (the loaded policy);
+    ``reference_model``: rank 0's frozen KL reference (the other ranks load their own)."""
     kind = device.type
     first = (device.index or 0) if kind == "cuda" else 0
     if kind == "cuda" and first + world_size > torch.cuda.device_count():
@@ -238,7 +241,8 @@ async def start_ranked_updater(model: torch.nn.Module, hp: HyperParameters,
             torch.cuda.set_device(dp.device)
         shard_policy(model, dp)
         ranks.join(DataParallelUpdater(model, hp, knobs, total_steps=total_steps, dp=dp,
-                                       pad_token_id=pad_token_id))
+                                       pad_token_id=pad_token_id,
+                                       reference_model=reference_model))
     except BaseException:
         await ranks.close()
         raise

@@ -2,11 +2,12 @@
 the job's driver on host A (the Ray head's namespace), one trainer rank per host (gloo across
 the veth pair, rank 0's rendezvous store at A's rig address), the rollout and reward functions
 as Ray actors reaching the policy gateway on A at A's rig address, a sharded checkpoint, and a
-resume from it. Nothing that crosses hosts can use 127.0.0.1: in the rig each namespace's
-loopback is its own.
+resume from it; and the same job on two 1-CPU hosts with the default
+``trainer_cpus_per_rank`` (a rank per host), where a larger setting fails naming it. Nothing
+that crosses hosts can use 127.0.0.1: in the rig each namespace's loopback is its own.
 
-Slow tier (~2 min on 2 cores): ``pytest tests/trainer/parallel/test_ray_ranks_two_hosts.py -m
-slow`` (as root).
+Slow tier (~4-5 min each on 2 loaded cores): ``pytest
+tests/trainer/parallel/test_ray_ranks_two_hosts.py -m slow`` (as root).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ teacher, function pools, rewarder and rollout runner. No step logic lives here
 ``TrainingRuntime`` is an async context manager: entering picks the device, loads the model
 twice (an engine copy that samples and the policy that trains, ``trainer/policy.py``), starts
 the policy gateway (on 127.0.0.1; with functions on Ray at this machine's cluster address) and
-the function pools; leaving stops them all, even after an error. Seams: ``build_engine`` is the one place an engine is chosen and started;
-``sync_weights`` is the one place new weights reach it.
+the function pools; leaving stops them all, even after an error. Seams: ``build_engine`` is
+the one place an engine is chosen and started; ``sync_weights`` is the one place new weights
+reach it.
 
 Full fine-tuning (``lora_rank: 0``) loads a third, frozen copy as the KL reference when the
 KL term is on. With ``lora_rank > 0`` the policy is wrapped with LoRA adapters and is its own

@@ -86,11 +86,30 @@ class LocalRayCluster:
                 raise RuntimeError(f"ray start failed:\n{out.read_text()[-3000:]}")
             time.sleep(0.2)
 
+    def _start_worker(self, index: int, tries: int = 3) -> None:
+        """Worker node ``index``; again (at most ``tries`` times) when Ray's fixed 30 s wait for
+        its raylet to register ran out, as it can on a loaded machine: the failed attempt's
+        processes are ended first."""
+        for attempt in range(1, tries + 1):
+            proc = self._node(False, self.worker_cpus)
+            try:
+                self._wait_started(proc, index)
+                return
+            except RuntimeError as exc:
+                if attempt == tries or "timed out during startup" not in str(exc):
+                    raise
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+                self.procs.remove(proc)  # the next attempt is node ``index`` again
+
     def start(self) -> LocalRayCluster:
         try:
             self._wait_started(self._node(True, self.head_cpus), 0)
             for i in range(self.worker_nodes):
-                self._wait_started(self._node(False, self.worker_cpus), i + 1)
+                self._start_worker(i + 1)
         except BaseException:
             self.stop()
             raise

@@ -108,8 +108,8 @@ class HyperParameters(KnobOverrides):
     trainer_cpus_per_rank: Optional[float] = Field(
         None, gt=0, le=1024, description="CPUs each trainer rank reserves on its Ray node when "
         "nnodes_training is set (its torch threads: the whole CPUs of it, at least 1). Default: "
-        "on the CPU the job's torch threads, at most the smallest node's CPUs; on CUDA 1 per "
-        "GPU rank")
+        "on the CPU the job's torch threads, at most half the smallest node's CPUs; on CUDA 1 "
+        "per GPU rank")
     checkpoint_format: Literal["full", "sharded"] = Field(
         "full", description="full: Hugging Face weights + optimizer state in one process's "
         "format; sharded: each trainer rank writes its torch.distributed.checkpoint shards "

@@ -4,9 +4,10 @@ teacher, function pools, rewarder and rollout runner. No step logic lives here
 
 ``TrainingRuntime`` is an async context manager: entering picks the device, loads the model
 twice (an engine copy that samples and the policy that trains, ``trainer/policy.py``), starts
-the policy gateway on 127.0.0.1 and the function pools; leaving stops them all, even after an
-error. Seams: ``build_engine`` is the one place an engine is chosen and started;
-``sync_weights`` is the one place new weights reach it.
+the policy gateway (on 127.0.0.1; with functions on Ray at this machine's cluster address) and
+the function pools; leaving stops them all, even after an error. Seams: ``build_engine`` is
+the one place an engine is chosen and started; ``sync_weights`` is the one place new weights
+reach it.
 
 Full fine-tuning (``lora_rank: 0``) loads a third, frozen copy as the KL reference when the
 KL term is on. With ``lora_rank > 0`` the policy is wrapped with LoRA adapters and is its own
@@ -133,6 +134,18 @@ def build_engine(config: JobConfig, model_path: Path, device: torch.device) -> E
     return engine
 
 
+def replica_places(engine: Engine) -> str:
+    """Where each of an engine group's Ray replicas runs (its node and the node's address),
+    for the job's log; empty for an engine without Ray replicas."""
+    places = []
+    for i, replica in enumerate(getattr(engine, "replicas", None) or []):
+        info = getattr(replica, "info", None)
+        if isinstance(info, dict) and "host" in info:
+            places.append(f"replica {i} on node {str(info.get('node', ''))[:12]} "
+                          f"({info['host']})")
+    return ", ".join(places)
+
+
 class TrainingRuntime:
     """The started resources of a job (see the module doc); a ``StepRuntime``."""
 
@@ -194,6 +207,8 @@ class TrainingRuntime:
         torch.manual_seed(hp.seed)
         self.engine = build_engine(self.config, self.model_path, self.device)
         self._closers.append(self.engine.close)
+        if where := replica_places(self.engine):
+            self.log(f"engine replicas on Ray: {where}")
         self.tokenizer = self.engine.tokenizer
         self.teacher = self._load_teacher() if self.config.training.type is \
             TrainingType.PG_OPD else None
@@ -219,6 +234,8 @@ class TrainingRuntime:
                 pad_token_id=self.tokenizer.pad_token_id or 0,
             )
         await self._start_functions()
+        if hasattr(self.engine, "replica_stats"):  # the first closer: the replicas' last state
+            self._closers.append(self._log_replicas)
 
     async def _start_ranks(self, reference: Optional[torch.nn.Module]) -> None:
         """Data parallel (``n_gpus_training`` > 1): this process is rank 0 of the update and
@@ -259,7 +276,16 @@ class TrainingRuntime:
             await asyncio.to_thread(updater.transport.check_shared, self.ckpt_root)
         where = ", ".join(f"rank {p.rank} on {p.describe()}" for p in updater.transport.places)
         self.log(f"data parallel on Ray: {self.ranks} trainer ranks ({placement} placement, "
-                 f"FSDP2, {'NCCL' if self.device.type == 'cuda' else 'gloo'}): {where}")
+                 f"FSDP2, {'NCCL' if self.device.type == 'cuda' else 'gloo'}): {where}; "
+                 f"rendezvous at {updater.transport.rendezvous}")
+
+    async def _log_replicas(self) -> None:
+        """One line as the job ends: each engine replica's weight version, requests, failure."""
+        stats = self.engine.replica_stats()  # type: ignore[attr-defined]
+        self.log("engine replicas at the end: " + ", ".join(
+            f"replica {r['replica']} weight version {r['weight_version']}, {r['requests']} "
+            f"requests" + (f", failed: {r['failed']}" if r.get("failed") else "")
+            for r in stats))
 
     def _load_teacher(self) -> Teacher:
         # Loaded before the rest starts: a teacher with another tokenizer fails fast.
@@ -314,8 +340,9 @@ class TrainingRuntime:
                                                         as_user=self.functions_as_user))
             self._closers.append(pool.close)
             where = type(pool.backend).__name__
+            urls = ", ".join(w.handle.base_url for w in pool.workers)
             self.log(f"started {ftype.value} function {comp.name} ({comp.fcmodel.classpath}) "
-                     f"on {where}: {len(pool.workers)} instance(s)")
+                     f"on {where}: {len(pool.workers)} instance(s) at {urls}")
             return pool
 
         rollout = self.config.rollout

@@ -15,9 +15,12 @@ from rltune.trainer.parallel.ray_ranks import rank_resources, smallest_node_cpus
 
 def test_a_cpu_rank_asks_for_the_drivers_threads_but_fits_the_smallest_node():
     # the reported case: 2 torch threads in the driver, nodes of 1 CPU
-    assert rank_resources(False, threads=2, smallest_node=1.0) == ({"CPU": 1.0}, 1)
+    # (at most half of it: the job's functions and engine replicas go on the same nodes)
+    assert rank_resources(False, threads=2, smallest_node=1.0) == ({"CPU": 0.5}, 1)
     assert rank_resources(False, threads=2, smallest_node=16.0) == ({"CPU": 2.0}, 2)
-    assert rank_resources(False, threads=4, smallest_node=2.5) == ({"CPU": 2.0}, 2)
+    assert rank_resources(False, threads=4, smallest_node=2.5) == ({"CPU": 1.0}, 1)
+    assert rank_resources(False, threads=4, smallest_node=5.0) == ({"CPU": 2.0}, 2)
+    assert rank_resources(False, threads=1, smallest_node=2.0) == ({"CPU": 1.0}, 1)
     assert rank_resources(False, threads=2) == ({"CPU": 2.0}, 2)  # cluster size unknown
 
 

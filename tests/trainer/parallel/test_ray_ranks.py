@@ -155,8 +155,9 @@ async def test_full_format_state_of_ray_ranks_continues_on_other_ray_ranks(
 async def test_ranks_fit_one_cpu_nodes_by_default_and_a_bigger_ask_is_named(
         cluster, tiny_model_dir):
     """The reported case: the driver runs 2 torch threads, the nodes have 1 CPU each. By
-    default each rank asks for what the smallest node has (1 CPU, 1 thread), so the two place
-    and train; ``trainer_cpus_per_rank: 2`` cannot place, and the error names the key."""
+    default each rank asks for half of what the smallest node has (0.5 CPU, 1 thread), so the
+    two place and train; ``trainer_cpus_per_rank: 2`` cannot place, and the error names the
+    key."""
     hp, before = _hp(), torch.get_num_threads()
     torch.set_num_threads(2)
     try:

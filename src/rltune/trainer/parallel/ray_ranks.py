@@ -5,12 +5,13 @@ cluster: ``function_backend: ray`` or ``--ray-address``).
 placement group, one bundle per rank (``trainer_placement``: Ray's ``SPREAD`` by default,
 ``PACK``, ``STRICT_SPREAD`` or ``STRICT_PACK``). Each bundle reserves what a rank uses
 (:func:`rank_resources`): ``trainer_cpus_per_rank`` CPUs (and one GPU on CUDA); unset, on the
-CPU the job process's torch threads but no more than the smallest node of the cluster has, on
-CUDA one CPU. A CPU rank runs as many torch threads as it reserves whole CPUs. Every rank,
-0 included, is a :class:`TrainerRankActor` running the same :class:`RankServer` as a local
-rank (``trainer/parallel/rank_worker.py``): it joins the process group through a ``TCPStore``
-that rank 0 hosts on its node's address (gloo on the CPU, NCCL on CUDA), loads the policy from model
-files the driver put into the object store once, and shards it with FSDP2.
+CPU the job process's torch threads but no more than half the smallest node of the cluster
+has (the rest is room for the job's functions and engine replicas), on CUDA one CPU. A CPU
+rank runs as many torch threads as it reserves whole CPUs. Every rank, 0 included, is a
+:class:`TrainerRankActor` running the same :class:`RankServer` as a local rank
+(``trainer/parallel/rank_worker.py``): it joins the process group through a ``TCPStore`` that
+rank 0 hosts on its node's address (gloo on the CPU, NCCL on CUDA), loads the policy from
+model files the driver put into the object store once, and shards it with FSDP2.
 
 The job process stays the controller (engine, gateway, functions, checkpoints' side files) and
 drives the ranks: the step's updater is a ``RankedUpdater`` (``trainer/parallel/ranked.py``) over
@@ -156,11 +157,15 @@ def rank_resources(cuda: bool, threads: int, cpus_per_rank: Optional[float] = No
     """What one Ray trainer rank reserves (its placement bundle) and its torch threads.
 
     ``cpus_per_rank`` is ``trainer_cpus_per_rank``; unset, a CPU rank takes the driver's
-    ``threads`` but no more than ``smallest_node`` (so every node can hold a rank) and a CUDA
-    rank one CPU next to its GPU (it runs ``threads``).
+    ``threads`` but no more than half of ``smallest_node`` (whole CPUs from 2 up): every node
+    can hold a rank and keeps room for the job's function actors and engine replicas, placed
+    on the same nodes after the ranks. A CUDA rank takes one CPU next to its GPU (it runs
+    ``threads``).
 
     >>> rank_resources(False, threads=2, smallest_node=1.0)
-    ({'CPU': 1.0}, 1)
+    ({'CPU': 0.5}, 1)
+    >>> rank_resources(False, threads=2, smallest_node=16.0)
+    ({'CPU': 2.0}, 2)
     >>> rank_resources(True, threads=4, cpus_per_rank=3)
     ({'GPU': 1.0, 'CPU': 3.0}, 3)
     """
@@ -169,9 +174,10 @@ def rank_resources(cuda: bool, threads: int, cpus_per_rank: Optional[float] = No
     elif cuda:
         cpus, rank_threads = 1.0, threads
     else:
-        cpus = float(threads) if smallest_node is None else max(
-            1.0, min(float(threads), float(int(smallest_node))))
-        rank_threads = int(cpus)
+        half = None if smallest_node is None else float(smallest_node) / 2
+        cap = None if half is None else (float(int(half)) if half >= 1 else half)
+        cpus = float(threads) if cap is None else min(float(threads), cap)
+        rank_threads = max(1, int(cpus))
     return ({"GPU": 1.0, "CPU": cpus} if cuda else {"CPU": cpus}), rank_threads
 
 
@@ -190,6 +196,7 @@ class RayRanks:
         self.actors: list[Any] = []
         self.places: list[RankPlace] = []
         self.pg: Any = None
+        self.rendezvous = ""  # rank 0's store, host:port (every rank connects to it)
         self._closed = False
 
     def place(self, bundle: dict[str, float], strategy: str, timeout: float,
@@ -393,11 +400,12 @@ def start_ray_ranked_updater(hp: HyperParameters, knobs: AlgorithmKnobs, *,
         group.place(bundle, placement.upper(), place_timeout, cpus=(
             f" (trainer_cpus_per_rank: {cpus:g})" if cpus is not None else
             " (trainer_cpus_per_rank unset: " + ("1 per GPU rank)" if cuda else
-                                                 "the job's torch threads, at most the "
-                                                 "smallest node's CPUs)")))
+                                                 "the job's torch threads, at most half "
+                                                 "the smallest node's CPUs)")))
         group.spawn(ray.put(model_files(model_path)), bundle, env)
         host = group.places[0].host
         port = group.wait([group.actors[0].open_store.remote(host, world_size)], "start")[0]
+        group.rendezvous = f"{host}:{port}"
         header = {"hp": hp, "knobs": knobs, "device": device.type, "cuda_first": 0,
                   "cuda_index": 0 if cuda else None, "total_steps": total_steps,
                   "pad_token_id": pad_token_id, "threads": threads,

@@ -24,8 +24,6 @@ def _reward():
     return module.MultiStepReward()
 
 
-
-
 def test_the_workspace_has_chains_the_job_loads_and_it_names_the_multistep_model(tmp_path):
     assert "multistep" in available()
     ws = create_workspace(tmp_path / "ws", "multistep", train_rows=16, val_rows=8)
@@ -34,8 +32,6 @@ def test_the_workspace_has_chains_the_job_loads_and_it_names_the_multistep_model
     assert all(r["rollout_extra"]["steps"][-1] == r["rollout_extra"]["solution"] for r in rows)
     job = load_job_config(ws / "job.yaml")
     assert job.model.name == "nano-multistep"
-
-
 
 
 @pytest.mark.parametrize("phase", ["train", "test"])
@@ -66,10 +62,11 @@ async def test_partial_credit_counts_in_training_only(phase):
 
 @pytest.mark.slow  # ~15-20 min on 2 cores: the build of nano-multistep, then the template's run
 @pytest.mark.e2e
-async def test_the_template_raises_exact_answer_validation_by_0_25_within_20_minutes(
+async def test_the_template_raises_exact_answer_validation_by_0_25(
         tmp_path, nano_model_dir):
     """What ``make demo-agent`` does, from a cached nano: build nano-multistep, train the
-    template's job as shipped; the validation (exact final answer) must rise by 0.25."""
+    template's job as shipped; the validation (exact final answer) must rise by 0.25. The
+    target is within 20 minutes on 2 cores: the time is printed, not asserted."""
     import shutil
 
     from rltune.models.registry import ensure_demo_model
@@ -88,6 +85,6 @@ async def test_the_template_raises_exact_answer_validation_by_0_25_within_20_min
     summary = await trainer.run()
     took = time.monotonic() - t0
     before, values = summary["initial_validation"], [v for _, v in summary["validation"]]
+    # The wall-clock is reported, never asserted (benchmarks/RESULTS.md has the figures).
     print("multistep", before, values, f"{took:.0f} s")
     assert values[-1] - before >= 0.25, (before, values)
-    assert took <= 20 * 60, took  # on 2 cores that other work does not share

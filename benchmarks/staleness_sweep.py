@@ -17,8 +17,7 @@ Stress and diagnosis: ``--update-delay S`` sleeps S s before every update, so ea
 stale as the bound allows (all tokens N versions old: the regime where the drift ran away,
 benchmarks/RESULTS.md); ``--check-versions`` recomputes every token under the weights of its
 tagged version (``version_check.py``); ``--behaviour-bound`` sets the updater's divergence mask
-(``inf``: off, the code before the mask); ``--stale-kl-bound`` the KL above which a stale
-step's learning rate shrinks (``inf``: off); ``--lr`` the learning rate; ``--eval-every`` the
+(``inf``: off, the code before the mask); ``--lr`` the learning rate; ``--eval-every`` the
 validation interval; ``--report a.jsonl ...`` summarises earlier runs without training.
 """
 
@@ -44,8 +43,8 @@ MODES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
 VAL = "validation/data/reward/mean@1"
 DIAG = ("fully_async/behaviour_weight/mean", "fully_async/behaviour_weight/capped_frac",
         "fully_async/behaviour_weight/masked_frac",
-        "fully_async/behaviour_kl", "fully_async/step_scale", "actor/pg_clipfrac",
-        "actor/ppo_kl", "fully_async/dropped_stale_rollouts",
+        "fully_async/behaviour_kl", "actor/pg_clipfrac", "actor/ppo_kl",
+        "fully_async/dropped_stale_rollouts",
         "fully_async/staleness/mean", "fully_async/staleness/max",
         "fully_async/token_share/staleness_1", "fully_async/token_share/staleness_2",
         "critic/rewards/mean", "actor/entropy", "actor/grad_norm",
@@ -61,20 +60,6 @@ def set_behaviour_bound(bound: float) -> None:
     def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         plain_init(self, *args, **kwargs)
         self.behaviour_bound = bound
-
-    PolicyUpdater.__init__ = init  # type: ignore[method-assign]
-
-
-def set_stale_kl_bound(bound: float) -> None:
-    """Every ``PolicyUpdater`` of this process scales a stale step's learning rate down above
-    ``bound`` (``losses.stale_step_scale``; inf: off, the code before the scaling)."""
-    from rltune.trainer.update import PolicyUpdater
-
-    plain_init = PolicyUpdater.__init__
-
-    def init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        plain_init(self, *args, **kwargs)
-        self.stale_kl_bound = bound
 
     PolicyUpdater.__init__ = init  # type: ignore[method-assign]
 
@@ -168,9 +153,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--behaviour-bound", type=float, default=None,
                     help="the updater's behaviour_bound (default: losses."
                     "BEHAVIOUR_LOG_RATIO_BOUND; inf turns the divergence mask off)")
-    ap.add_argument("--stale-kl-bound", type=float, default=None,
-                    help="the updater's stale_kl_bound (default: losses.STALE_STEP_KL_BOUND; "
-                    "inf turns the step scaling off)")
     ap.add_argument("--check-versions", action="store_true",
                     help="recompute each token's log-prob under the weights of its tagged "
                     "version (version_check.py); per step in the run's 'versions'")
@@ -182,8 +164,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     if args.behaviour_bound is not None:
         set_behaviour_bound(args.behaviour_bound)
-    if args.stale_kl_bound is not None:
-        set_stale_kl_bound(args.stale_kl_bound)
     if args.check_versions:
         version_check.install(args.update_delay)
     elif args.update_delay:
@@ -204,7 +184,6 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(mode, seed, res["initial"], res["final"], file=sys.stderr, flush=True)
     print(json.dumps({"cpu": cpu_model(), "steps": args.steps, "lr": args.lr,
                       "behaviour_bound": args.behaviour_bound,
-                      "stale_kl_bound": args.stale_kl_bound,
                       "update_delay": args.update_delay, "summary": summarise(runs)}, indent=1))
     return 0
 

@@ -8,18 +8,15 @@ import torch
 from rltune.trainer.losses import (
     BEHAVIOUR_LOG_RATIO_BOUND,
     BEHAVIOUR_WEIGHT_CAP,
-    STALE_STEP_KL_BOUND,
     agg_normalizer,
     aggregate_loss,
     behaviour_keep_BT,
-    behaviour_kl,
     behaviour_weight_BT,
     dpo_loss_B,
     importance_ratio_BT,
     kl_penalty_BT,
     masked_mean,
     ppo_clip_loss_BT,
-    stale_step_scale,
 )
 
 LOGP = torch.tensor([[0.0, -1.0, -2.0]])
@@ -170,31 +167,6 @@ def test_tokens_drifted_beyond_the_bound_leave_the_off_policy_loss():
     w, _ = behaviour_weight_BT(-prox, -behav, keep, "sequence")
     assert w.tolist()[0] == pytest.approx([1.0, math.exp(-1.2), 1.0, math.exp(-1.2), 1.0, 1.0])
     assert behaviour_keep_BT(prox, behav, mask, bound=math.inf).tolist() == mask.tolist()
-
-
-def test_behaviour_kl_is_the_mean_log_ratio_over_sampled_tokens():
-    # two rows, sampled tokens only: behav - prox = 0.3, -0.1 | 0.4 (masked positions and the
-    # first, unsampled one never count): (0.3 - 0.1 + 0.4) / 3 = 0.2
-    prox = [[0.0, -1.0, -2.0, -5.0], [-9.0, -0.5]]
-    behav = [[7.0, -0.7, -2.1, -1.0], [0.0, -0.1]]
-    masks = [[0, 1, 1, 0], [0, 1]]
-    assert behaviour_kl(prox, behav, masks) == pytest.approx(0.2)
-    assert behaviour_kl([], [], []) == 0.0
-    assert behaviour_kl([[0.0, -1.0]], [[0.0, -1.0]], [[0, 0]]) == 0.0
-    with pytest.raises(ValueError):  # rows of unequal length are a caller's bug
-        behaviour_kl([[0.0, -1.0]], [[0.0]], [[0, 1]])
-
-
-def test_stale_step_scale_is_one_up_to_the_bound_then_bound_over_kl():
-    assert STALE_STEP_KL_BOUND == 0.02
-    assert stale_step_scale(0.0) == 1.0
-    assert stale_step_scale(-0.05) == 1.0  # k1 can be negative on a small batch: no change
-    assert stale_step_scale(0.02) == 1.0
-    assert stale_step_scale(0.05) == pytest.approx(0.4)
-    assert stale_step_scale(0.2) == pytest.approx(0.1)
-    assert stale_step_scale(0.3, bound=0.1) == pytest.approx(1 / 3)
-    assert stale_step_scale(float("nan")) == 1.0
-    assert stale_step_scale(5.0, bound=math.inf) == 1.0
 
 
 def test_decoupled_ppo_loss_against_hand_computed_values():

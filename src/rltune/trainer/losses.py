@@ -159,47 +159,6 @@ def behaviour_keep_BT(
     return ((log_w_BT.abs() <= bound) & (mask_BT > 0)).to(mask_BT.dtype)
 
 
-#: Largest KL(behaviour || prox) (nats per sampled token, the k1 estimate over a step's
-#: batch) at which a stale step takes its full learning rate. Masking far tokens does not
-#: shrink a step (Adam rescales it), and at N = 2 a run whose drift has started keeps moving
-#: the policy a full step on data two versions old: KL 0.02 -> 0.22 in one step, then a
-#: collapse. Healthy N = 2 steps measure 0.001-0.02, N = 1 ones <= 0.008
-#: (benchmarks/RESULTS.md, staleness sweep).
-STALE_STEP_KL_BOUND = 0.02
-
-
-def stale_step_scale(behaviour_kl: float, bound: float = STALE_STEP_KL_BOUND) -> float:
-    """The learning-rate factor of a step whose batch was sampled ``behaviour_kl`` nats per
-    token away from the policy the update starts from: 1 up to ``bound``, then
-    ``bound / behaviour_kl``, so the further the sampling weights lie behind, the smaller
-    the step (and the less the next batches drift).
-
-    >>> stale_step_scale(0.01), stale_step_scale(0.08)
-    (1.0, 0.25)
-    """
-    if not behaviour_kl > bound:  # also NaN: no measure, no change
-        return 1.0
-    return bound / behaviour_kl
-
-
-def behaviour_kl(prox_logp: list[list[float]], behav_logp: list[list[float]],
-                 masks: list[list[int]]) -> float:
-    """KL(behaviour || prox) per sampled token of a batch: the mean of ``behav - prox`` over
-    the masked tokens of every row (k1, from the behaviour policy's own samples; 0 for an
-    empty batch).
-
-    >>> round(behaviour_kl([[0.0, -1.0, -2.0]], [[0.0, -0.9, -1.9]], [[0, 1, 1]]), 6)
-    0.1
-    """
-    total, n = 0.0, 0
-    for prox, behav, mask in zip(prox_logp, behav_logp, masks, strict=True):
-        for p, b, m in zip(prox, behav, mask, strict=True):
-            if m:
-                total += b - p
-                n += 1
-    return total / n if n else 0.0
-
-
 def value_loss_BT(
     values_BT: torch.Tensor,
     old_values_BT: torch.Tensor,

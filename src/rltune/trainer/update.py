@@ -38,16 +38,13 @@ from rltune.trainer.logprobs import chunk_positions, pad_rows, token_logprobs_BT
 from rltune.trainer.lora import adapters_disabled, is_lora
 from rltune.trainer.losses import (
     BEHAVIOUR_LOG_RATIO_BOUND,
-    STALE_STEP_KL_BOUND,
     agg_normalizer,
     aggregate_loss,
     behaviour_keep_BT,
-    behaviour_kl,
     behaviour_weight_BT,
     importance_ratio_BT,
     kl_penalty_BT,
     ppo_clip_loss_BT,
-    stale_step_scale,
 )
 from rltune.trainer.optim import build_optimizer, build_scheduler
 from rltune.trainer.signals.advantages import rollout_weights_B
@@ -179,9 +176,6 @@ class PolicyUpdater:
         # ... and a sampled token whose prox / behaviour log-ratio exceeds this bound leaves
         # the loss (``losses.behaviour_keep_BT``); inf turns the mask off.
         self.behaviour_bound = BEHAVIOUR_LOG_RATIO_BOUND
-        # ... and a step whose batch drifted more than this from the policy takes a smaller
-        # learning rate (``losses.stale_step_scale``); inf turns the scaling off.
-        self.stale_kl_bound = STALE_STEP_KL_BOUND
 
     # ---- log-probs ----
     def _collate(self, rows: Sequence[TrainingRow], key: str) -> torch.Tensor:
@@ -264,7 +258,6 @@ class PolicyUpdater:
         index_of = {rid: i for i, rid in enumerate(dict.fromkeys(r.rollout_id for r in rows))}
         groups = mini_batches(rows, self.hp.mini_batch_rollouts)
 
-        scale = self._scale_step(rows, active) if self.off_policy else None
         metrics: dict[str, list[float]] = {}
         self.model.train()
         for _ in range(self.knobs.ppo_epochs):
@@ -273,15 +266,13 @@ class PolicyUpdater:
                 for key, value in mb.items():
                     metrics.setdefault(key, []).append(value)
         lr = self.optimizer.param_groups[0]["lr"]
-        self.scheduler.step()  # the schedule's next rate (LambdaLR: undoes the step scale)
+        self.scheduler.step()
         self.step += 1
 
         out = {k: float(sum(v) / len(v)) for k, v in metrics.items() if k != "actor/grad_norm"}
         norms = [g for g in metrics.get("actor/grad_norm", []) if math.isfinite(g)]
         out["actor/grad_norm"] = float(sum(norms) / len(norms)) if norms else float("nan")
         out["actor/lr"] = lr
-        if scale is not None:
-            out["fully_async/step_scale"] = scale
         out["actor/num_mini_batches"] = float(len(groups) * self.knobs.ppo_epochs)
         adv = [a for r in rows for a, m in zip(r.advantage, r.loss_mask, strict=True) if m]
         adv = adv or [0.0]
@@ -293,18 +284,6 @@ class PolicyUpdater:
             out["training/rollout_probs_diff_mean"] = mismatch
         out["timing/s/update"] = time.perf_counter() - t0
         return out
-
-    def _scale_step(self, rows: Sequence[TrainingRow], active: list[bool]) -> float:
-        """Shrink this step's learning rate by ``stale_step_scale`` of the batch's
-        KL(behaviour || prox); the scheduler sets the next step's rate afresh."""
-        run = [r for r, a in zip(rows, active, strict=True) if a and r.old_logprobs]
-        kl = behaviour_kl([r.old_logprobs or [] for r in run],
-                          [r.rollout_logprobs or r.old_logprobs or [] for r in run],
-                          [r.loss_mask for r in run])
-        scale = stale_step_scale(kl, self.stale_kl_bound)
-        for group in self.optimizer.param_groups:
-            group["lr"] *= scale
-        return scale
 
     async def aupdate(self, rows: Sequence[TrainingRow]) -> dict[str, float]:
         """``update`` in a worker thread, so the event loop keeps serving rollouts."""

@@ -17,7 +17,8 @@ Stress and diagnosis: ``--update-delay S`` sleeps S s before every update, so ea
 stale as the bound allows (all tokens N versions old: the regime where the drift ran away,
 benchmarks/RESULTS.md); ``--check-versions`` recomputes every token under the weights of its
 tagged version (``version_check.py``); ``--behaviour-bound`` sets the updater's divergence mask
-(``inf``: off, the code before the mask); ``--lr`` the learning rate.
+(``inf``: off, the code before the mask); ``--lr`` the learning rate; ``--eval-every`` the
+validation interval; ``--report a.jsonl ...`` summarises earlier runs without training.
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ MODES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
 VAL = "validation/data/reward/mean@1"
 DIAG = ("fully_async/behaviour_weight/mean", "fully_async/behaviour_weight/capped_frac",
         "fully_async/behaviour_weight/masked_frac",
-        "fully_async/behaviour_kl", "actor/pg_clipfrac", "fully_async/dropped_stale_rollouts",
+        "fully_async/behaviour_kl", "actor/pg_clipfrac", "actor/ppo_kl",
+        "fully_async/dropped_stale_rollouts",
         "fully_async/staleness/mean", "fully_async/staleness/max",
         "fully_async/token_share/staleness_1", "fully_async/token_share/staleness_2",
-        "critic/rewards/mean", "actor/entropy", "actor/grad_norm")
+        "critic/rewards/mean", "actor/entropy", "actor/grad_norm",
+        "trace/reward_metrics/exact/format/mean", "trajectory/response_length/mean")
 
 
 def set_behaviour_bound(bound: float) -> None:
@@ -79,7 +82,7 @@ def slow_updates(delay_s: float) -> None:
 
 
 async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
-                  lr: float = 2e-4) -> dict[str, Any]:
+                  lr: float = 2e-4, eval_every: Optional[int] = None) -> dict[str, Any]:
     from rltune.config import load_job_config
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import read_metrics
@@ -87,7 +90,7 @@ async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
     version_check.RECORDS.clear()
     root = Path(tempfile.mkdtemp(prefix=f"sweep-{mode}-{seed}-"))
     extra = {**MODES[mode], "seed": seed, "val_n_rollouts": val_n, "learning_rate": lr}
-    ws = make_job(root, model, steps, max(1, steps // 2), extra)
+    ws = make_job(root, model, steps, eval_every or max(1, steps // 2), extra)
     job_dir = root / "job"
     summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir,
                             base_dir=ws).run()
@@ -103,17 +106,32 @@ async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
             "steps": per_step, "versions": version_check.RECORDS.copy()}
 
 
+DROP = 0.1  # a run "drops" when it ends more than this below its best validation
+
+
+def stats(xs: list[float]) -> dict[str, float]:
+    """Mean, population sd, min, median and max, rounded to 3 places."""
+    return {"mean": round(statistics.mean(xs), 3), "sd": round(statistics.pstdev(xs), 3),
+            "min": round(min(xs), 3), "median": round(statistics.median(xs), 3),
+            "max": round(max(xs), 3)}
+
+
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per mode: final and best validation (best over every validation after step 0), the
+    gain from step 0, and how many runs end more than ``DROP`` below their best."""
     out: dict[str, Any] = {}
-    for mode in MODES:
-        finals = [r["final"] for r in runs if r["mode"] == mode and r["final"] is not None]
-        gains = [r["final"] - r["initial"] for r in runs
-                 if r["mode"] == mode and r["final"] is not None]
-        if finals:
-            out[mode] = {"runs": len(finals), "final_mean": round(statistics.mean(finals), 3),
-                         "final_std": round(statistics.pstdev(finals), 3),
-                         "final_min": min(finals), "final_max": max(finals),
-                         "gain_mean": round(statistics.mean(gains), 3)}
+    for mode in sorted({r["mode"] for r in runs}):
+        done = [r for r in runs if r["mode"] == mode and r["final"] is not None]
+        if not done:
+            continue
+        finals = [float(r["final"]) for r in done]
+        bests = [max(v for _, v in r["validation"]) for r in done]
+        gains = [float(r["final"]) - r["initial"] for r in done]
+        drops = [max(v for _, v in r["validation"]) - r["final"] > DROP for r in done]
+        out[mode] = {"runs": len(done), "seeds": [r["seed"] for r in done],
+                     "final": stats(finals), "best": stats(bests),
+                     "gain_mean": round(statistics.mean(gains), 3),
+                     "dropped_from_best": sum(drops)}
     return out
 
 
@@ -122,6 +140,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seeds", default="3,4,5,6,7")
     ap.add_argument("--modes", default="sync,stale1,stale2p")
+    ap.add_argument("--eval-every", type=int, default=None,
+                    help="validate every N steps (default: steps // 2)")
+    ap.add_argument("--report", type=Path, nargs="*", default=None,
+                    help="summarise these jsonl files (no runs)")
     ap.add_argument("--val-n", type=int, default=2, help="val_n_rollouts (80 held-out rows)")
     ap.add_argument("--model", default=os.environ.get("RLTUNE_TEST_NANO"))
     ap.add_argument("--out", type=Path, default=Path("staleness_sweep.jsonl"))
@@ -135,6 +157,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="recompute each token's log-prob under the weights of its tagged "
                     "version (version_check.py); per step in the run's 'versions'")
     args = ap.parse_args(argv)
+    if args.report is not None:
+        runs = [json.loads(line) for p in args.report for line in p.read_text().splitlines()
+                if line.strip()]
+        print(json.dumps(summarise(runs), indent=1))
+        return 0
     if args.behaviour_bound is not None:
         set_behaviour_bound(args.behaviour_bound)
     if args.check_versions:
@@ -149,7 +176,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     runs = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         for mode in args.modes.split(","):  # alternate modes within each seed
-            res = asyncio.run(run_one(mode, seed, model, args.steps, args.val_n, args.lr))
+            res = asyncio.run(run_one(mode, seed, model, args.steps, args.val_n, args.lr,
+                                      args.eval_every))
             runs.append(res)
             with args.out.open("a") as fh:
                 fh.write(json.dumps(res) + "\n")

@@ -116,8 +116,25 @@ def test_behaviour_weight_per_token_and_per_sequence():
     assert w.tolist()[0] == pytest.approx([1.0, math.exp(0.5), math.exp(-1.0)])
     assert capped.tolist() == [[False, False, False]]
     w, _ = behaviour_weight_BT(LOGP, BEHAV, MASK, "sequence")
-    # GSPO: exp(mean(0.5, -1.0)) = exp(-0.25) on every sampled token
-    assert w.tolist()[0] == pytest.approx([1.0, math.exp(-0.25), math.exp(-0.25)])
+    # GSPO: the sequence's likelihood ratio exp(0.5 - 1.0) = exp(-0.5) on every sampled token
+    assert w.tolist()[0] == pytest.approx([1.0, math.exp(-0.5), math.exp(-0.5)])
+
+
+def test_sequence_behaviour_weight_is_the_product_not_the_geometric_mean():
+    """A 20-token answer the policy has moved away from by 0.05 nats a token since it was
+    sampled: its likelihood is e^-1 of what it was, so that is its weight (GSPO's length-
+    normalised mean would give e^-0.05 = 0.95 and count it almost fully)."""
+    mask = torch.tensor([[0.0] + [1.0] * 20 + [0.0, 0.0]])
+    behav = torch.zeros_like(mask)
+    prox = -0.05 * mask + 3.0 * (1 - mask)  # unsampled positions never count
+    w, capped = behaviour_weight_BT(prox, behav, mask, "sequence")
+    assert w[0, 1:21].tolist() == pytest.approx([math.exp(-1.0)] * 20, rel=1e-5)
+    assert w[0, 0].item() == 1.0 and w[0, 21:].tolist() == [1.0, 1.0]
+    assert not capped.any()
+    # and one moved towards by 0.05 a token: e^1 = 2.7, truncated at the cap
+    w, capped = behaviour_weight_BT(-prox, behav, mask, "sequence")
+    assert w[0, 1:21].tolist() == pytest.approx([BEHAVIOUR_WEIGHT_CAP] * 20)
+    assert capped[0, 1:21].all() and not capped[0, 0]
 
 
 def test_behaviour_weight_is_truncated_at_the_cap():
@@ -145,9 +162,10 @@ def test_tokens_drifted_beyond_the_bound_leave_the_off_policy_loss():
     assert keep.dtype == mask.dtype
     keep = behaviour_keep_BT(prox, behav, mask, bound=0.75)  # x2.12: the third comes back
     assert keep.tolist() == [[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]]
-    # GSPO's sequence-level weight then averages the kept tokens only: exp(mean(0.5, 0.7))
-    w, _ = behaviour_weight_BT(prox, behav, keep, "sequence")
-    assert w.tolist()[0] == pytest.approx([1.0, math.exp(0.6), 1.0, math.exp(0.6), 1.0, 1.0])
+    # GSPO's sequence-level weight then multiplies the kept tokens' ratios only:
+    # exp(-0.5 - 0.7) (signs flipped: under the cap)
+    w, _ = behaviour_weight_BT(-prox, -behav, keep, "sequence")
+    assert w.tolist()[0] == pytest.approx([1.0, math.exp(-1.2), 1.0, math.exp(-1.2), 1.0, 1.0])
     assert behaviour_keep_BT(prox, behav, mask, bound=math.inf).tolist() == mask.tolist()
 
 
@@ -182,7 +200,7 @@ def test_decoupled_correction_of_a_rollout_spanning_three_versions():
     assert w.tolist()[0] == pytest.approx([1.0, 2.0, math.exp(-0.1), 1.0])
     assert capped.tolist() == [[False, True, False, False]]
     w_seq, _ = behaviour_weight_BT(prox, behav, mask, "sequence")
-    assert w_seq.tolist()[0][1:] == pytest.approx([math.exp(0.2)] * 3)  # exp(mean(.7,-.1,0))
+    assert w_seq.tolist()[0][1:] == pytest.approx([math.exp(0.6)] * 3)  # exp(.7 - .1 + 0)
     logp = torch.tensor([[0.0, -0.4, -1.0, -0.5]])  # the policy during the update
     ratio = importance_ratio_BT(logp, prox, mask, "token")  # e^0.1, 1, e^-0.3
     adv = torch.tensor([[0.0, 1.0, 1.0, -1.0]])

@@ -214,6 +214,20 @@ def test_off_policy_update_weighs_tokens_by_the_behaviour_weight():
         math.exp(0.3) * m_sync["actor/grad_norm"], rel=1e-4)
 
 
+def test_gspo_off_policy_weight_is_each_sequences_likelihood_ratio():
+    """GSPO at max_staleness 1: every sampled token (3 a row) 0.1 nats likelier under the
+    policy than when it was sampled, so each sequence is e^0.3 likelier: that is its weight
+    (the length-normalised mean would have given e^0.1)."""
+    rows = _rows()
+    probe = _updater(tiny_qwen2(), algorithm="gspo")
+    for r, lp in zip(rows, probe.compute_logprobs(rows), strict=True):
+        r.old_logprobs = lp
+        r.rollout_logprobs = [x - 0.1 * m for x, m in zip(lp, r.loss_mask, strict=True)]
+    m = _updater(tiny_qwen2(), algorithm="gspo", max_staleness=1).update(rows)
+    assert m["fully_async/behaviour_weight/mean"] == pytest.approx(math.exp(0.3), rel=1e-5)
+    assert m["fully_async/behaviour_weight/capped_frac"] == 0.0
+
+
 def test_off_policy_update_drops_tokens_drifted_beyond_the_bound():
     """A sampled token whose behaviour log-prob is more than log 2 from the policy's leaves the
     loss: the step equals the one on rows whose loss mask leaves that token out, and

@@ -110,13 +110,20 @@ def behaviour_weight_BT(
 
     ``prox`` is the policy the update starts from (the trainer's recomputed old log-probs),
     ``behav`` the one that sampled the tokens (the engine's recorded log-probs, possibly an
-    older weight version). ``level`` follows the importance ratio: per token, or GSPO's
-    ``exp(mean_t(prox - behav))`` over the row, the same at every position. Masked positions
-    get weight 1.
+    older weight version). ``level`` follows the importance ratio: per token, or (GSPO) the
+    row's sequence likelihood ratio ``exp(sum_t(prox - behav))``, the same at every position.
+    Masked positions get weight 1.
+
+    Not GSPO's length-normalised ``exp(mean_t(...))``: that geometric mean is the right scale
+    for the per-step trust region, but as the staleness correction it leaves out a factor
+    ``exp((|y| - 1) mean_t(...))``. Two versions behind, a 20-token answer the policy has
+    moved away from at 0.05 nats a token has weight e^-1 = 0.37, not e^-0.05 = 0.95; with the
+    mean, stale batches kept pushing on answers the policy had already left (a collapse in
+    20-step runs at N = 2, benchmarks/RESULTS.md, staleness sweep).
     """
     log_w_BT = ((prox_logp_BT - behav_logp_BT) * mask_BT).detach()
     if level == "sequence":
-        log_w_BT = masked_mean(log_w_BT, mask_BT, dim=-1).unsqueeze(-1).expand_as(log_w_BT)
+        log_w_BT = masked_sum(log_w_BT, mask_BT, dim=-1).unsqueeze(-1).expand_as(log_w_BT)
     w_BT = torch.exp(log_w_BT.clamp(max=20.0))
     capped_BT = (w_BT > cap) & (mask_BT > 0)
     w_BT = torch.where(mask_BT > 0, w_BT.clamp(max=cap), torch.ones_like(w_BT))

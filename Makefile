@@ -70,7 +70,7 @@ demo-agent:
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=40
 
 # The floors job: EVERY runtime dependency (the base install and the serve, train, data and demo
 # extras) at the LOWEST version pyproject.toml allows, in a venv of its own; .ci/min_pins.py

@@ -98,6 +98,7 @@ def test_enable_trajectory_false_is_enable_trajectory_env(tmp_path, tiny_model_d
     assert trajectories_enabled(job, environ={}) and job.hyper_parameters.max_rollout_retries == 3
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_phase_failure_and_trajectories_in_a_job(tmp_path, tiny_model_dir):
     ws = _workspace(tmp_path, tiny_model_dir, 1)
     res = _train(ws, tmp_path)

@@ -101,6 +101,7 @@ def test_weather_variant_tool_and_grader(scripted, tmp_path):
     assert graded["rewards"] == [1.0]  # the answer states 26 and sunny
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_search_mcp_demo_rollout_and_judge(scripted, tmp_path):
     pytest.importorskip("mcp")
     ws = create_workspace(tmp_path / "s", "rl_search_mcp_demo", train_rows=4, val_rows=2)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from rltune_test_server_fixtures import make_workspace
 
 
@@ -19,6 +20,7 @@ def rl(ws, *args, env):
     return proc
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_cloud_flow_end_to_end(server, tmp_path, tiny_model_dir):
     ws = make_workspace(tmp_path, tiny_model_dir)
     env = {**os.environ, "RLTUNE_HOME": str(server.home), "RLTUNE_BASE_URL": server.url}

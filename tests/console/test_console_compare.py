@@ -8,6 +8,7 @@ import csv
 import io
 from pathlib import Path
 
+import pytest
 from console_harness import login, submit_calc_job
 from playwright.sync_api import expect
 
@@ -16,6 +17,7 @@ CLIP = "trajectory/response_length/clip_ratio"
 VAL = "validation/data/reward/mean@1"  # picked by default with the training reward
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_two_jobs_reward_curves_overlay_on_one_chart_and_export_as_csv(
     page, server, tiny_model_dir, tmp_path
 ):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 from console_harness import login, submit_calc_job
 from playwright.sync_api import expect
 from typer.testing import CliRunner
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from rltune.cli.main import app
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_a_truncating_job_shows_p9_in_alerts_jsonl_rest_and_the_console(
     page, server, tiny_model_dir, tmp_path
 ):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
 from console_harness import login, shot
 from playwright.sync_api import expect
 
@@ -185,6 +186,7 @@ def test_log_tail_and_page(page, server, finished_job):
     expect(page.locator("#log-lines .log-line").last).to_have_text(full[-1])
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_live_log_grows_and_cancel_from_the_page(page, server, tiny_model_dir, tmp_path):
     from console_harness import submit_calc_job
 

@@ -112,6 +112,7 @@ def test_create_a_job_from_the_console(page, server, long_job, tiny_model_dir):
     server.call("POST", f"/v1/jobs/{job_id}/cancel")
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_stop_copy_and_resume_from_the_console(page, server, long_job):
     login(page, server)
     page.goto(f"{server.url}/#/jobs/{long_job}/details")

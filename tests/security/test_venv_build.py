@@ -121,6 +121,7 @@ def _wheel(path: Path, value: str) -> None:
     path.write_bytes(buf.getvalue())
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_same_requirements_text_with_different_local_packages_builds_twice(tmp_path,
                                                                            monkeypatch):
     """Item 3: the venv cache is keyed by the workspace's content, not the file's text."""

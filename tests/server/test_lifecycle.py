@@ -6,6 +6,7 @@ import os
 import signal
 import time
 
+import pytest
 import yaml
 
 from rltune.client import AgenticRL
@@ -68,6 +69,7 @@ def _child_pid(job_dir) -> int:
     raise AssertionError("no pid in train.log")
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_server_restart_marks_job_failed_and_resume_finishes(server_home, tmp_path,
                                                              tiny_model_dir):
     ws = make_workspace(tmp_path, tiny_model_dir, n_epochs=3)
@@ -103,6 +105,7 @@ def test_server_restart_marks_job_failed_and_resume_finishes(server_home, tmp_pa
         srv.kill(signal.SIGTERM)
 
 
+@pytest.mark.slow  # a whole job, 10-20 s: CI's default run is at its time budget
 def test_second_job_waits_pending_then_runs(server, tmp_path, tiny_model_dir):
     ws = make_workspace(tmp_path, tiny_model_dir)
     job = yaml.safe_load((ws / "job.yaml").read_text())

@@ -22,23 +22,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _trl_side import _time_calls, agentic_config, agentic_result, step_clock
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
+def http_calculator(url: str) -> Any:
+    """TRL's ``calculator`` tool: an async function calling the HTTP service at ``url`` (a
+    failed call is an error message the model reads, as in rltune's ``http_tool.py``)."""
     import httpx
-    import torch
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM
-    from transformers.utils import logging as hf_logging
-    from trl import GRPOTrainer
-    from trl.chat_template_utils import qwen3_template
 
-    from rltune.models import load_tokenizer
-    from rltune.models.recipes import recipe_for
-    from rltune.models.tasks import is_correct, make_dataset_rows
-
-    torch.set_num_threads(1)
-    hf_logging.set_verbosity_error()
-    torch.manual_seed(spec["seed"])
-    tool_url = spec["tool_url"].rstrip("/") + "/calculator"
+    tool_url = url.rstrip("/") + "/calculator"
     http = httpx.AsyncClient(timeout=10.0)
 
     async def calculator(expression: str):  # no return type: the schema stays rltune's
@@ -55,6 +44,35 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             return f"error: tool service answered {resp.status_code}"
         return str(resp.json().get("result", ""))
 
+    return calculator
+
+
+def tool_tokenizer(model: str) -> Any:
+    """The model's tokenizer, set up for TRL to parse its hermes ``<tool_call>`` blocks."""
+    from trl.chat_template_utils import qwen3_template
+
+    from rltune.models import load_tokenizer
+
+    tok = load_tokenizer(model)
+    tok.response_template = qwen3_template  # the nano template writes hermes <tool_call>s
+    return tok
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+    from trl import GRPOTrainer
+
+    from rltune.models.recipes import recipe_for
+    from rltune.models.tasks import is_correct, make_dataset_rows
+
+    torch.set_num_threads(1)
+    hf_logging.set_verbosity_error()
+    torch.manual_seed(spec["seed"])
+    calculator = http_calculator(spec["tool_url"])
+
     def exact_reward(completions: list, solution: list[str], **_: Any) -> list[float]:
         out = []
         for turns, truth in zip(completions, solution, strict=True):
@@ -63,8 +81,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             out.append(float(is_correct(str(last), truth)))
         return out
 
-    tok = load_tokenizer(spec["model"])
-    tok.response_template = qwen3_template  # the nano template writes hermes <tool_call>s
+    tok = tool_tokenizer(spec["model"])
     task = recipe_for("nano").config.task
     rows = make_dataset_rows(spec["steps"] * spec["batch_size"], "train", seed=1, config=task)
     dataset = Dataset.from_dict({"prompt": [r["messages"] for r in rows],

@@ -97,12 +97,15 @@ def agentic_config(spec: dict[str, Any], out_dir: str, max_completion_length: in
 
 
 def agentic_result(clock: Any, spec: dict[str, Any], train_s: float, generate_s: Any,
-                   **extra: Any) -> dict[str, Any]:
+                   outside: Any = None, **extra: Any) -> dict[str, Any]:
     """The TRL side's answer to ``agentic_compare.py`` from its ``step_clock``: seconds per
-    step (the gaps between step ends, the first from the start of training), episodes per
-    second, the logged rewards and this process's peak RSS; ``extra`` adds task fields."""
+    step (the gaps between step ends, the first from the start of training, less the seconds
+    ``outside[i]`` of step i's gap that were not the step: a validation), episodes per second,
+    the logged rewards and this process's peak RSS; ``extra`` adds task fields."""
     ends = [clock.begin, *clock.ends]
     step_s = [b - a for a, b in itertools.pairwise(ends)]
+    if outside:
+        step_s = [s - o for s, o in zip(step_s, outside, strict=False)] + step_s[len(outside):]
     episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]
     return {"side": "trl", "seconds_per_step": sum(step_s) / max(len(step_s), 1),
             "step_seconds": step_s, "train_s": train_s, "generate_s": generate_s,

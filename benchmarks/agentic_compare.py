@@ -26,6 +26,22 @@ side a ``rollout_func`` (``_trl_multihop_side.py``: TRL's ``tools=`` loop cannot
 agent decides). Each trained episode's tool calls and seconds (rltune: from the stored
 trajectories; TRL: counted by its rollout function) give their distribution per side (mean,
 p50, p90, max).
+
+``--task multistep`` (issue 38 item 3) trains the ``multistep`` template's job as shipped
+(``_multistep_bench.py``: GSPO, 8 x 8, lr 3e-4, ``max_length`` 448 / ``max_prompt_length`` 384,
+64 held-out chains x 2 validated on the exact answer) on the ``nano-multistep`` demo model
+(rltune's registry; ``--model`` for another): chains of 2-4 dependent calculator calls ("Start
+with 17. Add 25, then multiply by 3, then subtract 9."), the calculator the same HTTP service
+(``agentic_ws/functions/multistep.py``), the reward the template's (exact answer + 0.5 x share
+of calls right; validation the exact answer). TRL's side (``_trl_multistep_side.py``) is its
+``tools=`` loop, which generates again while the model keeps calling tools, and validates the
+same held-out rows with the same reward in a callback, inside its wall clock, so every side has
+a time to the target. Each side also reports the tokens of an episode: its prompt, the tokens it
+added (sampled + tool results and template glue), and those the engine computed in prefill
+(rltune: ``engine/prefill_tokens`` of training-only step windows; TRL: every model call's
+context, which ``generate`` prefills whole); and the issue's targets (``issue38_targets``).
+
+    python benchmarks/agentic_compare.py --task multistep --steps 20 --eval-steps 2 --repeats 3
 """
 
 from __future__ import annotations
@@ -50,11 +66,19 @@ import yaml
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "agentic_ws"))
+from _multistep_bench import (  # noqa: E402
+    issue_targets,
+    multistep_job,
+    summarise_tokens,
+    token_use,
+)
 from async_compare import cpu_model, make_job, time_to  # noqa: E402
 
 SIDES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
          "stale2p": {"max_staleness": 2, "partial_rollouts": True}}
 VAL = "validation/data/reward/mean@1"
+TRL_SCRIPTS = {"calc": "_trl_agentic_side.py", "multihop": "_trl_multihop_side.py",
+               "multistep": "_trl_multistep_side.py"}
 
 
 class ToolService:
@@ -100,7 +124,9 @@ def multihop_rows(steps: int, batch_size: int) -> tuple[list[dict], list[dict]]:
 
 def agentic_job(root: Path, spec: dict[str, Any], extra: dict) -> Path:
     """The learning test's calc job with the task's rollout (and, for multihop, its data,
-    reward and lengths)."""
+    reward and lengths); for multistep the template's job (``_multistep_bench``)."""
+    if spec["task"] == "multistep":
+        return multistep_job(root, spec, extra)
     ws = make_job(root, spec["model"], spec["steps"], spec["eval_steps"], extra)
     shutil.copytree(HERE / "agentic_ws" / "functions", ws / "functions", dirs_exist_ok=True)
     job = yaml.safe_load((ws / "job.yaml").read_text())
@@ -137,7 +163,8 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     idle = {"engine": 0.0, "trainer": 0.0}
     rewards, parts = [], {}
     engine_tokens = {"prompt": 0.0, "prefill": 0.0}  # since the job began, validation included
-    for row in read_metrics(job_dir):
+    metric_rows = read_metrics(job_dir)
+    for row in metric_rows:
         m = row["metrics"]
         for kind in engine_tokens:
             engine_tokens[kind] += m.get(f"engine/{kind}_tokens", 0.0)
@@ -155,7 +182,9 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         if VAL in m:
             curve.append((row["step"], round(clock, 2), m[VAL]))
     episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]  # training episodes
-    shapes = episode_shapes(job_dir) if spec["task"] == "multihop" else []
+    shapes = episode_shapes(job_dir) if spec["task"] in ("multihop", "multistep") else []
+    tokens = token_use(job_dir, metric_rows, spec["eval_steps"],
+                       spec["batch_size"] * spec["n_rollouts"])
     shutil.rmtree(root, ignore_errors=True)
     return {"side": name, "seconds_per_step": statistics.mean(step_s), "step_seconds": step_s,
             "episodes_per_s": episodes / max(sum(step_s), 1e-9), "curve": curve,
@@ -164,7 +193,7 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
             "idle_share": {k: v / max(sum(step_s), 1e-9) for k, v in idle.items()},
             "peak_rss_mb": _rss_mb(resource.RUSAGE_SELF),
             "peak_child_rss_mb": _rss_mb(resource.RUSAGE_CHILDREN), "episodes": shapes,
-            "engine_tokens": engine_tokens}
+            "engine_tokens": engine_tokens, "tokens": tokens}
 
 
 def episode_shapes(job_dir: Path) -> list[dict[str, float]]:
@@ -189,7 +218,7 @@ def run_side(name: str, spec: dict[str, Any], work: Path) -> dict[str, Any]:
     spec_file, out_file = work / f"spec-{name}.json", work / f"out-{name}.json"
     spec_file.write_text(json.dumps(spec))
     out_file.unlink(missing_ok=True)
-    trl_script = "_trl_agentic_side.py" if spec["task"] == "calc" else "_trl_multihop_side.py"
+    trl_script = TRL_SCRIPTS[spec["task"]]
     script = [str(HERE / trl_script)] if name == "trl" else \
         [str(Path(__file__)), "--side", name]
     t0 = time.perf_counter()
@@ -249,6 +278,9 @@ def report(results: list[dict[str, Any]], target: Optional[float]) -> dict[str, 
             row["episodes_logged"] = len(shapes)
             for key in ("tool_calls", "seconds"):
                 row[f"{key}_per_episode"] = _quantiles([float(e[key]) for e in shapes])
+        tokens = summarise_tokens(runs)
+        if tokens:
+            row["tokens"] = tokens
         if "peak_child_rss_mb" in runs[0]:
             row["peak_child_rss_mb"] = _spread([r["peak_child_rss_mb"] for r in runs])
         out["sides"][side] = row
@@ -279,7 +311,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         out_file.write_text(json.dumps(res))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--task", choices=("calc", "multihop"), default="calc")
+    ap.add_argument("--task", choices=tuple(TRL_SCRIPTS), default="calc")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--eval-steps", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
@@ -287,10 +319,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--median", type=float, default=0.3)
     ap.add_argument("--fail", type=float, default=0.01)
     ap.add_argument("--target", type=float, default=None)
-    ap.add_argument("--model", default=os.environ.get("RLTUNE_TEST_NANO"))
+    ap.add_argument("--model", default=None, help="model directory or name (default: "
+                    "$RLTUNE_TEST_NANO, else the nano demo model; multistep: nano-multistep)")
+    ap.add_argument("--val-rows", type=int, default=None,
+                    help="multistep: held-out chains per validation (default: 64, the template's)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     model = args.model
+    if not model and args.task == "multistep":
+        from _multistep_bench import default_model
+
+        model = default_model()
+    model = model or os.environ.get("RLTUNE_TEST_NANO")
     if not model:
         from rltune.models import ensure_demo_model
 
@@ -312,6 +352,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                     "eval_steps": args.eval_steps, "tool_url": service.url, "batch_size": 8,
                     "n_rollouts": 8, "learning_rate": 2e-4, "seed": 3, "max_new_tokens": 56,
                     "max_length": 576, "train_file": None}
+            if args.task == "multistep":
+                from _multistep_bench import spec_fields
+
+                spec.update(spec_fields())
+                spec["val_rows"] = args.val_rows or spec["val_rows"]
             for rep in range(args.repeats):
                 order = sides[rep % len(sides):] + sides[:rep % len(sides)]  # rotate
                 for name in order:
@@ -331,6 +376,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                "steps": args.steps,
                "tool": {"median_s": args.median, "fail": args.fail, **tool_stats},
                **report(results, args.target)}
+    if args.task == "multistep":
+        summary["issue38_targets"] = issue_targets(
+            summary["sides"], summary["target_validation"],
+            [r["initial"] for r in results if r.get("initial") is not None])
     for sink in filter(None, (args.out,)):
         sink.write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))

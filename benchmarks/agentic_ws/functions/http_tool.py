@@ -28,6 +28,9 @@ TOOL_TIMEOUT_S = 10.0
 
 
 class HttpToolRollout(AbstractRolloutProcessor):
+    #: model calls per episode unless the sampling parameters say ``max_turns``
+    max_turns = 3
+
     def setup(self) -> None:
         self.http = httpx.AsyncClient(timeout=120.0)
         self.tool = httpx.AsyncClient(timeout=TOOL_TIMEOUT_S)
@@ -38,7 +41,7 @@ class HttpToolRollout(AbstractRolloutProcessor):
         client = AsyncOpenAI(base_url=res.base_url, api_key=res.api_key.get_secret_value(),
                              http_client=self.http)
         params = dict(input_data.sampling_params or {})
-        max_turns = int(params.pop("max_turns", 3))
+        max_turns = int(params.pop("max_turns", self.max_turns))
         params.pop("timeout", None)
         messages = list(input_data.messages)
         tools = input_data.tools or [CALCULATOR_TOOL]

@@ -29,6 +29,7 @@ import yaml
 HERE = Path(__file__).parent
 PROMPT_KEY = "engine/prompt_tokens"
 PREFILL_KEY = "engine/prefill_tokens"
+VAL = "validation/data/reward/mean@1"
 #: issue 38's targets: best async >= 1.5x sooner to the target than sync; rltune's step
 #: <= 0.25x TRL's; prefill tokens per episode <= 1.3x the tokens the episode adds.
 TARGETS = {"async_speedup_to_target": 1.5, "step_vs_trl": 0.25, "prefill_per_added": 1.3}
@@ -115,14 +116,21 @@ def _new_tokens(rows: list[list[int]], prompt: int) -> int:
     return added
 
 
-def token_use(job_dir: Path, metric_rows: list[dict], eval_steps: int,
+def token_use(job_dir: Path, ws: Path, metric_rows: list[dict],
               episodes_per_step: int) -> dict[str, Any]:
-    """Per trained episode: its prompt, the tokens it added (sampled + the agent's: tool
-    results, chat-template glue), and what the engine was given (``engine/prompt_tokens``) and
-    computed (``engine/prefill_tokens``). The engine's counts are per step window; a window
-    that holds a validation (the one after each validating step: validation runs after the
-    step's metrics are taken) is left out, so only training rollouts are counted; without
-    such a window (``eval_steps`` 1) the engine's figures are left out."""
+    """Per episode: its prompt, the tokens it added (sampled + the agent's: tool results,
+    chat-template glue; from the trained episodes' trajectories), and what the engine was
+    given (``engine/prompt_tokens``) and computed in prefill (``engine/prefill_tokens``).
+
+    The engine's counts come per step window (each step's metrics hold them since the previous
+    step's) and a validation falls into the window after its step, alongside, in the async
+    modes, training rollouts sampled meanwhile; so ``*_per_episode`` divide the whole job's
+    counts by every episode the engine ran in it: the trained ones and the metered
+    validations' (all but the last, which runs after the last count; the validation rows x
+    ``val_n_rollouts`` each). Validation groups are 2 samples, not 8, so they share their
+    prompt less: this errs high. ``*_train_windows`` (synchronous jobs only): the windows
+    without a validation over their steps' episodes, training alone; in the async modes a
+    step's rollouts run partly in the windows that hold a validation, so there are none."""
     prompts, added, sampled = [], [], []
     for path in sorted((job_dir / "trajectories").glob("step_*.jsonl")):
         for line in path.read_text().splitlines():
@@ -133,19 +141,34 @@ def token_use(job_dir: Path, metric_rows: list[dict], eval_steps: int,
             sampled.append(rec["response_tokens"])
             added.append(_new_tokens([t["input_ids"] for t in rec["tokens"]],
                                      rec["prompt_tokens"]))
-    steps = {row["step"]: row["metrics"] for row in metric_rows}
-    clean = [s for s in steps if s >= 2 and (s - 1) % eval_steps and PREFILL_KEY in steps[s]]
-    episodes = episodes_per_step * len(clean)
-    out: dict[str, Any] = {"episodes_logged": len(added), "engine_windows": clean}
+    out: dict[str, Any] = {"episodes_logged": len(added)}
     if not added:
         return out
     mean = statistics.mean
     out.update(prompt_per_episode=round(mean(prompts), 1), added_per_episode=round(mean(added), 1),
                sampled_per_episode=round(mean(sampled), 1))
+    steps = {row["step"]: row["metrics"] for row in metric_rows}
+    windows = [s for s in steps if PREFILL_KEY in steps[s]]
+    if not windows:
+        return out
+    hp = yaml.safe_load((ws / "job.yaml").read_text())["training"]["hyper_parameters"]
+    val_file = ws / "data" / "val.jsonl"
+    per_val = (len(val_file.read_text().splitlines()) if val_file.is_file() else 0) \
+        * int(hp.get("val_n_rollouts") or 1)
+    metered_vals = [s for s in steps if VAL in steps[s] and s < max(windows)]
+    episodes = episodes_per_step * len(windows) + per_val * len(metered_vals)
+    clean = [s for s in windows if s >= 2 and s - 1 not in metered_vals
+             and not hp.get("max_staleness")]  # async: rollouts run in the other windows too
+    for name, key in (("engine_prompt", PROMPT_KEY), ("prefill", PREFILL_KEY)):
+        out[f"{name}_per_episode"] = round(sum(steps[s][key] for s in windows) / episodes, 1)
+        if clean:
+            out[f"{name}_per_episode_train_windows"] = round(
+                sum(steps[s][key] for s in clean) / (episodes_per_step * len(clean)), 1)
+    out["prefill_per_added"] = round(out["prefill_per_episode"] / out["added_per_episode"], 3)
     if clean:
-        for name, key in (("engine_prompt", PROMPT_KEY), ("prefill", PREFILL_KEY)):
-            out[f"{name}_per_episode"] = round(sum(steps[s][key] for s in clean) / episodes, 1)
-        out["prefill_per_added"] = round(out["prefill_per_episode"] / out["added_per_episode"], 3)
+        out["prefill_per_added_train_windows"] = round(
+            out["prefill_per_episode_train_windows"] / out["added_per_episode"], 3)
+    out["engine_episodes"] = episodes
     return out
 
 
@@ -191,7 +214,8 @@ def _verdict(value: float, name: str, higher: bool = False, **extra: Any) -> dic
 def summarise_tokens(runs: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """The token figures of a side's runs: mean, min and max of each over the repeats."""
     keys = sorted({k for r in runs for k, v in (r.get("tokens") or {}).items()
-                   if isinstance(v, (int, float)) and k != "episodes_logged"})
+                   if isinstance(v, (int, float))
+                   and k not in ("episodes_logged", "engine_episodes")})
     if not keys:
         return None
     out: dict[str, Any] = {}

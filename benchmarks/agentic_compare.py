@@ -36,10 +36,13 @@ with 17. Add 25, then multiply by 3, then subtract 9."), the calculator the same
 of calls right; validation the exact answer). TRL's side (``_trl_multistep_side.py``) is its
 ``tools=`` loop, which generates again while the model keeps calling tools, and validates the
 same held-out rows with the same reward in a callback, inside its wall clock, so every side has
-a time to the target. Each side also reports the tokens of an episode: its prompt, the tokens it
-added (sampled + tool results and template glue), and those the engine computed in prefill
-(rltune: ``engine/prefill_tokens`` of training-only step windows; TRL: every model call's
-context, which ``generate`` prefills whole); and the issue's targets (``issue38_targets``).
+a time to the target (``--target``, the same for every side; default: the lowest best
+validation of all runs). Each side also reports the tokens of an episode: its prompt, the
+tokens it added (sampled + tool results and template glue), and those the engine computed in
+prefill (rltune: the job's ``engine/prefill_tokens`` over every episode it ran, validation
+included, ``_multistep_bench.token_use``; TRL: every training model call's context, which
+``generate`` prefills whole); and the issue's three targets (``issue38_targets``: best async
+time to target vs sync >= 1.5x, rltune s/step <= 0.25x TRL's, prefill / added <= 1.3x).
 
     python benchmarks/agentic_compare.py --task multistep --steps 20 --eval-steps 2 --repeats 3
 """
@@ -183,8 +186,7 @@ async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
             curve.append((row["step"], round(clock, 2), m[VAL]))
     episodes = len(step_s) * spec["batch_size"] * spec["n_rollouts"]  # training episodes
     shapes = episode_shapes(job_dir) if spec["task"] in ("multihop", "multistep") else []
-    tokens = token_use(job_dir, metric_rows, spec["eval_steps"],
-                       spec["batch_size"] * spec["n_rollouts"])
+    tokens = token_use(job_dir, ws, metric_rows, spec["batch_size"] * spec["n_rollouts"])
     shutil.rmtree(root, ignore_errors=True)
     return {"side": name, "seconds_per_step": statistics.mean(step_s), "step_seconds": step_s,
             "episodes_per_s": episodes / max(sum(step_s), 1e-9), "curve": curve,

@@ -64,3 +64,32 @@ def test_unknown_size_is_a_clear_error():
     _, tok = build_tiny_model()
     with pytest.raises(ValidationError, match="unknown model size 'huge'"):
         build_model("huge", tok)
+
+
+def test_a_lookback_layer_at_gain_0_keeps_the_model_and_its_heads_look_1_and_2_back(tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from rltune.models.factory import save_model, with_lookback_layer
+
+    model, tok = build_tiny_model(seed=0)
+    text = "Start with 36. Add 22, then multiply by 54, then add 16. " * 2
+    ids = torch.tensor([tok.encode(text)])
+    grown = with_lookback_layer(model, gain=0.0)
+    assert grown.config.num_hidden_layers == model.config.num_hidden_layers + 1
+    with torch.no_grad():
+        assert torch.allclose(grown(input_ids=ids).logits, model(input_ids=ids).logits, atol=1e-5)
+    # the old layers carry over one index down; the new first layer's heads attend 1 and 2 back
+    old_mlp, new_mlp = model.model.layers[0].mlp, grown.model.layers[1].mlp
+    assert torch.equal(new_mlp.up_proj.weight, old_mlp.up_proj.weight)
+    grown.config._attn_implementation = "eager"
+    with torch.no_grad():
+        attn = grown(input_ids=ids, output_attentions=True).attentions[0][0]
+    positions = torch.arange(5, ids.shape[1])
+    for head, back in enumerate((1, 2, 1, 2)):
+        looked = attn[head, positions].argmax(-1)
+        assert torch.equal(looked, positions - back), head
+        assert attn[head, positions, positions - back].min() > 0.9
+    # it saves and loads like any model (one more layer)
+    path = save_model(with_lookback_layer(model, gain=0.05), tok, tmp_path / "grown")
+    assert AutoModelForCausalLM.from_pretrained(path).config.num_hidden_layers == 3

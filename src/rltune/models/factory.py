@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -129,6 +130,90 @@ def copy_friendly_init(model: Any, gain: float = 1.0) -> None:
                     attn.o_proj.weight[:, h * head_dim : (h + 1) * head_dim] = (
                         basis * gain / per_group
                     )
+
+
+def with_lookback_layer(model: Any, gain: float = 0.05, offsets: tuple[int, ...] = (1, 2),
+                        seed: int = 0) -> Any:
+    """A copy of ``model`` with a new first decoder layer whose heads look 1 or 2 tokens back.
+
+    Copying a number of several digits from somewhere earlier in the context (a question's
+    operand into a tool call) is an *induction* pattern: after writing ``2`` of ``25``, find
+    the ``2`` there and copy what follows it. That needs each position to know its previous
+    token, which a model learns only slowly when no head yet attends to it. The new layer has
+    it from the start:
+
+    * its query and key projections are constants (biases only) whose rotary phases make each
+      head's score ``sum_i s^2 cos((m - n - offset) theta_i)``, peaked at ``offset`` tokens back
+      (``offsets`` take turns over the query heads of each key/value group);
+    * its value/output path copies, at ``gain``, what the head attends to (as
+      :func:`copy_friendly_init` does), and its MLP starts at zero.
+
+    At ``gain`` 0 the new model computes exactly what ``model`` does; the small default moves
+    the old model's outputs a little and lets training use the new lookback at once (measured
+    on nano-multistep: the operand's second digit right 0.87 after 100 steps, 0.05 without;
+    RESULTS.md). The layers of ``model`` keep their weights, one index further down.
+    """
+    import torch
+    from transformers import Qwen2ForCausalLM
+
+    cfg = copy.deepcopy(model.config)
+    cfg.num_hidden_layers += 1
+    if getattr(cfg, "layer_types", None):
+        cfg.layer_types = [cfg.layer_types[0], *cfg.layer_types]
+    state = {_shift_layer(k): v for k, v in model.state_dict().items()}
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        new = Qwen2ForCausalLM(cfg)
+        missing, unexpected = new.load_state_dict(state, strict=False)
+        if unexpected or any(not k.startswith("model.layers.0.") for k in missing):
+            raise RuntimeError(f"lookback layer: weights not carried over: {missing + unexpected}")
+        _init_lookback(new, gain, offsets)
+    new.generation_config = copy.deepcopy(model.generation_config)
+    new.to(next(model.parameters()).dtype)
+    new.train(model.training)
+    return new
+
+
+def _shift_layer(key: str) -> str:
+    parts = key.split(".")
+    if key.startswith("model.layers."):
+        parts[2] = str(int(parts[2]) + 1)
+    return ".".join(parts)
+
+
+#: Scale of the lookback heads' constant queries and keys, and how many of the fastest rotary
+#: frequencies carry them: the score peaks ~4 logits above its neighbours (0.98 of the weight).
+_LOOKBACK_SCALE, _LOOKBACK_FREQS = 6.0, 6
+
+
+def _init_lookback(model: Any, gain: float, offsets: tuple[int, ...]) -> None:
+    import torch
+
+    cfg = model.config
+    d = cfg.hidden_size // cfg.num_attention_heads
+    per_group = cfg.num_attention_heads // cfg.num_key_value_heads
+    theta = cfg.rope_parameters["rope_theta"] ** (-torch.arange(0, d, 2).float() / d)
+    n, s = _LOOKBACK_FREQS, _LOOKBACK_SCALE
+    layer = model.model.layers[0]
+    attn = layer.self_attn
+    with torch.no_grad():
+        layer.mlp.down_proj.weight.zero_()
+        for kv in range(cfg.num_key_value_heads):
+            rows = slice(kv * d, (kv + 1) * d)
+            basis, _ = torch.linalg.qr(torch.randn(cfg.hidden_size, d))
+            attn.v_proj.weight[rows] = basis.T
+            attn.v_proj.bias[rows] = 0
+            attn.k_proj.weight[rows] = 0
+            attn.k_proj.bias[rows] = 0
+            attn.k_proj.bias[kv * d : kv * d + n] = s  # rotary pairs (i, i + d/2): k = s + 0j
+            for j, h in enumerate(range(kv * per_group, (kv + 1) * per_group)):
+                back = offsets[j % len(offsets)]
+                q = torch.zeros(d)  # q = s * exp(-1j * back * theta): phase cancels at m - n = back
+                q[:n] = s * torch.cos(back * theta[:n])
+                q[d // 2 : d // 2 + n] = -s * torch.sin(back * theta[:n])
+                attn.q_proj.weight[h * d : (h + 1) * d] = 0
+                attn.q_proj.bias[h * d : (h + 1) * d] = q
+                attn.o_proj.weight[:, h * d : (h + 1) * d] = basis * gain / per_group
 
 
 def build_tiny_model(

@@ -47,6 +47,7 @@ def recipe_key(recipe: Recipe, seed: int, tokenizer: PreTrainedTokenizerFast) ->
         "size": recipe.size,
         "shape": asdict(shape_of(recipe.size)),
         "copy_gain": recipe.copy_gain,
+        "lookback_gain": recipe.lookback_gain,
         "base": recipe.base,
         "config": asdict(recipe.warm_start(seed)),
         "vocab": hashlib.sha256(json.dumps(vocab).encode()).hexdigest(),

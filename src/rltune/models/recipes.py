@@ -34,6 +34,9 @@ class Recipe:
     # A task recipe fine-tunes this demo model (same size and seed) instead of a fresh one.
     base: str | None = None
     task: str = "calc"
+    # Grow the base a new first layer of lookback heads at this gain before the warm start
+    # (``factory.with_lookback_layer``): multi-digit copies then come in ~100 steps, not 400+.
+    lookback_gain: float | None = None
 
     def warm_start(self, seed: int) -> WarmStartConfig:
         return replace(self.config, seed=seed)
@@ -69,20 +72,26 @@ TASKS = ("calc", "multistep")
 
 TASK_RECIPES: dict[str, Recipe] = {
     # Chains of 2-4 dependent calls (rltune.models.multistep), fine-tuned from the nano
-    # calculator agent, which already copies operands into a call and results into an answer:
-    # what it learns here is to chain. From a fresh model the copy alone took > 400 steps.
-    # Stops at the first evaluation with 25-45 % of held-out chains exactly right (sampled,
-    # T=1): the level the multistep template's RL starts from.
+    # calculator agent, which already writes a call and copies a result into an answer: what
+    # it learns here is to chain, and to copy numbers of two and three digits from anywhere in
+    # the conversation, which nano (trained on one-digit operands) never had to. That copy is
+    # what a lookback layer (``lookback_gain``) is for: without it the operand's second digit
+    # was still right only ~0.1 of the time after 200-500 steps and the build missed its band;
+    # with it, in band at step ~175 (RESULTS.md, `make demo-agent`). Intermediate results stay
+    # within 999, so no call copies more than three digits. Stops at the first evaluation with
+    # 25-45 % of held-out chains exactly right (sampled, T=1): where the template's RL starts.
     "nano-multistep": Recipe(
         "nano",
         WarmStartConfig(
-            task=MultiStepConfig(), lr=1e-3, final_lr_fraction=1.0, warmup_steps=10,
-            max_steps=600, eval_every=10, eval_episodes=64, band=(0.25, 0.45),
+            task=MultiStepConfig(max_value=999), lr=2.5e-3, final_lr_fraction=1.0,
+            warmup_steps=10, max_steps=600, eval_every=25, eval_episodes=64, band=(0.25, 0.45),
             mix_tool_fraction=None, max_turns=5,
         ),
-        note="the nano calculator agent, fine-tuned on 2-4 dependent calculator calls",
+        note="the nano calculator agent and a lookback layer, fine-tuned on 2-4 dependent "
+             "calculator calls",
         base="nano",
         task="multistep",
+        lookback_gain=0.05,
     ),
 }
 

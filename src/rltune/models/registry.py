@@ -104,7 +104,7 @@ def _build(recipe: Recipe, seed: int, target: Path, state_file: Path, progress: 
            notify: Notify, save_every: int, base: Path | None = None) -> Path:
     import torch
 
-    from rltune.models.factory import build_model, save_model
+    from rltune.models.factory import build_model, save_model, with_lookback_layer
     from rltune.models.tokenizer import load_tokenizer, train_tokenizer
     from rltune.models.warmstart import warm_start
 
@@ -121,6 +121,8 @@ def _build(recipe: Recipe, seed: int, target: Path, state_file: Path, progress: 
             from transformers import AutoModelForCausalLM
 
             model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+            if recipe.lookback_gain is not None:
+                model = with_lookback_layer(model, recipe.lookback_gain, seed=seed)
         result = warm_start(model, tokenizer, config, progress, checkpoint=partial)
     if not result.ok:
         partial.discard()  # a recipe that missed its target must not resume
@@ -144,6 +146,7 @@ def _build(recipe: Recipe, seed: int, target: Path, state_file: Path, progress: 
         "base_model": None if base is None else base.name,
         "target_band": list(config.band),
         "copy_gain": recipe.copy_gain,
+        "lookback_gain": recipe.lookback_gain,
         "stop_reason": result.reason,
         "steps": result.steps,
         "heldout_accuracy": result.metrics.get("accuracy"),

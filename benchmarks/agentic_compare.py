@@ -327,6 +327,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="multistep: held-out chains per validation (default: 64, the template's)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.val_rows is not None and (args.task != "multistep" or args.val_rows < 1):
+        ap.error("--val-rows takes a positive number of held-out chains, with --task multistep "
+                 "only (the other tasks validate on their learning test's rows)")
     model = args.model
     if not model and args.task == "multistep":
         from _multistep_bench import default_model
@@ -358,7 +361,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 from _multistep_bench import spec_fields
 
                 spec.update(spec_fields())
-                spec["val_rows"] = args.val_rows or spec["val_rows"]
+                spec["val_rows"] = args.val_rows or spec["val_rows"]  # None: the template's
             for rep in range(args.repeats):
                 order = sides[rep % len(sides):] + sides[:rep % len(sides)]  # rotate
                 for name in order:

@@ -115,21 +115,24 @@ def copy_friendly_init(model: Any, gain: float = 1.0) -> None:
     from the start, and only *where* to attend must be learned (measured on nano: the copy is
     sharp by ~150 steps instead of 300-700, for gains 1 and 3 alike; RESULTS.md).
     """
+    for layer in model.model.layers:
+        _copy_friendly_attention(layer.self_attn, model.config, gain)
+
+
+def _copy_friendly_attention(attn: Any, cfg: Any, gain: float) -> None:
+    """One layer's value/output path as :func:`copy_friendly_init` sets it."""
     import torch
 
-    cfg = model.config
     head_dim = cfg.hidden_size // cfg.num_attention_heads
     per_group = cfg.num_attention_heads // cfg.num_key_value_heads
     with torch.no_grad():
-        for layer in model.model.layers:
-            attn = layer.self_attn
-            for kv in range(cfg.num_key_value_heads):
-                basis, _ = torch.linalg.qr(torch.randn(cfg.hidden_size, head_dim))
-                attn.v_proj.weight[kv * head_dim : (kv + 1) * head_dim] = basis.T
-                for h in range(kv * per_group, (kv + 1) * per_group):
-                    attn.o_proj.weight[:, h * head_dim : (h + 1) * head_dim] = (
-                        basis * gain / per_group
-                    )
+        for kv in range(cfg.num_key_value_heads):
+            basis, _ = torch.linalg.qr(torch.randn(cfg.hidden_size, head_dim))
+            attn.v_proj.weight[kv * head_dim : (kv + 1) * head_dim] = basis.T
+            for h in range(kv * per_group, (kv + 1) * per_group):
+                attn.o_proj.weight[:, h * head_dim : (h + 1) * head_dim] = (
+                    basis * gain / per_group
+                )
 
 
 def with_lookback_layer(model: Any, gain: float = 0.05, offsets: tuple[int, ...] = (1, 2),
@@ -196,15 +199,12 @@ def _init_lookback(model: Any, gain: float, offsets: tuple[int, ...]) -> None:
     n, s = _LOOKBACK_FREQS, _LOOKBACK_SCALE
     layer = model.model.layers[0]
     attn = layer.self_attn
+    _copy_friendly_attention(attn, cfg, gain)
     with torch.no_grad():
         layer.mlp.down_proj.weight.zero_()
         for kv in range(cfg.num_key_value_heads):
-            rows = slice(kv * d, (kv + 1) * d)
-            basis, _ = torch.linalg.qr(torch.randn(cfg.hidden_size, d))
-            attn.v_proj.weight[rows] = basis.T
-            attn.v_proj.bias[rows] = 0
-            attn.k_proj.weight[rows] = 0
-            attn.k_proj.bias[rows] = 0
+            attn.k_proj.weight[kv * d : (kv + 1) * d] = 0
+            attn.k_proj.bias[kv * d : (kv + 1) * d] = 0
             attn.k_proj.bias[kv * d : kv * d + n] = s  # rotary pairs (i, i + d/2): k = s + 0j
             for j, h in enumerate(range(kv * per_group, (kv + 1) * per_group)):
                 back = offsets[j % len(offsets)]
@@ -213,7 +213,6 @@ def _init_lookback(model: Any, gain: float, offsets: tuple[int, ...]) -> None:
                 q[d // 2 : d // 2 + n] = -s * torch.sin(back * theta[:n])
                 attn.q_proj.weight[h * d : (h + 1) * d] = 0
                 attn.q_proj.bias[h * d : (h + 1) * d] = q
-                attn.o_proj.weight[:, h * d : (h + 1) * d] = basis * gain / per_group
 
 
 def build_tiny_model(

@@ -121,8 +121,8 @@ def _build(recipe: Recipe, seed: int, target: Path, state_file: Path, progress: 
             from transformers import AutoModelForCausalLM
 
             model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
-            if recipe.lookback_gain is not None:
-                model = with_lookback_layer(model, recipe.lookback_gain, seed=seed)
+        if recipe.lookback_gain is not None:
+            model = with_lookback_layer(model, recipe.lookback_gain, seed=seed)
         result = warm_start(model, tokenizer, config, progress, checkpoint=partial)
     if not result.ok:
         partial.discard()  # a recipe that missed its target must not resume

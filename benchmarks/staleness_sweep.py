@@ -8,6 +8,11 @@ clip fraction, and the rollouts dropped as stale.
 
     python benchmarks/staleness_sweep.py --steps 10 --seeds 3,4,5,6,7 \\
         [--modes sync,stale1,stale2p] [--out sweep.json] [--update-delay 3]
+    python benchmarks/staleness_sweep.py --task multistep --steps 20 --eval-every 4 --seeds 3,4,5,6
+
+``--task multistep`` trains the ``multistep`` template's job instead (the ``nano-multistep``
+demo model, GSPO 8 chains x 8, its learning rate; 64 held-out chains): at ``temperature``
+1.0 in every mode, since ``max_staleness >= 1`` samples at 1.0 only.
 
 Modes: ``sync`` (max_staleness 0), ``stale1`` (max_staleness 1), ``stale2p`` (max_staleness 2,
 partial rollouts). Each run appends one JSON line to ``--out`` as soon as it ends, so an
@@ -35,6 +40,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).parent))
+import _multistep_bench
 import version_check
 from async_compare import cpu_model, make_job
 
@@ -81,8 +87,28 @@ def slow_updates(delay_s: float) -> None:
     PolicyUpdater.update = update  # type: ignore[method-assign]
 
 
+def make_multistep_job(root: Path, model: str, steps: int, eval_steps: int,
+                       extra: dict[str, Any]) -> Path:
+    """The ``multistep`` template's workspace and job, with the sweep's changes only."""
+    import yaml
+
+    from rltune.templates import create_workspace
+
+    ws = create_workspace(root / "ws", "multistep", train_rows=steps * 8, val_rows=64)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["model"]["name"] = model
+    hp = job["training"]["hyper_parameters"]
+    for key in ("save_steps", "save_total_limit", "val_temperature"):
+        hp.pop(key, None)
+    hp.update(max_steps=steps, eval_steps=eval_steps, save_strategy="no", temperature=1.0,
+              **extra)
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    return ws
+
+
 async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
-                  lr: float = 2e-4, eval_every: Optional[int] = None) -> dict[str, Any]:
+                  lr: float = 2e-4, eval_every: Optional[int] = None,
+                  task: str = "calc") -> dict[str, Any]:
     from rltune.config import load_job_config
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import read_metrics
@@ -90,7 +116,8 @@ async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
     version_check.RECORDS.clear()
     root = Path(tempfile.mkdtemp(prefix=f"sweep-{mode}-{seed}-"))
     extra = {**MODES[mode], "seed": seed, "val_n_rollouts": val_n, "learning_rate": lr}
-    ws = make_job(root, model, steps, eval_every or max(1, steps // 2), extra)
+    build = make_multistep_job if task == "multistep" else make_job
+    ws = build(root, model, steps, eval_every or max(1, steps // 2), extra)
     job_dir = root / "job"
     summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir,
                             base_dir=ws).run()
@@ -101,7 +128,7 @@ async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
                                                   for k in (*DIAG, VAL) if k in m}})
     shutil.rmtree(root, ignore_errors=True)
     vals = [v for _, v in summary["validation"]]
-    return {"mode": mode, "seed": seed, "initial": summary["initial_validation"],
+    return {"task": task, "mode": mode, "seed": seed, "initial": summary["initial_validation"],
             "final": vals[-1] if vals else None, "validation": summary["validation"],
             "steps": per_step, "versions": version_check.RECORDS.copy()}
 
@@ -137,6 +164,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--task", choices=("calc", "multistep"), default="calc",
+                    help="the calculator learning job, or the multistep template's")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--seeds", default="3,4,5,6,7")
     ap.add_argument("--modes", default="sync,stale1,stale2p")
@@ -144,10 +173,15 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="validate every N steps (default: steps // 2)")
     ap.add_argument("--report", type=Path, nargs="*", default=None,
                     help="summarise these jsonl files (no runs)")
-    ap.add_argument("--val-n", type=int, default=2, help="val_n_rollouts (80 held-out rows)")
-    ap.add_argument("--model", default=os.environ.get("RLTUNE_TEST_NANO"))
+    ap.add_argument("--val-n", type=int, default=2,
+                    help="val_n_rollouts (calc: 80 held-out rows, multistep: 64)")
+    ap.add_argument("--model", default=None,
+                    help="the model (default: calc $RLTUNE_TEST_NANO or the nano demo model, "
+                    "multistep nano-multistep)")
     ap.add_argument("--out", type=Path, default=Path("staleness_sweep.jsonl"))
-    ap.add_argument("--lr", type=float, default=2e-4, help="learning rate (the test's: 2e-4)")
+    ap.add_argument("--lr", type=float, default=None,
+                    help="learning rate (default: calc the learning test's 2e-4, multistep the "
+                    "template's)")
     ap.add_argument("--update-delay", type=float, default=0.0,
                     help="seconds added to every update: batches as stale as the bound allows")
     ap.add_argument("--behaviour-bound", type=float, default=None,
@@ -169,20 +203,28 @@ def main(argv: Optional[list[str]] = None) -> int:
     elif args.update_delay:
         slow_updates(args.update_delay)
     model = args.model
+    if not model and args.task == "multistep":
+        from rltune.models.registry import resolve_model
+
+        model = str(resolve_model("nano-multistep"))
+    elif not model:
+        model = os.environ.get("RLTUNE_TEST_NANO")
     if not model:
         from rltune.models import ensure_demo_model
 
         model = str(ensure_demo_model("nano", seed=0))
+    lr = args.lr if args.lr is not None else 2e-4 if args.task == "calc" else float(
+        _multistep_bench.template_hp()["learning_rate"])
     runs = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         for mode in args.modes.split(","):  # alternate modes within each seed
-            res = asyncio.run(run_one(mode, seed, model, args.steps, args.val_n, args.lr,
-                                      args.eval_every))
+            res = asyncio.run(run_one(mode, seed, model, args.steps, args.val_n, lr,
+                                      args.eval_every, args.task))
             runs.append(res)
             with args.out.open("a") as fh:
                 fh.write(json.dumps(res) + "\n")
             print(mode, seed, res["initial"], res["final"], file=sys.stderr, flush=True)
-    print(json.dumps({"cpu": cpu_model(), "steps": args.steps, "lr": args.lr,
+    print(json.dumps({"cpu": cpu_model(), "task": args.task, "steps": args.steps, "lr": lr,
                       "behaviour_bound": args.behaviour_bound,
                       "update_delay": args.update_delay, "summary": summarise(runs)}, indent=1))
     return 0

@@ -160,6 +160,25 @@ async def test_validation_samples_each_prompt_val_n_rollouts_times(tmp_path, tin
     assert rows[0]["metrics"]["validation/data/samples"] == 4 * 3  # 4 prompts x 3 samples
 
 
+async def test_validation_samples_at_val_temperature_and_training_at_temperature(
+        tmp_path, tiny_model_dir):
+    # The rollout reports the temperature its sampling_params carry and the reward scores it,
+    # so each phase's reward is the temperature it sampled at, through the real workers.
+    ws = make_workspace(tmp_path, tiny_model_dir, save_strategy="no", max_steps=2,
+                        temperature=1.5, val_temperature=0.5)
+    shutil.copytree(FIXTURES / "tempws" / "functions", ws / "functions", dirs_exist_ok=True)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    job["functions"][0]["fcmodel"]["classpath"] = "functions/sampling_echo.py:TemperatureRollout"
+    job["functions"][1]["fcmodel"]["classpath"] = "functions/sampling_echo.py:TemperatureReward"
+    (ws / "job.yaml").write_text(yaml.safe_dump(job))
+    job_dir = tmp_path / "job"
+    await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir, base_dir=ws).run()
+    rows = read_metrics(job_dir)
+    assert rows[0]["metrics"]["validation/data/reward/mean@1"] == pytest.approx(0.5)
+    assert rows[2]["metrics"]["validation/data/reward/mean@1"] == pytest.approx(0.5)
+    assert rows[1]["metrics"]["critic/rewards/mean"] == pytest.approx(1.5)
+
+
 async def test_nan_reward_drops_the_rollout_and_the_job_goes_on(tmp_path, tiny_model_dir):
     ws = make_workspace(tmp_path, tiny_model_dir, save_strategy="no")
     shutil.copytree(FIXTURES / "nanws" / "functions", ws / "functions", dirs_exist_ok=True)

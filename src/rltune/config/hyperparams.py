@@ -31,7 +31,8 @@ MAX_STALENESS_SUPPORTED = 8
 
 #: Hyper-parameters of rollouts and RL losses: an ``algorithm: sft`` or ``dpo`` job refuses
 #: them (and every algorithm knob but its own), which would otherwise be ignored.
-SFT_REFUSED = ("n_rollouts", "ppo_mini_batch_size", "kl_loss_coef", "temperature", "top_p",
+SFT_REFUSED = ("n_rollouts", "ppo_mini_batch_size", "kl_loss_coef", "temperature",
+               "val_temperature", "top_p",
                "max_staleness", "partial_rollouts", "val_n_rollouts", "opd_reward_weight",
                "stop_at_validation_reward", "max_rollout_retries", "max_tokens")
 
@@ -132,6 +133,12 @@ class HyperParameters(KnobOverrides):
     weight_decay: float = Field(0.01, ge=0, le=1)
     min_lr_ratio: float = Field(0.0, ge=0, le=1, description="cosine floor as a fraction")
     temperature: float = Field(1.0, gt=0, le=10)
+    val_temperature: Optional[float] = Field(
+        None, ge=0, le=10,
+        description="sampling temperature of validation rollouts (0: greedy); unset = "
+        "temperature. Exploring at a higher training temperature, validate the policy as it "
+        "will be served",
+    )
     top_p: float = Field(1.0, gt=0, le=1)
     micro_batch_size: Optional[int] = Field(
         None, ge=1, le=100000, description="rows per forward pass (memory); unset = all"

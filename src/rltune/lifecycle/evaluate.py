@@ -39,7 +39,7 @@ async def evaluate_model(config: Any, rows: list[Any], *, label: str, n: int, k:
     async with TrainingRuntime(config, job_dir=work_dir, base_dir=base_dir,
                                job_id=f"eval-{label}", total_steps=1, log=log) as rt:
         groups = await asyncio.gather(*(
-            run_group(rt.runner, rt.rewarder, row, sample_id=f"eval-{label}-p{i}",
+            run_group(rt.val_runner, rt.rewarder, row, sample_id=f"eval-{label}-p{i}",
                       sample_index=i, row_index=i, n=n)
             for i, row in enumerate(rows)))
     for results in groups:

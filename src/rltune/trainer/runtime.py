@@ -152,6 +152,7 @@ class TrainingRuntime:
     engine: Engine
     updater: Updater
     runner: RolloutRunner
+    val_runner: RolloutRunner  # validation's: the training sampling, or val_temperature's
     rewarder: Rewarder
     teacher: Teacher | None
 
@@ -368,15 +369,16 @@ class TrainingRuntime:
             "top_p": hp.top_p,
             "max_tokens": hp.max_length - hp.max_prompt_length,
         }
-        # One runner serves training and validation: same caller, gateway and sampling.
-        self.runner = RolloutRunner(
-            caller,
-            self.gateway,
-            job_id=self.job_id,
-            model_name=self.gateway.model_name,
-            sampling_params=sampling,
-            max_retries=hp.max_rollout_retries,
-        )
+        # Training and validation share the caller and gateway; validation samples at
+        # val_temperature when it is set (unset: the training sampling).
+        def runner(params: dict[str, Any]) -> RolloutRunner:
+            return RolloutRunner(caller, self.gateway, job_id=self.job_id,
+                                 model_name=self.gateway.model_name, sampling_params=params,
+                                 max_retries=hp.max_rollout_retries)
+
+        self.runner = runner(sampling)
+        self.val_runner = self.runner if hp.val_temperature is None else runner(
+            {**sampling, "temperature": hp.val_temperature})
 
     async def __aexit__(self, *exc: Any) -> None:
         while self._closers:

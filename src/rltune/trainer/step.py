@@ -132,13 +132,15 @@ class StepRunner:
         """Expected reward of one sampled rollout per validation prompt (``mean@1``).
 
         With ``val_n_rollouts > 1`` each prompt is sampled that many times and the rewards are
-        averaged: the same quantity, estimated with less noise. The signal adds its own
+        averaged: the same quantity, estimated with less noise. Rollouts sample at
+        ``val_temperature`` when it is set (``runtime.val_runner``). The signal adds its own
         validation metrics (OPD: the reverse KL to the teacher).
         """
         t0 = time.perf_counter()
         n = self.hp.val_n_rollouts
         groups = await asyncio.gather(*(
-            run_group(self.rt.runner, self.rt.rewarder if self.signal.scores_rollouts else None,
+            run_group(self.rt.val_runner,
+                      self.rt.rewarder if self.signal.scores_rollouts else None,
                       row, sample_id=validation_sample_id(self.job_id, i), sample_index=i,
                       row_index=i, n=n)  # the functions see phase "test"
             for i, row in enumerate(rows)))

@@ -55,7 +55,7 @@ RENAMES = {
     _R + "n": "n_rollouts", _R + "temperature": "temperature", _R + "top_p": "top_p",
     _R + "gpu_memory_utilization": "inference_gpu_memory_utilization",
     _R + "tensor_model_parallel_size": "inference_tensor_parallel_size",
-    _R + "val_kwargs.n": "val_n_rollouts",
+    _R + "val_kwargs.n": "val_n_rollouts", _R + "val_kwargs.temperature": "val_temperature",
     _A + "ppo_micro_batch_size_per_gpu": "micro_batch_size",
     _A + "ppo_micro_batch_size": "micro_batch_size",
     _A + "ppo_epochs": "ppo_epochs", _A + "use_kl_loss": "use_kl_loss",

@@ -47,6 +47,9 @@ ENGINE_JOBS = [
      "device: 'cuda:0'}}", "runs each engine replica on the CPU", "device: cpu"),
     ("engine: vllm\ntraining: {hyper_parameters: {inference_gpu_memory_utilization: 0.5, "
      "device: cpu}}", "needs a CUDA device", "VLLM_CPU_KVCACHE_SPACE"),
+    ("engine: vllm\ntraining: {hyper_parameters: {max_staleness: 1, temperature: 1.3}}",
+     "temperature = 1.3: must be 1.0 with max_staleness >= 1 on engine: vllm",
+     "engine: builtin"),
 ]
 
 

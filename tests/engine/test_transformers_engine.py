@@ -57,6 +57,31 @@ async def test_logprobs_match_fresh_forward_under_staggered_joins(eager_engine):
     assert worst < 1e-4
 
 
+async def test_logprobs_are_the_sampling_temperatures_as_the_trainer_recomputes_them(engine):
+    """A row sampled at temperature T reports log_softmax(logits / T), unfiltered, in a batch
+    with greedy and temperature-1 rows: what the trainer recomputes at the job's temperature
+    (``token_logprobs_BT``), so the off-policy correction and the mismatch metric compare
+    like with like."""
+    from rltune.trainer.logprobs import token_logprobs_BT
+
+    ids = engine.tokenizer.encode("What is 12 + 30? Please compute it.")
+    temps = [1.3, 0.0, 1.0, 0.7, 1.3]
+    results = await engine.generate([req(ids, temperature=t, max_tokens=10, seed=i, top_p=0.9
+                                         if i == 4 else 1.0)
+                                     for i, t in enumerate(temps)])
+    for t, res in zip(temps, results, strict=True):
+        c = res.completions[0]
+        full = torch.tensor([res.prompt_ids + c.completion_ids])
+        logp, _ = token_logprobs_BT(engine.model, full, torch.ones_like(full),
+                                    temperature=t or 1.0)
+        want = logp[0, len(res.prompt_ids):].tolist()
+        assert max(abs(a - b) for a, b in zip(want, c.logprobs, strict=True)) < 1e-4, t
+    plain = fresh_logprobs(engine.model, results[0].prompt_ids, results[0].completions[0]
+                           .completion_ids)
+    assert max(abs(a - b) for a, b in zip(plain, results[0].completions[0].logprobs,
+                                          strict=True)) > 1e-3  # not temperature 1's
+
+
 async def test_greedy_batched_equals_greedy_alone(engine):
     tok = engine.tokenizer
     prompts = [tok.encode(t) for t in ["a b c", "What is 7 * 6?", "hello there my friend"]]

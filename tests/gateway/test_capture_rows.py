@@ -49,15 +49,18 @@ def test_build_rows_detects_rewritten_turns():
         build_rows([call(0, [1], [2]), call(1, [1], [2], rid="other")])
 
 
-def fresh_logprobs(model, ids):
+def fresh_logprobs(model, ids, temperature=1.0):
+    """Log-probs of ``ids`` from one forward pass, at the sampling temperature."""
     with torch.no_grad():
-        lp = torch.log_softmax(model(torch.tensor([ids])).logits.float(), dim=-1)[0]
+        logits = model(torch.tensor([ids])).logits.float() / temperature
+        lp = torch.log_softmax(logits, dim=-1)[0]
     return [None] + [lp[i - 1, ids[i]].item() for i in range(1, len(ids))]
 
 
 async def test_multi_turn_capture_is_token_exact(gateway):
     """Three calls of one tool conversation merge into rows whose mask-1 tokens are exactly
-    the sampled ones and whose recorded log-probs match a fresh forward pass."""
+    the sampled ones and whose recorded log-probs match a fresh forward pass at the sampling
+    temperature."""
     gateway.register("key-a", "ra")
     client = openai.AsyncOpenAI(base_url=gateway.base_url, api_key="key-a")
     messages = [{"role": "system", "content": "Use the calculator."},
@@ -86,7 +89,7 @@ async def test_multi_turn_capture_is_token_exact(gateway):
             assert row.input_ids[:n] == c.prompt_ids
             assert row.input_ids[n:n + len(c.completion_ids)] == c.completion_ids
             assert row.loss_mask[n:n + len(c.completion_ids)] == [1] * len(c.completion_ids)
-        fresh = fresh_logprobs(gateway.engine.model, row.input_ids)
+        fresh = fresh_logprobs(gateway.engine.model, row.input_ids, temperature=0.7)
         for i, m in enumerate(row.loss_mask):
             if m:
                 assert abs(fresh[i] - row.sampled_logprobs[i]) < 1e-4

@@ -132,7 +132,11 @@ class HyperParameters(KnobOverrides):
     max_grad_norm: float = Field(1.0, gt=0, le=1e6)
     weight_decay: float = Field(0.01, ge=0, le=1)
     min_lr_ratio: float = Field(0.0, ge=0, le=1, description="cosine floor as a fraction")
-    temperature: float = Field(1.0, gt=0, le=10)
+    temperature: float = Field(
+        1.0, gt=0, le=10,
+        description="sampling temperature of training rollouts; the trainer's log-probs are "
+        "those of the same tempered distribution (the policy trained is the one sampled)",
+    )
     val_temperature: Optional[float] = Field(
         None, ge=0, le=10,
         description="sampling temperature of validation rollouts (0: greedy); unset = "
@@ -415,15 +419,12 @@ def _check_async(hp: HyperParameters) -> None:
             "weights while rollouts run)",
             "set max_staleness: 1, or remove partial_rollouts",
         )
-    if hp.max_staleness and (hp.temperature != 1.0 or hp.top_p != 1.0):
-        name, value = ("temperature", hp.temperature) if hp.temperature != 1.0 \
-            else ("top_p", hp.top_p)
+    if hp.max_staleness and hp.top_p != 1.0:
         raise _coupling(
-            name, value,
+            "top_p", hp.top_p,
             "must be 1.0 with max_staleness >= 1: the off-policy correction divides by the "
-            "engine's recorded log-probs, which are those of the unscaled, unfiltered "
-            "distribution",
-            f"remove {name} (1.0), or set max_staleness: 0",
+            "engine's recorded log-probs, which are those of the unfiltered distribution",
+            "remove top_p (1.0), or set max_staleness: 0",
         )
 
 

@@ -127,6 +127,12 @@ def check_distributed_keys(engine: str, hp: Any) -> None:
         replica_backend=hp.inference_replica_backend or "local")
     if first is not None and first[0] not in {p[0] for p in found}:
         found.append(first)
+    if engine == "vllm" and hp.max_staleness and hp.temperature != 1.0:
+        found.append(("temperature", hp.temperature,
+                      "must be 1.0 with max_staleness >= 1 on engine: vllm: the off-policy "
+                      "correction divides by the log-probs of the distribution that sampled, "
+                      "and vLLM reports them at temperature 1 (raw_logprobs)",
+                      "remove temperature (1.0), use engine: builtin, or set max_staleness: 0"))
     if len(found) == 1:
         key, value, rule, fix = found[0]
         raise coupling(_HP + key, value, rule, fix)

@@ -5,8 +5,10 @@ One call handles greedy and sampled rows, per-row temperature, top-k and top-p, 
 exponential-race form of the categorical draw, ``argmax(p / E)`` with ``E ~ Exp(1)``, so a
 seeded row only needs its own noise vector while the other rows share one batched draw.
 
-The returned log-probs are always the model's own ``log_softmax`` of the raw logits (temperature
-1, no filtering): the number a fresh forward pass of the same weights reproduces.
+The returned log-probs are those of the distribution a row samples from before any filtering:
+``log_softmax(logits / temperature)`` (greedy rows: temperature 1), the number a fresh forward
+pass of the same weights at the same temperature reproduces (the trainer's, which divides by
+the job's ``temperature`` too). Top-k/top-p filtering is left out of them.
 
 Example:
     >>> import torch
@@ -40,13 +42,20 @@ def sample_batch(logits: Any, rows: list[RowParams]) -> tuple[Any, Any, Optional
     """Sample one token per row of ``logits`` ([B, V]).
 
     Returns ``(tokens [B] long, logprobs [B] float32, top)`` where ``top`` is ``(values, ids)``
-    of the highest raw log-probs ([B, K], K = max requested ``top_logprobs``) or ``None``.
+    of the highest log-probs ([B, K], K = max requested ``top_logprobs``) or ``None``; both at
+    each row's temperature, unfiltered.
     """
     import torch
 
     logits = logits.float()
     batch, vocab = logits.shape
-    raw_lp = torch.log_softmax(logits, dim=-1)
+    dev = logits.device
+    temps = torch.tensor([r.temperature for r in rows], dtype=torch.float32, device=dev)
+    greedy = temps <= 0.0
+    if bool(((temps != 1.0) & ~greedy).any()):
+        lp = torch.log_softmax(logits / torch.where(greedy, 1.0, temps)[:, None], dim=-1)
+    else:
+        lp = torch.log_softmax(logits, dim=-1)
 
     work = logits
     banned = [(i, t) for i, r in enumerate(rows) for t in r.banned]
@@ -55,9 +64,6 @@ def sample_batch(logits: Any, rows: list[RowParams]) -> tuple[Any, Any, Optional
         at = torch.tensor(banned, dtype=torch.long, device=logits.device)
         work[at[:, 0], at[:, 1]] = float("-inf")
 
-    dev = logits.device
-    temps = torch.tensor([r.temperature for r in rows], dtype=torch.float32, device=dev)
-    greedy = temps <= 0.0
     tokens = torch.empty(batch, dtype=torch.long, device=dev)
     if bool(greedy.any()):
         tokens[greedy] = work[greedy].argmax(dim=-1)
@@ -65,9 +71,9 @@ def sample_batch(logits: Any, rows: list[RowParams]) -> tuple[Any, Any, Optional
     if bool(sampled.any()):
         tokens[sampled] = _draw(work, rows, temps, sampled)
 
-    logprobs = raw_lp.gather(1, tokens[:, None]).squeeze(1)
+    logprobs = lp.gather(1, tokens[:, None]).squeeze(1)
     k = max((r.top_logprobs for r in rows), default=0)
-    top = raw_lp.topk(min(k, vocab), dim=-1) if k > 0 else None
+    top = lp.topk(min(k, vocab), dim=-1) if k > 0 else None
     return tokens, logprobs, (top.values, top.indices) if top is not None else None
 
 

@@ -69,9 +69,10 @@ class TopLogprob(BaseModel):
 class Completion(BaseModel):
     """One sampled completion.
 
-    ``logprobs[i]`` is log p(completion_ids[i] | prefix) under the model's own distribution at
-    temperature 1 without top-k/top-p filtering: the value a fresh forward pass of the same
-    weights gives, which is what the trainer compares its recomputed log-probs with.
+    ``logprobs[i]`` is log p(completion_ids[i] | prefix) under the model's distribution at the
+    request's temperature (greedy: 1) without top-k/top-p filtering: the value a fresh forward
+    pass of the same weights at that temperature gives, which is what the trainer compares its
+    recomputed log-probs with (the vllm engine: always temperature 1, ``vllm_engine.py``).
     """
 
     index: int = 0

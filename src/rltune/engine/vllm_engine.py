@@ -11,7 +11,9 @@ so no cached KV from the old weights is reused.
 
 Token ids go in, sampled ids and their log-probs come out. The engine is built with
 ``logprobs_mode="raw_logprobs"``: the reported log-prob is the model's own ``log_softmax`` at
-temperature 1 without top-k/top-p, the number the trainer recomputes (``Completion.logprobs``).
+temperature 1 without top-k/top-p, the number the trainer recomputes at ``temperature: 1``
+(``Completion.logprobs``; the built-in engine reports them at the request's temperature, so a
+job with another temperature and ``max_staleness >= 1`` needs it: ``config/job_rules.py``).
 Stop strings are checked here with rltune's tokenizer (vLLM does not detokenize), so they
 behave exactly as in the built-in engine; vLLM loads the model's tokenizer only for its
 structured outputs (``response_format`` ``json_object`` / ``json_schema``, the

@@ -31,7 +31,8 @@ class CapturedCall(BaseModel):
     A call with ``n > 1`` gives ``n`` records sharing ``call_index`` with different
     ``choice_index``. ``prompt_ids`` include any forced prefix (e.g. the ``<tool_call>`` opener of
     ``tool_choice="required"``): those tokens were not sampled, so they train with mask 0.
-    ``completion_logprobs`` are the engine's model log-probs at temperature 1 (unfiltered).
+    ``completion_logprobs`` are the engine's model log-probs at the sampling temperature
+    (unfiltered; ``engine.types.Completion``).
     """
 
     rollout_id: str

@@ -11,8 +11,8 @@ clip fraction, and the rollouts dropped as stale.
     python benchmarks/staleness_sweep.py --task multistep --steps 20 --eval-every 4 --seeds 3,4,5,6
 
 ``--task multistep`` trains the ``multistep`` template's job instead (the ``nano-multistep``
-demo model, GSPO 8 chains x 8, its learning rate; 64 held-out chains): at ``temperature``
-1.0 in every mode, since ``max_staleness >= 1`` samples at 1.0 only.
+demo model, GSPO 8 chains x 8, its learning rate and sampling temperatures; 64 held-out
+chains).
 
 Modes: ``sync`` (max_staleness 0), ``stale1`` (max_staleness 1), ``stale2p`` (max_staleness 2,
 partial rollouts). Each run appends one JSON line to ``--out`` as soon as it ends, so an
@@ -98,10 +98,9 @@ def make_multistep_job(root: Path, model: str, steps: int, eval_steps: int,
     job = yaml.safe_load((ws / "job.yaml").read_text())
     job["model"]["name"] = model
     hp = job["training"]["hyper_parameters"]
-    for key in ("save_steps", "save_total_limit", "val_temperature"):
+    for key in ("save_steps", "save_total_limit"):
         hp.pop(key, None)
-    hp.update(max_steps=steps, eval_steps=eval_steps, save_strategy="no", temperature=1.0,
-              **extra)
+    hp.update(max_steps=steps, eval_steps=eval_steps, save_strategy="no", **extra)
     (ws / "job.yaml").write_text(yaml.safe_dump(job))
     return ws
 

@@ -1,0 +1,33 @@
+"""``staleness_sweep.py --task multistep`` trains the multistep template's job as shipped,
+with only the sweep's mode, seed, steps and validation interval changed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import staleness_sweep
+
+from rltune.templates import TEMPLATES_DIR
+
+
+def test_the_multistep_sweep_job_is_the_templates_with_the_sweeps_changes(tmp_path):
+    extra = {**staleness_sweep.MODES["stale2p"], "seed": 5, "learning_rate": 3e-4}
+    ws = staleness_sweep.make_multistep_job(tmp_path, "/models/m", 20, 4, extra)
+    job = yaml.safe_load((ws / "job.yaml").read_text())
+    shipped = yaml.safe_load((TEMPLATES_DIR / "multistep" / "job.yaml").read_text())
+    hp, want = job["training"]["hyper_parameters"], shipped["training"]["hyper_parameters"]
+    changed = {k for k in hp.keys() | want.keys() if hp.get(k) != want.get(k)}
+    assert changed <= {"max_steps", "eval_steps", "save_strategy", "save_steps",
+                       "save_total_limit", "max_staleness", "partial_rollouts", "seed",
+                       "learning_rate"}
+    assert (hp["max_steps"], hp["eval_steps"], hp["max_staleness"], hp["partial_rollouts"],
+            hp["seed"]) == (20, 4, 2, True, 5)
+    assert job["model"]["name"] == "/models/m"
+    assert job["functions"] == shipped["functions"]
+    lines = (ws / "data" / "train.jsonl").read_text().splitlines()
+    assert len(lines) == 20 * 8 and len((ws / "data" / "val.jsonl").read_text().splitlines()) == 64

@@ -15,9 +15,8 @@ demo model, GSPO 8 chains x 8, its learning rate and sampling temperatures; 64 h
 chains).
 
 Modes: ``sync`` (max_staleness 0), ``stale1`` (max_staleness 1), ``stale2p`` (max_staleness 2,
-partial rollouts); ``stale1s`` and ``stale2ps`` are those with ``stream_order: start``. Each
-run appends one JSON line to ``--out`` as soon as it ends, so an interrupted sweep keeps what it
-measured.
+partial rollouts); ``stale1s`` and ``stale2ps`` are those with ``stream_order: start``. Each run appends one JSON line to ``--out`` as soon as it ends, so an
+interrupted sweep keeps what it measured.
 
 Stress and diagnosis: ``--update-delay S`` sleeps S s before every update, so each batch is as
 stale as the bound allows (all tokens N versions old: the regime where the drift ran away,

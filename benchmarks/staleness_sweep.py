@@ -15,7 +15,7 @@ demo model, GSPO 8 chains x 8, its learning rate and sampling temperatures; 64 h
 chains).
 
 Modes: ``sync`` (max_staleness 0), ``stale1`` (max_staleness 1), ``stale2p`` (max_staleness 2,
-partial rollouts); ``stale1s`` and ``stale2ps`` are those with ``stream_order: start``. Each run appends one JSON line to ``--out`` as soon as it ends, so an
+partial rollouts). Each run appends one JSON line to ``--out`` as soon as it ends, so an
 interrupted sweep keeps what it measured.
 
 Stress and diagnosis: ``--update-delay S`` sleeps S s before every update, so each batch is as
@@ -45,10 +45,7 @@ import version_check
 from async_compare import cpu_model, make_job
 
 MODES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
-         "stale2p": {"max_staleness": 2, "partial_rollouts": True},
-         # the same, taking groups in the order they started (stream_order: start)
-         "stale1s": {"max_staleness": 1, "stream_order": "start"},
-         "stale2ps": {"max_staleness": 2, "partial_rollouts": True, "stream_order": "start"}}
+         "stale2p": {"max_staleness": 2, "partial_rollouts": True}}
 VAL = "validation/data/reward/mean@1"
 DIAG = ("fully_async/behaviour_weight/mean", "fully_async/behaviour_weight/capped_frac",
         "fully_async/behaviour_weight/masked_frac",

@@ -361,10 +361,6 @@ def test_async_pipeline_keys_are_checked():
         validate_hyper_parameters({"max_concurrent_requests": 0})
     with pytest.raises(ConfigError, match=r"partial_rollouts.*only applies with max_staleness"):
         validate_hyper_parameters({"partial_rollouts": True})
-    with pytest.raises(ConfigError, match=r"stream_order.*only applies with max_staleness"):
-        validate_hyper_parameters({"stream_order": "start"})
-    assert validate_hyper_parameters({"max_staleness": 1, "stream_order": "start"}) \
-        .stream_order == "start"
     # the built-in engine records log-probs at the sampling temperature (vllm: refused below)
     assert validate_hyper_parameters({"max_staleness": 1, "temperature": 0.7}).temperature == 0.7
     with pytest.raises(ConfigError, match="top_p"):

@@ -97,29 +97,6 @@ async def test_first_groups_to_finish_train_and_the_rest_carry_over():
     assert await stream.close() == 2
 
 
-async def test_stream_order_start_takes_groups_in_the_order_they_started():
-    """The same finishing order as above: with order "start" the step waits for group 0 and
-    takes 0 and 1, the batch a synchronous step would train on; 3, finished first, waits."""
-    src = Source(n_rows=20, batch_size=2)
-    stream = stream_for(src, max_staleness=1, order="start")
-    stream.fill()
-    await settle()
-    src.finish(3, 1)
-    take = asyncio.create_task(stream.take(1))
-    await settle()
-    assert not take.done()  # group 0, the oldest, is still running
-    src.finish(0)
-    taken = await take
-    assert sorted({r.sample_index for r in taken.results}) == [0, 1]
-    assert taken.metrics["fully_async/stream/ready_groups"] == 1.0  # 3 carries over
-    sync(src, stream)
-    await settle()
-    src.finish(2)
-    taken = await stream.take(2)
-    assert sorted({r.sample_index for r in taken.results}) == [2, 3]
-    assert await stream.close() == 2  # 4 and 5
-
-
 async def test_a_group_staler_than_max_staleness_is_dropped_counted_and_replaced():
     """max_staleness 2: a long-tail group started at version 0 and finished when the policy is
     at version 3 is 3 versions old: dropped (its 2 rollouts counted) and replaced."""

@@ -32,9 +32,9 @@ MAX_STALENESS_SUPPORTED = 8
 #: Hyper-parameters of rollouts and RL losses: an ``algorithm: sft`` or ``dpo`` job refuses
 #: them (and every algorithm knob but its own), which would otherwise be ignored.
 SFT_REFUSED = ("n_rollouts", "ppo_mini_batch_size", "kl_loss_coef", "temperature",
-               "val_temperature", "top_p", "max_staleness", "partial_rollouts", "stream_order",
-               "val_n_rollouts", "opd_reward_weight", "stop_at_validation_reward",
-               "max_rollout_retries", "max_tokens")
+               "val_temperature", "top_p",
+               "max_staleness", "partial_rollouts", "val_n_rollouts", "opd_reward_weight",
+               "stop_at_validation_reward", "max_rollout_retries", "max_tokens")
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -201,13 +201,6 @@ class HyperParameters(KnobOverrides):
         "batch_size groups to finish (the rest carry over) and new groups start at most N "
         "weight versions behind the policy that trains on them; the loss corrects for it "
         "(decoupled PPO) and rollouts more than N versions old are dropped and counted",
-    )
-    stream_order: Literal["finish", "start"] = Field(
-        "finish",
-        description="with max_staleness >= 1, which finished groups a step takes: finish = "
-        "the first batch_size to finish (the most throughput, but a batch leans to the "
-        "quickest episodes: short chains, few tool calls); start = in the order they "
-        "started, as a synchronous step would take them (the step waits for its slowest)",
     )
     partial_rollouts: bool = Field(
         False,
@@ -419,11 +412,6 @@ class HyperParameters(KnobOverrides):
 
 def _check_async(hp: HyperParameters) -> None:
     """The asynchronous pipeline's couplings (``trainer/scheduler.py``)."""
-    if hp.stream_order != "finish" and hp.max_staleness == 0:
-        raise _coupling(
-            "stream_order", hp.stream_order,
-            "only applies with max_staleness >= 1 (a synchronous step takes its one batch "
-            "whole)", "set max_staleness: 1, or remove stream_order")
     if hp.partial_rollouts and hp.max_staleness == 0:
         raise _coupling(
             "partial_rollouts", True,

@@ -101,7 +101,7 @@ class StepScheduler:
             max_staleness=max_staleness, total_steps=total_steps,
             version=lambda: self.rt.engine.weight_version,
             dynamic_sampling=knobs.dynamic_sampling,
-            max_sampling_rounds=knobs.max_sampling_rounds, order=hp.stream_order,
+            max_sampling_rounds=knobs.max_sampling_rounds,
             on_start=self.engine_clock.start, on_stop=self.engine_clock.stop)
 
     async def run_step(self, step: int) -> StepResult:

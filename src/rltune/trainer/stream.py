@@ -2,10 +2,7 @@
 
 ``GroupStream`` keeps prompt groups sampling continuously; a step takes the **first**
 ``batch_size`` groups that finish (``take``), and groups still running carry over to the next
-step. With ``order="start"`` (``stream_order: start``) it takes them in the order they started
-instead, waiting for the oldest: a batch is then the one a synchronous step would train on,
-not one that leans to the episodes that finish quickest (on the multi-step job, the short
-chains). Over-sampling is bounded by the weight version, as in AReaL: a new group may start only
+step. Over-sampling is bounded by the weight version, as in AReaL: a new group may start only
 while
 
     groups started  <  (steps done + max_staleness + 1) x batch_size
@@ -100,14 +97,12 @@ class GroupStream:
     def __init__(self, source: GroupSource, *, batch_size: int, n_rollouts: int,
                  max_staleness: int, total_steps: int, version: Callable[[], int],
                  dynamic_sampling: bool = False, max_sampling_rounds: int = 1,
-                 order: str = "finish",
                  on_start: Callable[[], None] = lambda: None,
                  on_stop: Callable[[], None] = lambda: None):
         self.source, self.bs, self.n = source, batch_size, n_rollouts
         self.max_staleness, self.total_steps = max_staleness, total_steps
         self.version = version
         self.dynamic, self.max_rounds = dynamic_sampling, max(1, max_sampling_rounds)
-        self.order = order
         self.on_start, self.on_stop = on_start, on_stop
         self.started = 0  # groups started that count toward the bound (replaced ones don't)
         self.seq = 0  # every group ever started
@@ -167,22 +162,8 @@ class GroupStream:
 
     # ------------------------------------------------------------------ a step's batch
 
-    def _next_ready(self) -> Optional[_Group]:
-        """The next finished group to consider: the first to finish, or (``order="start"``)
-        the oldest one started, None while it is still running."""
-        if not self.ready:
-            return None
-        if self.order == "finish":
-            return self.ready.popleft()
-        g = min(self.ready, key=lambda r: r.seq)
-        if any(r.seq < g.seq for r in self.running.values()):
-            return None
-        self.ready.remove(g)
-        return g
-
     async def take(self, step: int) -> Collected:
-        """The first ``batch_size`` usable groups to finish (or to start, ``order="start"``);
-        the rest carry over."""
+        """The first ``batch_size`` usable groups to finish; the rest carry over."""
         t0 = time.perf_counter()
         self.step = step
         policy = self.version()
@@ -190,14 +171,14 @@ class GroupStream:
         dropped_rollouts = dropped_groups = replaced = flat = 0
         while len(kept) < self.bs:
             self.fill()
-            g = self._next_ready()
-            if g is None:
+            if not self.ready:
                 if not self.running:
                     raise RuntimeError("the group stream has nothing running and nothing "
                                        "finished (no prompts left?)")
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            g = self.ready.popleft()
             if g.error is not None:
                 raise g.error
             results = g.results or []

@@ -22,7 +22,9 @@ Stress and diagnosis: ``--update-delay S`` sleeps S s before every update, so ea
 stale as the bound allows (all tokens N versions old: the regime where the drift ran away,
 benchmarks/RESULTS.md); ``--check-versions`` recomputes every token under the weights of its
 tagged version (``version_check.py``); ``--behaviour-bound`` sets the updater's divergence mask
-(``inf``: off, the code before the mask); ``--lr`` the learning rate; ``--eval-every`` the
+(``inf``: off, the code before the mask); ``--behaviour-level token`` the behaviour weight per
+token for every algorithm (GSPO's is otherwise the sequence's likelihood ratio); ``--lr`` the
+learning rate; ``--eval-every`` the
 validation interval; ``--report a.jsonl ...`` summarises earlier runs without training.
 """
 
@@ -68,6 +70,19 @@ def set_behaviour_bound(bound: float) -> None:
         self.behaviour_bound = bound
 
     PolicyUpdater.__init__ = init  # type: ignore[method-assign]
+
+
+def set_behaviour_level(level: str) -> None:
+    """Every update computes the behaviour weight per ``level`` (``token`` or ``sequence``)
+    whatever the algorithm's importance level (a diagnosis of the weight's variance)."""
+    import rltune.trainer.update as update
+
+    plain = update.behaviour_weight_BT
+
+    def weight(prox, behav, mask, _level="token", **kw):  # type: ignore[no-untyped-def]
+        return plain(prox, behav, mask, level, **kw)
+
+    update.behaviour_weight_BT = weight  # type: ignore[assignment]
 
 
 def slow_updates(delay_s: float) -> None:
@@ -186,6 +201,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--behaviour-bound", type=float, default=None,
                     help="the updater's behaviour_bound (default: losses."
                     "BEHAVIOUR_LOG_RATIO_BOUND; inf turns the divergence mask off)")
+    ap.add_argument("--behaviour-level", choices=("token", "sequence"), default=None,
+                    help="the behaviour weight's level for every algorithm (default: the "
+                    "algorithm's importance_sampling_level)")
     ap.add_argument("--check-versions", action="store_true",
                     help="recompute each token's log-prob under the weights of its tagged "
                     "version (version_check.py); per step in the run's 'versions'")
@@ -197,6 +215,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     if args.behaviour_bound is not None:
         set_behaviour_bound(args.behaviour_bound)
+    if args.behaviour_level is not None:
+        set_behaviour_level(args.behaviour_level)
     if args.check_versions:
         version_check.install(args.update_delay)
     elif args.update_delay:

@@ -21,9 +21,9 @@ from typing import Any, Literal, Optional, Union
 from pydantic import Field, field_validator, model_validator
 
 from rltune.config._base import coupling as _coupling
-from rltune.config._base import problem, problems
 from rltune.config.algorithm import KNOBS, AlgorithmName, KnobOverrides, misplaced_knob
 from rltune.config.compat.synonyms import translate
+from rltune.config.trainer_layout import check_data_parallel, refuse_distributed
 from rltune.names import OFFLINE_ALGORITHMS, REPLICA_BACKENDS, literal
 
 #: Streaming rollouts (trainer/stream.py) start groups at most this many versions ahead.
@@ -74,7 +74,7 @@ class HyperParameters(KnobOverrides):
     save_strategy: Literal["steps", "epoch", "no"] = "epoch"
     save_total_limit: int = Field(1, ge=1, le=200)
 
-    # --- distributed layout (see DISTRIBUTED_SUPPORTED and _check_data_parallel) ---
+    # --- distributed layout (the rules: config/trainer_layout.py) ---
     expert_model_parallel_size: Optional[int] = Field(None, ge=1, le=1024)
     inference_gpu_memory_utilization: Optional[float] = Field(None, gt=0, le=1)
     inference_tensor_parallel_size: Optional[int] = Field(
@@ -405,8 +405,8 @@ class HyperParameters(KnobOverrides):
             raise _coupling(key, getattr(self, key), what,
                             f"set {key}: 1, or use gspo, grpo or dapo")
         _check_async(self)
-        _refuse_distributed(self)
-        _check_data_parallel(self)
+        refuse_distributed(self)
+        check_data_parallel(self)
         return self
 
 
@@ -426,77 +426,3 @@ def _check_async(hp: HyperParameters) -> None:
             "engine's recorded log-probs, which are those of the unfiltered distribution",
             "remove top_p (1.0), or set max_staleness: 0",
         )
-
-
-#: The distributed-layout keys this build honours only at these values; anything else is
-#: refused, not ignored, naming the hardware it would need. The update runs on
-#: ``n_gpus_training`` data-parallel ranks (``_check_data_parallel``); the engine's devices,
-#: ``n_gpus_rollout`` and ``inference_tensor_parallel_size``, depend on the engine and the
-#: machine (``config/rollout_layout.py``).
-DISTRIBUTED_SUPPORTED: dict[str, tuple[int, ...]] = {
-    "nnodes_rollout": (1,),
-    "tensor_model_parallel_size": (1,),
-    "pipeline_model_parallel_size": (1,),
-    "sequence_parallel_size": (1,),
-    "expert_model_parallel_size": (1,),
-}
-
-
-def _refuse_distributed(hp: HyperParameters) -> None:
-    """Every distributed key this build cannot honour, in one error naming what each needs."""
-    found = []
-    for name, allowed in DISTRIBUTED_SUPPORTED.items():
-        value = getattr(hp, name)
-        if value is None or value in allowed:
-            continue
-        training = name in _TRAINING_LAYOUT
-        need = (f"{value} GPUs per trainer replica for model parallelism" if training
-                else f"{value} nodes of inference GPUs")
-        what = ("it trains on data-parallel ranks only (n_gpus_training: N per node, "
-                "nnodes_training: N nodes on a Ray cluster)" if training else
-                "its engine replicas run on the job's machine (n_gpus_rollout: N GPUs) or on "
-                "the CPUs of a Ray cluster's nodes (inference_replica_backend: ray)")
-        found.append(problem(
-            name, value, f"needs {need}, which is not supported by this build: {what}, so {name} "
-            f"may be {' or '.join(str(a) for a in allowed)} (or unset)",
-            f"remove {name} (or set it to {allowed[-1]})"
-            + ("; use n_gpus_training: N for N data-parallel trainer ranks" if training else
-               "; use n_gpus_rollout: N for N inference GPUs on this machine")))
-    if found:
-        raise problems(found)
-
-
-_TRAINING_LAYOUT = ("tensor_model_parallel_size",
-                    "pipeline_model_parallel_size", "sequence_parallel_size",
-                    "expert_model_parallel_size")
-
-
-def _check_data_parallel(hp: HyperParameters) -> None:
-    """``n_gpus_training: N`` > 1 trains on N data-parallel ranks (``trainer/parallel/ranks.py``),
-    which do not support LoRA yet (the KL term runs on every rank: each holds its own frozen
-    reference, ``trainer/parallel/distributed.py``)."""
-    n, key = hp.trainer_ranks, hp.trainer_ranks_key
-    if n > 1 and hp.lora_rank > 0:
-        raise _coupling(
-            key, getattr(hp, key),
-            f"with more than one trainer rank does not support LoRA yet (lora_rank "
-            f"{hp.lora_rank})",
-            f"set lora_rank: 0 (full fine-tuning), or {key}: 1",
-        )
-    if hp.checkpoint_format == "sharded" and hp.lora_rank > 0:
-        raise _coupling(
-            "checkpoint_format", "sharded",
-            "does not support LoRA yet (a LoRA checkpoint saves its adapter)",
-            "remove checkpoint_format (full), or set lora_rank: 0")
-    if hp.trainer_cpus_per_rank is not None and hp.nnodes_training is None:
-        raise _coupling(
-            "trainer_cpus_per_rank", hp.trainer_cpus_per_rank,
-            "only applies to trainer ranks on a Ray cluster, which nnodes_training asks for",
-            "set nnodes_training (with function_backend: ray or --ray-address), or remove "
-            "trainer_cpus_per_rank")
-    if hp.trainer_placement is not None and hp.nnodes_training is None:
-        raise _coupling(
-            "trainer_placement", hp.trainer_placement,
-            "only applies to trainer ranks on a Ray cluster, which nnodes_training asks for",
-            "set nnodes_training (with function_backend: ray or --ray-address), or remove "
-            "trainer_placement")

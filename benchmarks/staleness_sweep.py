@@ -23,7 +23,8 @@ stale as the bound allows (all tokens N versions old: the regime where the drift
 benchmarks/RESULTS.md); ``--check-versions`` recomputes every token under the weights of its
 tagged version (``version_check.py``); ``--behaviour-bound`` sets the updater's divergence mask
 (``inf``: off, the code before the mask); ``--behaviour-level token`` the behaviour weight per
-token for every algorithm (GSPO's is otherwise the sequence's likelihood ratio); ``--lr`` the
+token for every algorithm (GSPO's is otherwise the sequence's likelihood ratio);
+``--adam-beta1`` AdamW's momentum decay (0.9 as shipped); ``--lr`` the
 learning rate; ``--eval-every`` the
 validation interval; ``--report a.jsonl ...`` summarises earlier runs without training.
 """
@@ -83,6 +84,22 @@ def set_behaviour_level(level: str) -> None:
         return plain(prox, behav, mask, level, **kw)
 
     update.behaviour_weight_BT = weight  # type: ignore[assignment]
+
+
+def set_adam_beta1(beta1: float) -> None:
+    """Every policy optimizer of this process uses AdamW's first-moment decay ``beta1``
+    (0.9 as shipped): a diagnosis of how long the momentum keeps pushing a stale direction."""
+    import rltune.trainer.update as update
+
+    plain = update.build_optimizer
+
+    def build(model, hp):  # type: ignore[no-untyped-def]
+        opt = plain(model, hp)
+        for group in opt.param_groups:
+            group["betas"] = (beta1, group["betas"][1])
+        return opt
+
+    update.build_optimizer = build  # type: ignore[assignment]
 
 
 def slow_updates(delay_s: float) -> None:
@@ -204,6 +221,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--behaviour-level", choices=("token", "sequence"), default=None,
                     help="the behaviour weight's level for every algorithm (default: the "
                     "algorithm's importance_sampling_level)")
+    ap.add_argument("--adam-beta1", type=float, default=None,
+                    help="AdamW's beta1 for every update (default: 0.9, as shipped)")
     ap.add_argument("--check-versions", action="store_true",
                     help="recompute each token's log-prob under the weights of its tagged "
                     "version (version_check.py); per step in the run's 'versions'")
@@ -217,6 +236,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         set_behaviour_bound(args.behaviour_bound)
     if args.behaviour_level is not None:
         set_behaviour_level(args.behaviour_level)
+    if args.adam_beta1 is not None:
+        set_adam_beta1(args.adam_beta1)
     if args.check_versions:
         version_check.install(args.update_delay)
     elif args.update_delay:

@@ -31,3 +31,15 @@ def test_the_multistep_sweep_job_is_the_templates_with_the_sweeps_changes(tmp_pa
     assert job["functions"] == shipped["functions"]
     lines = (ws / "data" / "train.jsonl").read_text().splitlines()
     assert len(lines) == 20 * 8 and len((ws / "data" / "val.jsonl").read_text().splitlines()) == 64
+
+
+def test_adam_beta1_sets_the_first_moment_decay_of_every_policy_optimizer(monkeypatch):
+    import torch
+
+    import rltune.trainer.update as update
+    from rltune.config.hyperparams import HyperParameters
+
+    monkeypatch.setattr(update, "build_optimizer", update.build_optimizer)  # restored after
+    staleness_sweep.set_adam_beta1(0.5)
+    opt = update.build_optimizer(torch.nn.Linear(3, 2), HyperParameters())
+    assert {g["betas"] for g in opt.param_groups} == {(0.5, 0.999)}

@@ -24,9 +24,9 @@ benchmarks/RESULTS.md); ``--check-versions`` recomputes every token under the we
 tagged version (``version_check.py``); ``--behaviour-bound`` sets the updater's divergence mask
 (``inf``: off, the code before the mask); ``--behaviour-level token`` the behaviour weight per
 token for every algorithm (GSPO's is otherwise the sequence's likelihood ratio);
-``--adam-beta1`` AdamW's momentum decay (0.9 as shipped); ``--lr`` the
-learning rate; ``--eval-every`` the
-validation interval; ``--report a.jsonl ...`` summarises earlier runs without training.
+``--adam-beta1`` AdamW's momentum decay (0.9 as shipped); ``--lr`` the learning rate;
+``--eval-every`` the validation interval; ``--report a.jsonl ...`` summarises earlier runs
+without training. Every run's line records the diagnoses it ran under (``settings``).
 """
 
 from __future__ import annotations
@@ -255,18 +255,21 @@ def main(argv: Optional[list[str]] = None) -> int:
         model = str(ensure_demo_model("nano", seed=0))
     lr = args.lr if args.lr is not None else 2e-4 if args.task == "calc" else float(
         _multistep_bench.template_hp()["learning_rate"])
+    settings = {"lr": lr, "behaviour_bound": args.behaviour_bound,
+                "behaviour_level": args.behaviour_level, "adam_beta1": args.adam_beta1,
+                "update_delay": args.update_delay}
     runs = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         for mode in args.modes.split(","):  # alternate modes within each seed
             res = asyncio.run(run_one(mode, seed, model, args.steps, args.val_n, lr,
                                       args.eval_every, args.task))
+            res["settings"] = settings
             runs.append(res)
             with args.out.open("a") as fh:
                 fh.write(json.dumps(res) + "\n")
             print(mode, seed, res["initial"], res["final"], file=sys.stderr, flush=True)
-    print(json.dumps({"cpu": cpu_model(), "task": args.task, "steps": args.steps, "lr": lr,
-                      "behaviour_bound": args.behaviour_bound,
-                      "update_delay": args.update_delay, "summary": summarise(runs)}, indent=1))
+    print(json.dumps({"cpu": cpu_model(), "task": args.task, "steps": args.steps, **settings,
+                      "summary": summarise(runs)}, indent=1))
     return 0
 
 

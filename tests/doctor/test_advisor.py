@@ -72,11 +72,51 @@ def test_the_seed_anti_patterns_warn(hp, words):
     from rltune.config import JobConfig
     from rltune.doctor.plan import anti_patterns, warnings
 
-    job = JobConfig(model={"name": "nano"}, training={"hyper_parameters": hp})
+    job = JobConfig(model={"name": "Qwen/Qwen2.5-0.5B-Instruct"},
+                    training={"hyper_parameters": hp})
     assert any(words in w for w in warnings(job, seconds_per_step=None, cores=64, val_rows=0))
     assert anti_patterns(JobConfig(model={"name": "nano"})) == []
     assert not anti_patterns(JobConfig(model={"name": "nano"}, training={"hyper_parameters": {
         "algorithm": "dapo", "kl_loss_coef": 0}}))
+
+
+def _model_dir(path, hidden, layers, vocab, built=None):
+    import json
+
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps({
+        "hidden_size": hidden, "num_hidden_layers": layers, "intermediate_size": 4 * hidden,
+        "vocab_size": vocab, "tie_word_embeddings": True}))
+    if built is not None:
+        (path / "rltune_model.json").write_text(json.dumps({"parameters": built}))
+    return path
+
+
+def test_the_learning_rate_bound_follows_the_model_size(tmp_path):
+    from rltune.config import JobConfig
+    from rltune.doctor.plan import anti_patterns, model_parameters
+
+    tiny = _model_dir(tmp_path / "tiny", 128, 4, 848)
+    llm = _model_dir(tmp_path / "llm", 896, 24, 151_936)
+    built = _model_dir(tmp_path / "built", 896, 24, 151_936, built=1_093_760)
+    assert model_parameters(str(tiny)) == 4 * (4 * 128 * 128 + 3 * 128 * 512) + 848 * 128
+    assert model_parameters(str(llm)) > 400_000_000
+    assert model_parameters(str(built)) == 1_093_760  # what the build counted wins
+    assert model_parameters(str(tmp_path / "absent")) is None
+
+    def lr_warning(model, lr):
+        job = JobConfig(model={"name": model}, training={"hyper_parameters": {
+            "learning_rate": lr, "kl_loss_coef": 0.001}})
+        found = [w for w in anti_patterns(job, parameters=model_parameters(model))
+                 if w.startswith("learning_rate")]
+        return found[0] if found else None
+
+    assert lr_warning(str(tiny), 4e-4) is None  # the multistep template's rate
+    assert lr_warning("nano-multistep", 4e-4) is None  # a demo name, built or not
+    assert "collapsed" in lr_warning(str(tiny), 1e-3)
+    assert "SFT learning rate" in lr_warning(str(llm), 4e-4)
+    assert lr_warning(str(built), 4e-4) is None
+    assert "SFT learning rate" in lr_warning(str(tmp_path / "absent"), 4e-4)  # not known
 
 
 def test_n_rollouts_1_and_a_max_length_far_above_the_data_warn():

@@ -93,9 +93,10 @@ def train(
     except RltuneError as err:
         typer.secho(f"error: {err}", fg="red", err=True)
         raise typer.Exit(USAGE) from err
-    from rltune.doctor.plan import anti_patterns
+    from rltune.doctor.plan import anti_patterns, model_parameters
 
-    for warning in anti_patterns(job):  # the seed's anti-patterns: warned, not refused
+    # the seed's anti-patterns: warned, not refused
+    for warning in anti_patterns(job, parameters=model_parameters(job.model.name or "")):
         typer.secho(f"warning: {warning}", fg="yellow", err=True)
     base_dir = config.resolve().parent
     try:  # before anything starts: no banner, no run directory for a model that is not there

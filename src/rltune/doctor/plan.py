@@ -3,8 +3,9 @@ work here (torch-free; ``rltune plan`` runs the calibration, ``cli/plan_cmd.py``
 are fitted to the model's context before, as for every run (``rltune.config.lengths``).
 
 The checks: the seed's hyper-parameter anti-patterns (``anti_patterns``: an SFT learning
-rate, ``n_epochs`` >= 10, ``kl_loss_coef: 0`` outside DAPO, ``n_rollouts: 1``, a
-``max_length`` far above the rollouts' length), also printed by ``rltune train``;
+rate, or above 5e-4 on a model of under 10M parameters; ``n_epochs`` >= 10; ``kl_loss_coef:
+0`` outside DAPO; ``n_rollouts: 1``; a ``max_length`` far above the rollouts' length), also
+printed by ``rltune train`` and the job server;
 
 * function capacity beyond this machine's cores (each instance is a process);
 * the seed's concurrency sizing: ``concurrency x capacity >= batch_size x n_rollouts /
@@ -51,7 +52,8 @@ def warnings(job: Any, *, seconds_per_step: Optional[float], cores: int,
              val_rows: int, mean_tokens: Optional[float] = None) -> list[str]:
     """What cannot work (or will not tell anything) here; each names the key and a fix."""
     hp = job.hyper_parameters
-    out = anti_patterns(job, mean_tokens=mean_tokens)
+    out = anti_patterns(job, mean_tokens=mean_tokens,
+                        parameters=model_parameters(job.model.name or ""))
     capacity = sum((fn.runtime.max_capacity or fn.runtime.capacity or 1) if fn.runtime else 1
                    for fn in job.functions)
     if capacity > cores:
@@ -83,17 +85,66 @@ def warnings(job: Any, *, seconds_per_step: Optional[float], cores: int,
 
 #: Above it, a full fine-tune's learning rate is an SFT one (the seed's 5e-5 diverges in RL).
 RL_MAX_LEARNING_RATE = 1e-5
+#: Models with fewer parameters than this (rltune's demo models, ~1-4M) are not the LLMs the
+#: seed's bound is for: they learn in RL at 1e-4 to 4e-4 and collapsed at 6e-4 and 1e-3
+#: (benchmarks/RESULTS.md, `make demo-agent`), so their bound is ``TINY_MAX_LEARNING_RATE``.
+TINY_PARAMETERS = 10_000_000
+TINY_MAX_LEARNING_RATE = 5e-4
 
 
-def anti_patterns(job: Any, *, mean_tokens: Optional[float] = None) -> list[str]:
+def model_parameters(spec: str, *, home: Any = None, workspace: str = "default"
+                     ) -> Optional[int]:
+    """The parameter count of the model ``spec`` names, when it is here (torch-free): the
+    count a demo build recorded, else an estimate from its ``config.json``; None for a model
+    not here (a hub id not cached, a demo model not built) or a config without the sizes."""
+    import json
+
+    from rltune.paths import check_model
+    from rltune.sdk.errors import RltuneError
+
+    try:
+        path = check_model(spec, home, workspace=workspace).path
+    except RltuneError:
+        return None
+    if path is None:
+        return None
+    try:
+        built = json.loads((path / "rltune_model.json").read_text())
+        return int(built["parameters"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        cfg = json.loads((path / "config.json").read_text())
+        h, layers, vocab = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+        mlp = cfg.get("intermediate_size") or 4 * h
+        embeddings = vocab * h * (1 if cfg.get("tie_word_embeddings") else 2)
+        return int(layers * (4 * h * h + 3 * h * mlp) + embeddings)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def anti_patterns(job: Any, *, mean_tokens: Optional[float] = None,
+                  parameters: Optional[int] = None) -> list[str]:
     """The seed's hyper-parameter anti-patterns in ``job``, each naming the key and a fix;
-    ``mean_tokens``: the calibration's mean tokens per rollout, when known."""
+    ``mean_tokens``: the calibration's mean tokens per rollout, when known; ``parameters``:
+    the model's parameter count, when known (``model_parameters``)."""
     hp, out = job.hyper_parameters, []
     if hp.algorithm == "sft":
         return out
-    if hp.lora_rank == 0 and hp.learning_rate > RL_MAX_LEARNING_RATE:
-        out.append(f"learning_rate {hp.learning_rate:g} is an SFT learning rate: RL is about "
-                   f"ten times more sensitive and diverges; use 1e-6 to {RL_MAX_LEARNING_RATE:g}")
+    from rltune.paths import DEMO_SIZES, DEMO_TASK_MODELS  # all under 5M parameters
+
+    tiny = (parameters is not None and parameters < TINY_PARAMETERS) or (
+        job.model.name in DEMO_SIZES + DEMO_TASK_MODELS)
+    bound = TINY_MAX_LEARNING_RATE if tiny else RL_MAX_LEARNING_RATE
+    if hp.lora_rank == 0 and hp.learning_rate > bound:
+        if tiny:
+            out.append(f"learning_rate {hp.learning_rate:g} is above {bound:g}, where "
+                       f"models of under {TINY_PARAMETERS // 1_000_000}M parameters, as this "
+                       f"one, collapsed in RL here; use 1e-4 to {bound:g}")
+        else:
+            out.append(f"learning_rate {hp.learning_rate:g} is an SFT learning rate: RL is "
+                       "about ten times more sensitive and diverges; use 1e-6 to "
+                       f"{bound:g}")
     if hp.max_steps is None and hp.n_epochs >= 10:
         out.append(f"n_epochs {hp.n_epochs}: RL does not need many passes, and they collapse "
                    "the validation reward (doctor P6); use 1-3")

@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from rltune.doctor.plan import anti_patterns
+from rltune.doctor.plan import anti_patterns, model_parameters
 from rltune.jobdir import JobDir
 from rltune.names import OptionalJobName
 from rltune.sdk.errors import ConflictError, ValidationError
@@ -93,7 +93,8 @@ async def _create(body: JobCreate, request: Request, caller: Caller,
                "algorithm": job.hyper_parameters.algorithm,
                "training_type": job.training.type.value, "project": job.project,
                "tags": dict(job.tags), **facts, **(extra or {})}
-        warnings = anti_patterns(job)  # warned, not refused (as `rltune plan` / `train`)
+        warnings = anti_patterns(job, parameters=model_parameters(  # warned, not refused
+            job.model.name or "", home=ctx.settings.home, workspace=caller.workspace))
         for warning in warnings:
             JobDir(job_dir).append_log(f"warning: {warning}", level="WARNING")
         ctx.store.put("jobs", rec)

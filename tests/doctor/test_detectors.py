@@ -160,6 +160,30 @@ def test_rollout_features_counts_failures_errors_and_identical_groups():
     assert f["doctor/oom_errors"] == 1.0 and f["doctor/errors"] == {"CUDA out of memory N GiB": 1}
 
 
+def test_rollout_features_give_the_standard_error_of_the_steps_mean_reward():
+    recs = [{"status": "success", "sample_index": i // 2, "reward": r, "messages": []}
+            for i, r in enumerate([1.0, 0.0, 1.0, 1.0, 0.0, 0.0])]  # group means 0.5, 1, 0
+    recs.append({"status": "failed", "sample_index": 3, "error": "boom"})  # no reward
+    se = rollout_features(recs)["doctor/reward_se"]
+    assert se == pytest.approx((0.25 / 3) ** 0.5)  # sample variance 0.25 over 3 prompts
+    assert "doctor/reward_se" not in rollout_features(recs[:2])  # one prompt: no spread
+
+
+def test_p2_is_silent_on_swings_the_batches_own_noise_explains():
+    """The multistep template's healthy run (8 chains of 2-4 calls a step): its reward swung
+    0.25-0.31 a step, changing direction in 5 of 6, while each batch's mean had a standard
+    error of 0.10-0.23. The same swings from batches ten times surer are an oscillation."""
+    swings = with_(healthy(), critic__rewards__mean=lambda i: 0.5 + (0.14 if i % 2 else -0.14))
+    assert fires("P2", _drop_none(swings)) is not None  # no noise logged: as before
+    noisy = with_(swings, doctor__reward_se=lambda i: 0.18)
+    assert fires("P2", noisy) is None
+    assert "P2" not in [a.code for a in diagnose(noisy)]
+    sure = with_(swings, doctor__reward_se=lambda i: 0.018)
+    evidence = fires("P2", sure)
+    assert evidence["chance_swing"] == pytest.approx(2 / 3.14159265 ** 0.5 * 0.018, rel=1e-4)
+    assert fires("P2", noisy, noise=1.0) is not None  # the threshold takes effect
+
+
 @pytest.mark.parametrize("code", ["P4", "hack/mode-collapse"])
 def test_a_solved_task_is_convergence_not_collapse(code):
     """The GSPO learning run under AVX2 (seed 3) ended at reward ~0.92 of a best 1.0 with

@@ -31,7 +31,7 @@ from rltune.config._base import StrictModel, closest
 DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     # the seed decision table (P1-P9)
     "P1": {"window": 10, "reward_range": 0.02, "ppo_kl": 1e-5, "grad_norm": 1e-4},
-    "P2": {"window": 8, "amplitude": 0.25, "flip_share": 0.7},
+    "P2": {"window": 8, "amplitude": 0.25, "flip_share": 0.7, "noise": 2.0},
     "P3": {"kl": 0.5, "window": 3, "spike": 2.0},
     "kl-zero": {"window": 10, "kl": 1e-6, "reward_range": 0.02},
     "P4": {"entropy": 0.05, "drop": 0.8, "window": 3, "solved_share": 0.75},

@@ -39,9 +39,12 @@ def rollout_features(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     failed = [r for r in records if r.get("status") != "success"]
     errors = Counter(_error_key(r.get("error")) for r in failed if r.get("error"))
     groups: dict[Any, list[str]] = defaultdict(list)
+    rewards: dict[Any, list[float]] = defaultdict(list)
     for r in records:
         if r.get("status") == "success":
             groups[r.get("sample_index")].append(_final_answer(r))
+            if isinstance(r.get("reward"), (int, float)):
+                rewards[r.get("sample_index")].append(float(r["reward"]))
     sized = [g for g in groups.values() if len(g) >= 2]
     same = sum(1 for g in sized if len(set(g)) == 1)
     return {
@@ -50,7 +53,19 @@ def rollout_features(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "doctor/errors": dict(errors),
         "doctor/oom_errors": float(sum(k for e, k in errors.items() if _OOM.search(e))),
         **({"doctor/identical_group_share": same / len(sized)} if sized else {}),
+        **_reward_se([sum(v) / len(v) for v in rewards.values() if v]),
     }
+
+
+def _reward_se(group_means: list[float]) -> dict[str, float]:
+    """``doctor/reward_se``: the standard error of the step's mean reward over its prompts
+    (the spread of the prompts' group means / sqrt(prompts)); what P2 compares swings to."""
+    n = len(group_means)
+    if n < 2:
+        return {}
+    mean = sum(group_means) / n
+    var = sum((m - mean) ** 2 for m in group_means) / (n - 1)
+    return {"doctor/reward_se": (var / n) ** 0.5}
 
 
 def _error_key(error: Any) -> str:

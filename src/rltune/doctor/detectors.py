@@ -34,6 +34,7 @@ ENTROPY = "actor/entropy"
 LENGTH = "trajectory/response_length/mean"
 CLIP = "trajectory/response_length/clip_ratio"
 COMPONENT = "trace/reward/"
+REWARD_SE = "doctor/reward_se"
 
 
 def series(steps: Steps, key: str) -> list[tuple[int, float]]:
@@ -114,16 +115,27 @@ def no_convergence(steps: Steps, th: dict[str, float]) -> Evidence:
 
 def oscillation(steps: Steps, th: dict[str, float]) -> Evidence:
     """P2: the reward swings up and down by ``amplitude`` or more, changing direction in at
-    least ``flip_share`` of the consecutive steps of the window."""
+    least ``flip_share`` of the consecutive steps of the window, and by ``noise`` times what
+    the batches' own sampling noise would swing (when the steps log ``doctor/reward_se``)."""
     pts = _last(steps, REWARD, int(th["window"]))
     if len(pts) < max(4, int(th["window"])):
         return None
     diffs = [b[1] - a[1] for a, b in itertools.pairwise(pts)]
     flips = sum(1 for a, b in itertools.pairwise(diffs) if a * b < 0) / max(1, len(diffs) - 1)
     amp = _mean([abs(d) for d in diffs])
-    if flips >= th["flip_share"] and amp >= th["amplitude"]:
-        return {"steps": _window(pts), "mean_swing": _r(amp), "flip_share": _r(flips)}
-    return None
+    if flips < th["flip_share"] or amp < th["amplitude"]:
+        return None
+    evidence = {"steps": _window(pts), "mean_swing": _r(amp), "flip_share": _r(flips)}
+    first = pts[0][0]
+    ses = [v for step, v in series(steps, REWARD_SE) if step >= first]
+    if ses:
+        # Two independent batch means with standard error se differ by 2 se / sqrt(pi) on
+        # average: a batch of a few prompts of mixed difficulty swings that much by itself.
+        chance = 2 / math.sqrt(math.pi) * _mean(ses)
+        if amp < th["noise"] * chance:
+            return None
+        evidence["chance_swing"] = _r(chance)
+    return evidence
 
 
 def kl_explosion(steps: Steps, th: dict[str, float]) -> Evidence:

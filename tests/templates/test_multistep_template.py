@@ -50,14 +50,18 @@ async def test_partial_credit_counts_in_training_only(phase):
         data = RewardInput(ground_truth=task.answer, request_metadata=meta, agent_output=output)
         return (await call_process(reward, data)).reward
 
-    right, partial = await score(full), await score(two_right)
+    trailed = [*full[:-1], {"role": "assistant", "content": "### ANSWER: 117 ### ### ###4"}]
+    right, partial, rambling = await score(full), await score(two_right), await score(trailed)
     assert right.reward_metrics == {"correct": 1.0, "steps_right": 1.0}
+    # the right number with text after it: every call right, the answer not (it must end)
+    assert rambling.reward_metrics == {"correct": 0.0, "steps_right": 1.0}
     assert partial.reward_metrics == {"correct": 0.0, "steps_right": pytest.approx(2 / 3)}
     if phase == "train":
         assert right.reward_score == pytest.approx(1.5)
         assert partial.reward_score == pytest.approx(0.5 * 2 / 3)
+        assert rambling.reward_score == pytest.approx(0.5)
     else:  # validation: the exact final answer only
-        assert (right.reward_score, partial.reward_score) == (1.0, 0.0)
+        assert (right.reward_score, partial.reward_score, rambling.reward_score) == (1, 0, 0)
 
 
 @pytest.mark.slow  # ~25 min on 2 cores: the build of nano-multistep (4.4 min), then 150 steps

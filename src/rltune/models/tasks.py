@@ -286,8 +286,28 @@ def extract_answer(text: str | None) -> str | None:
     return found[-1] if found else None
 
 
+#: ``### ANSWER: <n> ###`` ending a text (trailing whitespace allowed).
+_ANSWER_AT_END_RE = re.compile(r"###\s*ANSWER:\s*(-?\d+(?:\.\d+)?)\s*###\s*$")
+
+
+def answer_at_end(text: str | None) -> str | None:
+    """The number of the ``### ANSWER: <n> ###`` that ends ``text``, or None: what the system
+    prompt asks for ("End with ..."). A reward that takes the answer anywhere pays for text
+    after it, and sampling hot drifts into ever longer tails (RESULTS.md, `make demo-agent`).
+
+    Example:
+        >>> answer_at_end("### ANSWER: 117 ###"), answer_at_end("### ANSWER: 117 ### ###")
+        ('117', None)
+    """
+    if not text:
+        return None
+    found = _ANSWER_AT_END_RE.search(text)
+    return found.group(1) if found else None
+
+
 def is_correct(text: str | None, solution: str | int | float) -> bool:
-    """Whether ``text`` ends with the right ``### ANSWER: <n> ###`` (numeric comparison)."""
+    """Whether the last ``### ANSWER: <n> ###`` of ``text`` is right (numeric comparison;
+    text after it is allowed, unlike the multistep template's reward)."""
     got = extract_answer(text)
     if got is None:
         return False

@@ -70,7 +70,8 @@ FAILURES = {
     "P3": lambda s: with_(s, actor__kl_loss=lambda i: 0.01 * 2 ** i),  # 0.64 from step 6
     "kl-zero": lambda s: with_(s, **{"actor__kl_loss": lambda i: 0.0,
                                      "critic__rewards__mean": lambda i: 0.4}),
-    "P4": lambda s: with_(s, actor__entropy=lambda i: 1.0 if i < 10 else 0.01),
+    "P4": lambda s: with_(s, **{"actor__entropy": lambda i: 1.0 if i < 10 else 0.01,
+                                "doctor__identical_group_share": lambda i: 0.6}),
     "slow-rollouts": lambda s: with_(s, **{"timing__s__step": lambda i: 100.0,
                                            "timing__s__rollout": lambda i: 98.0}),
     "OOM": lambda s: with_(s, doctor__oom_errors=lambda i: 2.0 if i == 20 else 0.0),
@@ -182,6 +183,24 @@ def test_p2_is_silent_on_swings_the_batches_own_noise_explains():
     evidence = fires("P2", sure)
     assert evidence["chance_swing"] == pytest.approx(2 / 3.14159265 ** 0.5 * 0.018, rel=1e-4)
     assert fires("P2", noisy, noise=1.0) is not None  # the threshold takes effect
+
+
+def test_p4_is_silent_while_the_groups_still_disagree():
+    """The multistep template's healthy run (seed 2): entropy 0.12 -> 0.03-0.05 nats a token
+    (tool-call syntax is nearly fixed) while 0-0.25 of its groups gave one final answer and
+    validation rose 0.24 -> 0.50 (at an `agree` of 0.25, P4 came and went six times in that
+    run: groups on easy chains agree by being right). Low entropy with most groups agreeing
+    is still a collapse."""
+    low = with_(healthy(), actor__entropy=lambda i: 0.12 if i < 10 else 0.04)
+    disagree = with_(low, doctor__identical_group_share=lambda i: 0.1)
+    assert fires("P4", disagree) is None
+    assert "P4" not in [a.code for a in diagnose(disagree)]
+    agree = with_(low, doctor__identical_group_share=lambda i: 0.6)
+    assert fires("P4", agree)["identical_group_share"] == pytest.approx(0.6)
+    assert fires("P4", disagree, agree=0.05) is not None  # the threshold takes effect
+    unlogged = [{k: v for k, v in s.items() if k != "doctor/identical_group_share"}
+                for s in low]
+    assert fires("P4", unlogged) is not None  # without the groups: entropy alone, as before
 
 
 @pytest.mark.parametrize("code", ["P4", "hack/mode-collapse"])

@@ -34,7 +34,7 @@ DEFAULT_THRESHOLDS: dict[str, dict[str, float]] = {
     "P2": {"window": 8, "amplitude": 0.25, "flip_share": 0.7, "noise": 2.0},
     "P3": {"kl": 0.5, "window": 3, "spike": 2.0},
     "kl-zero": {"window": 10, "kl": 1e-6, "reward_range": 0.02},
-    "P4": {"entropy": 0.05, "drop": 0.8, "window": 3, "solved_share": 0.75},
+    "P4": {"entropy": 0.05, "drop": 0.8, "window": 3, "solved_share": 0.75, "agree": 0.5},
     "slow-rollouts": {"window": 3, "rollout_share": 0.9, "min_step_s": 60.0},
     "OOM": {"errors": 1},
     "P6": {"window": 3, "val_drop": 0.1, "train_rise": 0.1},

@@ -35,6 +35,7 @@ LENGTH = "trajectory/response_length/mean"
 CLIP = "trajectory/response_length/clip_ratio"
 COMPONENT = "trace/reward/"
 REWARD_SE = "doctor/reward_se"
+IDENTICAL = "doctor/identical_group_share"
 
 
 def series(steps: Steps, key: str) -> list[tuple[int, float]]:
@@ -169,7 +170,9 @@ def kl_zero(steps: Steps, th: dict[str, float]) -> Evidence:
 
 def entropy_collapse(steps: Steps, th: dict[str, float]) -> Evidence:
     """P4: ``actor/entropy`` is below ``entropy`` for ``window`` steps, or fell by ``drop`` (a
-    share) from its first value, while the task is not solved (see ``_solved``)."""
+    share) from its first value, while the task is not solved (see ``_solved``) and, when the
+    steps log ``doctor/identical_group_share``, ``agree`` or more of the groups give one
+    final answer on average: groups whose samples still differ are still exploring."""
     pts = series(steps, ENTROPY)
     n = int(th["window"])
     if len(pts) < n or _solved(steps, th):
@@ -177,9 +180,17 @@ def entropy_collapse(steps: Steps, th: dict[str, float]) -> Evidence:
     recent = [v for _, v in pts[-n:]]
     first = pts[0][1]
     fell = first > 0 and max(recent) <= (1 - th["drop"]) * first
-    if max(recent) <= th["entropy"] or fell:
-        return {"steps": _window(pts[-n:]), "entropy": _r(recent[-1]), "first_entropy": _r(first)}
-    return None
+    if not (max(recent) <= th["entropy"] or fell):
+        return None
+    evidence = {"steps": _window(pts[-n:]), "entropy": _r(recent[-1]), "first_entropy": _r(first)}
+    agreeing = [v for step, v in series(steps, IDENTICAL) if step >= pts[-n][0]]
+    if agreeing:
+        # A tool-calling answer is mostly fixed syntax, so its mean entropy per token is
+        # low even while the samples of a prompt still disagree where it matters.
+        if _mean(agreeing) < th["agree"]:
+            return None
+        evidence["identical_group_share"] = _r(_mean(agreeing))
+    return evidence
 
 
 def slow_rollouts(steps: Steps, th: dict[str, float]) -> Evidence:
@@ -327,8 +338,7 @@ def mode_collapse(steps: Steps, th: dict[str, float]) -> Evidence:
     is not solved (see ``_solved``)."""
     if _solved(steps, th):
         return None
-    return _mean_over(steps, "doctor/identical_group_share", th, "identical_share",
-                      "identical_group_share")
+    return _mean_over(steps, IDENTICAL, th, "identical_share", "identical_group_share")
 
 
 # ---------------------------------------------------------------- pipeline health

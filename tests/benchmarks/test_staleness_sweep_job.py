@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -43,3 +44,28 @@ def test_adam_beta1_sets_the_first_moment_decay_of_every_policy_optimizer(monkey
     staleness_sweep.set_adam_beta1(0.5)
     opt = update.build_optimizer(torch.nn.Linear(3, 2), HyperParameters())
     assert {g["betas"] for g in opt.param_groups} == {(0.5, 0.999)}
+
+
+async def test_answer_at_end_makes_the_calc_reward_refuse_trailing_text(tmp_path):
+    import importlib.util
+
+    from async_compare import make_job
+
+    from rltune.sdk import AgentOutput, RewardInput
+    from rltune.sdk.processors import call_process
+
+    ws = make_job(tmp_path, "/models/m", 2, 1, {})
+    staleness_sweep.answer_at_end_reward(ws)
+    spec = importlib.util.spec_from_file_location("calc_reward", ws / "functions" / "reward.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    async def score(text):
+        data = RewardInput(ground_truth="7", agent_output=AgentOutput(
+            messages=[{"role": "assistant", "content": text}]))
+        return (await call_process(module.CalcReward(), data)).reward.reward_score
+
+    assert await score("### ANSWER: 7 ###") == 1.0
+    assert await score("### ANSWER: 7 ### ### ###") == 0.0  # the shipped reward pays 1 here
+    with pytest.raises(SystemExit, match="no extract_answer"):
+        staleness_sweep.answer_at_end_reward(ws)  # already changed: refused, not silent

@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import re
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -60,12 +61,9 @@ def rollout_features(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
 def _reward_se(group_means: list[float]) -> dict[str, float]:
     """``doctor/reward_se``: the standard error of the step's mean reward over its prompts
     (the spread of the prompts' group means / sqrt(prompts)); what P2 compares swings to."""
-    n = len(group_means)
-    if n < 2:
+    if len(group_means) < 2:
         return {}
-    mean = sum(group_means) / n
-    var = sum((m - mean) ** 2 for m in group_means) / (n - 1)
-    return {"doctor/reward_se": (var / n) ** 0.5}
+    return {"doctor/reward_se": statistics.stdev(group_means) / len(group_means) ** 0.5}
 
 
 def _error_key(error: Any) -> str:

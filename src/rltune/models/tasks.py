@@ -287,7 +287,7 @@ def extract_answer(text: str | None) -> str | None:
 
 
 #: ``### ANSWER: <n> ###`` ending a text (trailing whitespace allowed).
-_ANSWER_AT_END_RE = re.compile(r"###\s*ANSWER:\s*(-?\d+(?:\.\d+)?)\s*###\s*$")
+_ANSWER_AT_END_RE = re.compile(_ANSWER_RE.pattern + r"\s*$")
 
 
 def answer_at_end(text: str | None) -> str | None:

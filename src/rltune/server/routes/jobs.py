@@ -93,8 +93,10 @@ async def _create(body: JobCreate, request: Request, caller: Caller,
                "algorithm": job.hyper_parameters.algorithm,
                "training_type": job.training.type.value, "project": job.project,
                "tags": dict(job.tags), **facts, **(extra or {})}
-        warnings = anti_patterns(job, parameters=model_parameters(  # warned, not refused
-            job.model.name or "", home=ctx.settings.home, workspace=caller.workspace))
+        parameters = await asyncio.to_thread(  # file reads: off the event loop
+            model_parameters, job.model.name or "", home=ctx.settings.home,
+            workspace=caller.workspace)
+        warnings = anti_patterns(job, parameters=parameters)  # warned, not refused
         for warning in warnings:
             JobDir(job_dir).append_log(f"warning: {warning}", level="WARNING")
         ctx.store.put("jobs", rec)

@@ -24,9 +24,9 @@ benchmarks/RESULTS.md); ``--check-versions`` recomputes every token under the we
 tagged version (``version_check.py``); ``--behaviour-bound`` sets the updater's divergence mask
 (``inf``: off, the code before the mask); ``--behaviour-level token`` the behaviour weight per
 token for every algorithm (GSPO's is otherwise the sequence's likelihood ratio);
-``--adam-beta1`` AdamW's momentum decay (0.9 as shipped); ``--answer-at-end`` (calc) a reward
-that takes only an answer ending the final message, as the multistep template's; ``--lr`` the
-learning rate;
+``--adam-beta1`` AdamW's momentum decay (0.9 as shipped); ``--answer-anywhere`` (calc) the
+reward before session 22, which took the last answer anywhere in the final message, not only one
+that ends it (to reproduce the earlier sweeps); ``--lr`` the learning rate;
 ``--eval-every`` the validation interval; ``--report a.jsonl ...`` summarises earlier runs
 without training. Every run's line records the diagnoses it ran under (``settings``).
 """
@@ -139,20 +139,20 @@ def make_multistep_job(root: Path, model: str, steps: int, eval_steps: int,
     return ws
 
 
-def answer_at_end_reward(ws: Path) -> None:
-    """Make the calculator workspace's reward take only an answer that ends the final message
-    (``models.tasks.answer_at_end``, as the multistep template's does), not the last one
-    anywhere in it: a diagnosis of whether paid trailing text drives the late drops."""
+def answer_anywhere_reward(ws: Path) -> None:
+    """Make the calculator workspace's reward take the last answer anywhere in the final
+    message (``models.tasks.extract_answer``), as it did before session 22, instead of only an
+    answer that ends it: the reward under which the earlier sweeps saw late drops."""
     reward = ws / "functions" / "reward.py"
     text = reward.read_text()
-    if "extract_answer" not in text:
-        raise SystemExit(f"--answer-at-end: {reward} has no extract_answer to replace")
-    reward.write_text(text.replace("extract_answer", "answer_at_end"))
+    if "answer_at_end" not in text:
+        raise SystemExit(f"--answer-anywhere: {reward} has no answer_at_end to replace")
+    reward.write_text(text.replace("answer_at_end", "extract_answer"))
 
 
 async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
                   lr: float = 2e-4, eval_every: Optional[int] = None,
-                  task: str = "calc", answer_at_end: bool = False) -> dict[str, Any]:
+                  task: str = "calc", answer_anywhere: bool = False) -> dict[str, Any]:
     from rltune.config import load_job_config
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import read_metrics
@@ -162,8 +162,8 @@ async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
     extra = {**MODES[mode], "seed": seed, "val_n_rollouts": val_n, "learning_rate": lr}
     build = make_multistep_job if task == "multistep" else make_job
     ws = build(root, model, steps, eval_every or max(1, steps // 2), extra)
-    if answer_at_end:
-        answer_at_end_reward(ws)
+    if answer_anywhere:
+        answer_anywhere_reward(ws)
     job_dir = root / "job"
     summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir,
                             base_dir=ws).run()
@@ -238,9 +238,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                     "algorithm's importance_sampling_level)")
     ap.add_argument("--adam-beta1", type=float, default=None,
                     help="AdamW's beta1 for every update (default: 0.9, as shipped)")
-    ap.add_argument("--answer-at-end", action="store_true",
-                    help="calc: the reward takes only an answer that ends the final message "
-                    "(the multistep template's rule), not the last one anywhere")
+    ap.add_argument("--answer-anywhere", action="store_true",
+                    help="calc: the reward takes the last answer anywhere in the final message "
+                    "(as before session 22), not only one that ends it")
     ap.add_argument("--check-versions", action="store_true",
                     help="recompute each token's log-prob under the weights of its tagged "
                     "version (version_check.py); per step in the run's 'versions'")
@@ -275,12 +275,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         _multistep_bench.template_hp()["learning_rate"])
     settings = {"lr": lr, "behaviour_bound": args.behaviour_bound,
                 "behaviour_level": args.behaviour_level, "adam_beta1": args.adam_beta1,
-                "update_delay": args.update_delay, "answer_at_end": args.answer_at_end}
+                "update_delay": args.update_delay, "answer_anywhere": args.answer_anywhere}
     runs = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         for mode in args.modes.split(","):  # alternate modes within each seed
             res = asyncio.run(run_one(mode, seed, model, args.steps, args.val_n, lr,
-                                      args.eval_every, args.task, args.answer_at_end))
+                                      args.eval_every, args.task, args.answer_anywhere))
             res["settings"] = settings
             runs.append(res)
             with args.out.open("a") as fh:

@@ -46,7 +46,7 @@ def test_adam_beta1_sets_the_first_moment_decay_of_every_policy_optimizer(monkey
     assert {g["betas"] for g in opt.param_groups} == {(0.5, 0.999)}
 
 
-async def test_answer_at_end_makes_the_calc_reward_refuse_trailing_text(tmp_path):
+async def test_answer_anywhere_restores_the_reward_that_pays_for_trailing_text(tmp_path):
     import importlib.util
 
     from async_compare import make_job
@@ -55,17 +55,18 @@ async def test_answer_at_end_makes_the_calc_reward_refuse_trailing_text(tmp_path
     from rltune.sdk.processors import call_process
 
     ws = make_job(tmp_path, "/models/m", 2, 1, {})
-    staleness_sweep.answer_at_end_reward(ws)
-    spec = importlib.util.spec_from_file_location("calc_reward", ws / "functions" / "reward.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
 
     async def score(text):
+        spec = importlib.util.spec_from_file_location("calc_reward", ws / "functions" / "reward.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
         data = RewardInput(ground_truth="7", agent_output=AgentOutput(
             messages=[{"role": "assistant", "content": text}]))
         return (await call_process(module.CalcReward(), data)).reward.reward_score
 
+    assert await score("### ANSWER: 7 ### ### ###") == 0.0  # the template's reward
+    staleness_sweep.answer_anywhere_reward(ws)
     assert await score("### ANSWER: 7 ###") == 1.0
-    assert await score("### ANSWER: 7 ### ### ###") == 0.0  # the shipped reward pays 1 here
-    with pytest.raises(SystemExit, match="no extract_answer"):
-        staleness_sweep.answer_at_end_reward(ws)  # already changed: refused, not silent
+    assert await score("### ANSWER: 7 ### ### ###") == 1.0  # the reward before session 22
+    with pytest.raises(SystemExit, match="no answer_at_end"):
+        staleness_sweep.answer_anywhere_reward(ws)  # already changed: refused, not silent

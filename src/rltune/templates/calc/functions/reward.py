@@ -1,8 +1,13 @@
-"""Exact-answer reward for the calculator agent, with a format sub-score as a metric."""
+"""Exact-answer reward for the calculator agent, with a format sub-score as a metric.
+
+The answer counts only where it ends the final message, as the system prompt asks ("End with
+..."): a reward that takes the answer anywhere pays for text after it, and runs that learn
+to trail text fall late, most of all with stale rollouts (docs/agentic.md).
+"""
 
 from __future__ import annotations
 
-from rltune.models.tasks import extract_answer
+from rltune.models.tasks import answer_at_end
 from rltune.sdk import (
     AbstractRewardProcessor,
     Reward,
@@ -25,14 +30,14 @@ def final_text(input_data: RewardInput) -> str:
 class CalcReward(AbstractRewardProcessor):
     @sub_reward_func("correct", 1.0)
     def correct(self, input_data: RewardInput) -> RewardOutput:
-        answer = extract_answer(final_text(input_data))
+        answer = answer_at_end(final_text(input_data))
         truth = str(input_data.ground_truth).strip()
         ok = answer is not None and _same_number(answer, truth)
         return RewardOutput(reward=Reward(reward_score=float(ok)))
 
     @sub_reward_func("format", 0.0)
     def format(self, input_data: RewardInput) -> RewardOutput:
-        ok = extract_answer(final_text(input_data)) is not None
+        ok = answer_at_end(final_text(input_data)) is not None
         return RewardOutput(reward=Reward(reward_score=float(ok)))
 
     @aggregate_func

@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from rltune.sdk import AgentOutput, RewardInput
-from rltune.templates import TEMPLATES_DIR
-
-
-def _reward():
-    spec = importlib.util.spec_from_file_location(
-        "calc_reward", TEMPLATES_DIR / "calc" / "functions" / "reward.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.CalcReward()
 
 
 @pytest.mark.parametrize("text,correct,form", [
@@ -26,12 +15,14 @@ def _reward():
     ("### ANSWER: 56 ### and then ### ANSWER: 56 ###", 1.0, 1.0),
     ("56", 0.0, 0.0),
 ])
-async def test_the_answer_counts_only_where_it_ends_the_final_message(text, correct, form):
+async def test_the_answer_counts_only_where_it_ends_the_final_message(
+    text, correct, form, template_reward
+):
     from rltune.sdk.processors import call_process
 
     messages = [{"role": "user", "content": "What is 7 * 8?"},
                 {"role": "assistant", "content": text}]
     data = RewardInput(ground_truth="56", agent_output=AgentOutput(messages=messages))
-    out = (await call_process(_reward(), data)).reward
+    out = (await call_process(template_reward("calc", "CalcReward"), data)).reward
     assert out.reward_metrics == {"correct": correct, "format": form}
     assert out.reward_score == correct  # format is a metric (weight 0)

@@ -28,7 +28,8 @@ token for every algorithm (GSPO's is otherwise the sequence's likelihood ratio);
 reward before session 22, which took the last answer anywhere in the final message, not only one
 that ends it (to reproduce the earlier sweeps); ``--lr`` the learning rate;
 ``--eval-every`` the validation interval; ``--report a.jsonl ...`` summarises earlier runs
-without training. Every run's line records the diagnoses it ran under (``settings``).
+without training. Every run's line records the diagnoses it ran under and the instruction set
+(``ATEN_CPU_CAPABILITY``, ``default`` when unset) as ``settings``.
 """
 
 from __future__ import annotations
@@ -275,7 +276,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         _multistep_bench.template_hp()["learning_rate"])
     settings = {"lr": lr, "behaviour_bound": args.behaviour_bound,
                 "behaviour_level": args.behaviour_level, "adam_beta1": args.adam_beta1,
-                "update_delay": args.update_delay, "answer_anywhere": args.answer_anywhere}
+                "update_delay": args.update_delay, "answer_anywhere": args.answer_anywhere,
+                "isa": os.environ.get("ATEN_CPU_CAPABILITY", "default")}
     runs = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         for mode in args.modes.split(","):  # alternate modes within each seed

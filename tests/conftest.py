@@ -188,3 +188,20 @@ def nano_model_dir(nano_build: Path | Exception) -> Path:
     if isinstance(nano_build, Exception):
         pytest.skip(f"no nano model (see test_nano_builds_into_the_band): {nano_build}")
     return nano_build
+
+
+@pytest.fixture
+def workspace_reward():
+    """``workspace_reward(workspace, cls)``: a new instance of the reward class ``cls`` of
+    ``<workspace>/functions/reward.py`` (a shipped template's folder or a created workspace),
+    loaded from the file under a name of its own."""
+    import importlib.util
+
+    def load(workspace: Path, cls: str):
+        path = Path(workspace) / "functions" / "reward.py"
+        spec = importlib.util.spec_from_file_location(f"reward_{abs(hash(path))}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return getattr(module, cls)()
+
+    return load

@@ -46,9 +46,8 @@ def test_adam_beta1_sets_the_first_moment_decay_of_every_policy_optimizer(monkey
     assert {g["betas"] for g in opt.param_groups} == {(0.5, 0.999)}
 
 
-async def test_answer_anywhere_restores_the_reward_that_pays_for_trailing_text(tmp_path):
-    import importlib.util
-
+async def test_answer_anywhere_restores_the_reward_that_pays_for_trailing_text(
+        tmp_path, workspace_reward):
     from async_compare import make_job
 
     from rltune.sdk import AgentOutput, RewardInput
@@ -57,12 +56,10 @@ async def test_answer_anywhere_restores_the_reward_that_pays_for_trailing_text(t
     ws = make_job(tmp_path, "/models/m", 2, 1, {})
 
     async def score(text):
-        spec = importlib.util.spec_from_file_location("calc_reward", ws / "functions" / "reward.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
         data = RewardInput(ground_truth="7", agent_output=AgentOutput(
             messages=[{"role": "assistant", "content": text}]))
-        return (await call_process(module.CalcReward(), data)).reward.reward_score
+        reward = workspace_reward(ws, "CalcReward")  # the file as it is now
+        return (await call_process(reward, data)).reward.reward_score
 
     assert await score("### ANSWER: 7 ### ### ###") == 0.0  # the template's reward
     staleness_sweep.answer_anywhere_reward(ws)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rltune.sdk import AgentOutput, RewardInput
+from rltune.templates import TEMPLATES_DIR
 
 
 @pytest.mark.parametrize("text,correct,form", [
@@ -16,13 +17,13 @@ from rltune.sdk import AgentOutput, RewardInput
     ("56", 0.0, 0.0),
 ])
 async def test_the_answer_counts_only_where_it_ends_the_final_message(
-    text, correct, form, template_reward
+    text, correct, form, workspace_reward
 ):
     from rltune.sdk.processors import call_process
 
     messages = [{"role": "user", "content": "What is 7 * 8?"},
                 {"role": "assistant", "content": text}]
     data = RewardInput(ground_truth="56", agent_output=AgentOutput(messages=messages))
-    out = (await call_process(template_reward("calc", "CalcReward"), data)).reward
+    out = (await call_process(workspace_reward(TEMPLATES_DIR / "calc", "CalcReward"), data)).reward
     assert out.reward_metrics == {"correct": correct, "format": form}
     assert out.reward_score == correct  # format is a metric (weight 0)

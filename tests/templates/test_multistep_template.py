@@ -12,7 +12,7 @@ from rltune.config import load_job_config
 from rltune.models.multistep import MultiStepTask, multistep_row, multistep_transcript
 from rltune.sdk import AgentOutput, RewardInput
 from rltune.sdk.data import RequestMetadata, validation_sample_id
-from rltune.templates import available, create_workspace
+from rltune.templates import TEMPLATES_DIR, available, create_workspace
 
 
 def test_the_workspace_has_chains_the_job_loads_and_it_names_the_multistep_model(tmp_path):
@@ -26,14 +26,14 @@ def test_the_workspace_has_chains_the_job_loads_and_it_names_the_multistep_model
 
 
 @pytest.mark.parametrize("phase", ["train", "test"])
-async def test_partial_credit_counts_in_training_only(phase, template_reward):
+async def test_partial_credit_counts_in_training_only(phase, workspace_reward):
     from rltune.sdk.processors import call_process
 
     task = MultiStepTask(17, (("+", 25), ("*", 3), ("-", 9)))
     full = multistep_transcript(task)
     two_right = [*full[:7], {"role": "assistant", "content": "### ANSWER: 126 ###"}]
     sample = validation_sample_id("j", 0) if phase == "test" else "j-s1-p0"
-    reward = template_reward("multistep", "MultiStepReward")
+    reward = workspace_reward(TEMPLATES_DIR / "multistep", "MultiStepReward")
 
     async def score(messages):
         meta = RequestMetadata(job_id="j", sample_id=sample, rollout_id="r", attempt_id="a")

@@ -26,7 +26,8 @@ tagged version (``version_check.py``); ``--behaviour-bound`` sets the updater's 
 token for every algorithm (GSPO's is otherwise the sequence's likelihood ratio);
 ``--adam-beta1`` AdamW's momentum decay (0.9 as shipped); ``--answer-anywhere`` (calc) the
 reward before session 22, which took the last answer anywhere in the final message, not only one
-that ends it (to reproduce the earlier sweeps); ``--lr`` the learning rate;
+that ends it (to reproduce the earlier sweeps); ``--scale-lr-by-staleness`` runs the async
+modes with ``scale_lr_by_staleness: true``; ``--lr`` the learning rate;
 ``--eval-every`` the validation interval; ``--report a.jsonl ...`` summarises earlier runs
 without training. Every run's line records the diagnoses it ran under and the instruction set
 (``ATEN_CPU_CAPABILITY``, ``default`` when unset) as ``settings``.
@@ -57,7 +58,7 @@ DIAG = ("fully_async/behaviour_weight/mean", "fully_async/behaviour_weight/cappe
         "fully_async/behaviour_weight/masked_frac",
         "fully_async/behaviour_kl", "actor/pg_clipfrac", "actor/ppo_kl",
         "fully_async/dropped_stale_rollouts",
-        "fully_async/staleness/mean", "fully_async/staleness/max",
+        "fully_async/staleness/mean", "fully_async/staleness/max", "fully_async/lr_scale",
         "fully_async/token_share/staleness_1", "fully_async/token_share/staleness_2",
         "critic/rewards/mean", "actor/entropy", "actor/grad_norm",
         "trace/reward_metrics/exact/format/mean", "trajectory/response_length/mean")
@@ -153,7 +154,8 @@ def answer_anywhere_reward(ws: Path) -> None:
 
 async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
                   lr: float = 2e-4, eval_every: Optional[int] = None,
-                  task: str = "calc", answer_anywhere: bool = False) -> dict[str, Any]:
+                  task: str = "calc", answer_anywhere: bool = False,
+                  scale_lr: bool = False) -> dict[str, Any]:
     from rltune.config import load_job_config
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import read_metrics
@@ -161,6 +163,8 @@ async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
     version_check.RECORDS.clear()
     root = Path(tempfile.mkdtemp(prefix=f"sweep-{mode}-{seed}-"))
     extra = {**MODES[mode], "seed": seed, "val_n_rollouts": val_n, "learning_rate": lr}
+    if scale_lr and MODES[mode]["max_staleness"]:  # a synchronous job refuses the key
+        extra["scale_lr_by_staleness"] = True
     build = make_multistep_job if task == "multistep" else make_job
     ws = build(root, model, steps, eval_every or max(1, steps // 2), extra)
     if answer_anywhere:
@@ -242,6 +246,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--answer-anywhere", action="store_true",
                     help="calc: the reward takes the last answer anywhere in the final message "
                     "(as before session 22), not only one that ends it")
+    ap.add_argument("--scale-lr-by-staleness", action="store_true",
+                    help="the async modes run with scale_lr_by_staleness: true (each update's "
+                    "rate divided by 1 + its tokens' mean staleness)")
     ap.add_argument("--check-versions", action="store_true",
                     help="recompute each token's log-prob under the weights of its tagged "
                     "version (version_check.py); per step in the run's 'versions'")
@@ -277,12 +284,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     settings = {"lr": lr, "behaviour_bound": args.behaviour_bound,
                 "behaviour_level": args.behaviour_level, "adam_beta1": args.adam_beta1,
                 "update_delay": args.update_delay, "answer_anywhere": args.answer_anywhere,
+                "scale_lr_by_staleness": args.scale_lr_by_staleness,
                 "isa": os.environ.get("ATEN_CPU_CAPABILITY", "default")}
     runs = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         for mode in args.modes.split(","):  # alternate modes within each seed
             res = asyncio.run(run_one(mode, seed, model, args.steps, args.val_n, lr,
-                                      args.eval_every, args.task, args.answer_anywhere))
+                                      args.eval_every, args.task, args.answer_anywhere,
+                                      args.scale_lr_by_staleness))
             res["settings"] = settings
             runs.append(res)
             with args.out.open("a") as fh:

@@ -361,6 +361,10 @@ def test_async_pipeline_keys_are_checked():
         validate_hyper_parameters({"max_concurrent_requests": 0})
     with pytest.raises(ConfigError, match=r"partial_rollouts.*only applies with max_staleness"):
         validate_hyper_parameters({"partial_rollouts": True})
+    assert validate_hyper_parameters({"max_staleness": 2, "scale_lr_by_staleness": True}) \
+        .scale_lr_by_staleness
+    with pytest.raises(ConfigError, match=r"scale_lr_by_staleness.*only applies with max_stal"):
+        validate_hyper_parameters({"scale_lr_by_staleness": True})
     # the built-in engine records log-probs at the sampling temperature (vllm: refused below)
     assert validate_hyper_parameters({"max_staleness": 1, "temperature": 0.7}).temperature == 0.7
     with pytest.raises(ConfigError, match="top_p"):

@@ -8,7 +8,12 @@ import pytest
 from rltune.gateway.rows import TokenSequence
 from rltune.rollout.results import RolloutResult
 from rltune.trainer.scheduler import BusyClock, idle_metrics
-from rltune.trainer.staleness import drop_stale, rollout_staleness, staleness_metrics
+from rltune.trainer.staleness import (
+    drop_stale,
+    rollout_staleness,
+    staleness_metrics,
+    stamp_staleness,
+)
 
 
 def rollout(rid: str, *versions_per_row: list[int]) -> RolloutResult:
@@ -64,3 +69,14 @@ def test_idle_shares_and_the_busy_clock():
     clock.stop()
     frozen = clock.busy()
     assert clock.busy() == frozen  # nothing runs: the busy time stops growing
+
+
+def test_each_row_is_stamped_with_its_tokens_mean_age():
+    from rltune.trainer.update import TrainingRow
+
+    results = [rollout("a", [5, 5]), rollout("b", [3], [4, 5, 5])]
+    rows = [TrainingRow(s.input_ids, s.loss_mask, 0.0, r.rollout_id, context=i)
+            for r in results for i, s in enumerate(r.sequences)]
+    stamp_staleness(rows, results, policy_version=5)
+    assert [(r.rollout_id, r.context, r.staleness) for r in rows] == [
+        ("a", 0, 0.0), ("b", 0, 2.0), ("b", 1, pytest.approx(1 / 3))]

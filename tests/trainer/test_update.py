@@ -17,7 +17,7 @@ from rltune.trainer.checkpoint import (
 )
 from rltune.trainer.logprobs import pad_rows, token_logprobs_BT
 from rltune.trainer.testing import tiny_qwen2
-from rltune.trainer.update import PolicyUpdater, TrainingRow, mini_batches
+from rltune.trainer.update import PolicyUpdater, TrainingRow, mini_batches, staleness_lr_scale
 
 torch.set_num_threads(1)
 
@@ -258,3 +258,34 @@ def test_off_policy_update_drops_tokens_drifted_beyond_the_bound():
     assert off.update(far)["fully_async/behaviour_weight/masked_frac"] == 0.0
     assert any(not torch.allclose(a, b, atol=1e-7)
                for a, b in zip(off.model.parameters(), cut_model.parameters(), strict=True))
+
+
+def test_scale_lr_by_staleness_takes_the_step_at_the_scaled_rate():
+    """``scale_lr_by_staleness``: rows one version old on average (1 of 3 sampled tokens per
+    row at staleness 3) step at lr / 2, the same step as an update at half the rate; the
+    schedule's own rate is back for the next update."""
+    rows = _rows()
+    for r in rows:
+        r.staleness = 1.0
+    fresh = [TrainingRow(r.input_ids, list(r.loss_mask), r.advantage, r.rollout_id)
+             for r in rows]
+    flat = {"max_staleness": 2, "lr_warmup_steps": 0}  # the constant schedule's 1e-3 from step 0
+    scaled = _updater(tiny_qwen2(), scale_lr_by_staleness=True, **flat)
+    half = _updater(tiny_qwen2(), learning_rate=5e-4, **flat)
+    m_scaled, m_half = scaled.update(rows), half.update(fresh)
+    assert m_scaled["fully_async/lr_scale"] == pytest.approx(0.5)
+    assert m_scaled["actor/lr"] == m_half["actor/lr"] == pytest.approx(5e-4)
+    for a, b in zip(scaled.model.parameters(), half.model.parameters(), strict=True):
+        assert torch.allclose(a, b, atol=1e-7)
+    assert scaled.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3)
+    assert scaled.update(fresh)["fully_async/lr_scale"] == 1.0
+    # off (the default): stale rows step at the schedule's rate
+    plain = _updater(tiny_qwen2(), **flat).update(rows)
+    assert plain["fully_async/lr_scale"] == 1.0 and plain["actor/lr"] == pytest.approx(1e-3)
+
+
+def test_staleness_lr_scale_is_the_token_weighted_mean_age():
+    a = TrainingRow([1, 2, 3, 4], [0, 1, 1, 1], 1.0, "a", staleness=2.0)  # 3 tokens at 2
+    b = TrainingRow([1, 2], [0, 1], 1.0, "b", staleness=0.0)              # 1 token at 0
+    assert staleness_lr_scale([a, b]) == pytest.approx(1 / (1 + 6 / 4))
+    assert staleness_lr_scale([b]) == 1.0

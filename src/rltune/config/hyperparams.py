@@ -33,8 +33,9 @@ MAX_STALENESS_SUPPORTED = 8
 #: them (and every algorithm knob but its own), which would otherwise be ignored.
 SFT_REFUSED = ("n_rollouts", "ppo_mini_batch_size", "kl_loss_coef", "temperature",
                "val_temperature", "top_p",
-               "max_staleness", "partial_rollouts", "val_n_rollouts", "opd_reward_weight",
-               "stop_at_validation_reward", "max_rollout_retries", "max_tokens")
+               "max_staleness", "partial_rollouts", "scale_lr_by_staleness", "val_n_rollouts",
+               "opd_reward_weight", "stop_at_validation_reward", "max_rollout_retries",
+               "max_tokens")
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -207,6 +208,13 @@ class HyperParameters(KnobOverrides):
         description="with max_staleness >= 1: a rollout in flight when the weights change "
         "continues on the new weights (every token keeps the version it was sampled with); "
         "false = the weights change only once the in-flight rollouts have finished",
+    )
+    scale_lr_by_staleness: bool = Field(
+        False,
+        description="with max_staleness >= 1: each update's learning rate is divided by 1 + "
+        "the mean staleness of its sampled tokens (in weight versions), so an update on "
+        "rollouts of older weights takes a smaller step; false = the schedule's rate at any "
+        "staleness",
     )
     max_concurrent_requests: Optional[int] = Field(
         None, ge=1, le=100000,
@@ -418,6 +426,13 @@ def _check_async(hp: HyperParameters) -> None:
             "only applies with max_staleness >= 1 (a synchronous step never changes the "
             "weights while rollouts run)",
             "set max_staleness: 1, or remove partial_rollouts",
+        )
+    if hp.scale_lr_by_staleness and hp.max_staleness == 0:
+        raise _coupling(
+            "scale_lr_by_staleness", True,
+            "only applies with max_staleness >= 1 (a synchronous step trains on rollouts of "
+            "the current weights)",
+            "set max_staleness: 1, or remove scale_lr_by_staleness",
         )
     if hp.max_staleness and hp.top_p != 1.0:
         raise _coupling(

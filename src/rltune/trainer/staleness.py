@@ -5,7 +5,8 @@ Every sampled token carries the engine weight version that sampled it
 is at version ``policy_version``; a token's staleness is ``policy_version - version``, and a
 rollout's is that of its oldest token (a partial rollout that crossed a weight update is as
 stale as its first part). Rollouts staler than ``max_staleness`` are dropped before the signal
-sees them, and counted.
+sees them, and counted. Each training row carries the mean age of its tokens
+(``stamp_staleness``), from which ``scale_lr_by_staleness`` sizes the update's step.
 
 Example:
     >>> from rltune.gateway.rows import TokenSequence
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from rltune.rollout.results import RolloutResult
+from rltune.trainer.update import TrainingRow
 
 
 def sampled_versions(r: RolloutResult) -> list[int]:
@@ -78,3 +80,17 @@ def staleness_metrics(results: Sequence[RolloutResult], *, policy_version: int,
     for age, n in sorted(tokens.items()):
         out[f"fully_async/token_share/staleness_{age}"] = n / total
     return out
+
+
+def stamp_staleness(rows: Sequence[TrainingRow], results: Sequence[RolloutResult], *,
+                    policy_version: int) -> None:
+    """Set each row's ``staleness``: the mean age, in weight versions, of the sampled tokens
+    of its context (``RolloutResult.sequences[row.context]``) under ``policy_version``."""
+    by_id = {r.rollout_id: r for r in results}
+    for row in rows:
+        r = by_id.get(row.rollout_id)
+        if r is None or row.context >= len(r.sequences):
+            continue
+        versions = r.sequences[row.context].sampled_versions()
+        if versions:
+            row.staleness = sum(policy_version - v for v in versions) / len(versions)

@@ -30,6 +30,7 @@ from rltune.trainer.device import MemoryMeter
 from rltune.trainer.metrics import rollout_metrics
 from rltune.trainer.protocols import Signal, StepRuntime
 from rltune.trainer.rows import record_notes
+from rltune.trainer.staleness import stamp_staleness
 from rltune.trainer.stream import Collected
 
 
@@ -70,6 +71,7 @@ class StepRunner:
         out = await self.signal.rows(results)
         record_notes(results, out.notes)  # the reward and advantages each rollout trained with
         rows = out.rows
+        stamp_staleness(rows, results, policy_version=self.rt.engine.weight_version)
         metrics = rollout_metrics(results, scored=self.signal.scores_rollouts)
         metrics.update(out.metrics)
         metrics["timing/s/rollout"] = collected.seconds

@@ -64,6 +64,9 @@ class TrainingRow:
     old_logprobs: Optional[list[float]] = None
     rollout_logprobs: Optional[list[float]] = None  # the engine's sampling log-probs
     context: int = 0  # which of the rollout's contexts (``RolloutResult.sequences``) it is
+    #: weight versions between the policy this row trains and its sampled tokens (their mean;
+    #: 0 = sampled by the current weights), set by the step (``staleness.stamp_staleness``)
+    staleness: float = 0.0
 
     def __post_init__(self) -> None:
         n = len(self.input_ids)
@@ -82,6 +85,27 @@ class TrainingRow:
             if values is not None and len(values) != n:
                 raise ValueError(f"row of rollout {self.rollout_id}: {name} has {len(values)} "
                                  f"entries for {n} tokens")
+
+
+def staleness_lr_scale(rows: Sequence[TrainingRow]) -> float:
+    """``1 / (1 + s)`` with ``s`` the mean staleness of the rows' sampled tokens: the
+    learning-rate factor of an update on stale rows (``scale_lr_by_staleness``).
+
+    A gradient from rollouts ``s`` versions old pushes towards what the sampling policy
+    lacked, some of which the policy has already taken; stepping a full rate on it overshoots.
+    Dividing the rate by the delay is the rule of staleness-aware asynchronous SGD (a delayed
+    gradient is stable at a rate ~1/delay). Fresh rows (s = 0) keep the full rate.
+
+    >>> rows = [TrainingRow([1, 2, 3], [0, 1, 1], 1.0, "a", staleness=2.0),
+    ...         TrainingRow([1, 2], [0, 1], 1.0, "b")]
+    >>> round(staleness_lr_scale(rows), 4)   # (2 * 2 + 0 * 1) / 3 tokens = 4/3 versions
+    0.4286
+    """
+    tokens = sum(sum(r.loss_mask) for r in rows)
+    if not tokens:
+        return 1.0
+    mean = sum(r.staleness * sum(r.loss_mask) for r in rows) / tokens
+    return 1.0 / (1.0 + mean)
 
 
 def mini_batches(rows: Sequence[TrainingRow], rollouts_per_mini_batch: int) -> list[list[int]]:
@@ -257,6 +281,11 @@ class PolicyUpdater:
 
         index_of = {rid: i for i, rid in enumerate(dict.fromkeys(r.rollout_id for r in rows))}
         groups = mini_batches(rows, self.hp.mini_batch_rollouts)
+        # a smaller step for stale rows (``staleness_lr_scale``); the scheduler's step() below
+        # sets every group's rate from the schedule again
+        scale = staleness_lr_scale(rows) if self.hp.scale_lr_by_staleness else 1.0
+        for group in self.optimizer.param_groups:
+            group["lr"] *= scale
 
         metrics: dict[str, list[float]] = {}
         self.model.train()
@@ -273,6 +302,8 @@ class PolicyUpdater:
         norms = [g for g in metrics.get("actor/grad_norm", []) if math.isfinite(g)]
         out["actor/grad_norm"] = float(sum(norms) / len(norms)) if norms else float("nan")
         out["actor/lr"] = lr
+        if self.off_policy:
+            out["fully_async/lr_scale"] = scale
         out["actor/num_mini_batches"] = float(len(groups) * self.knobs.ppo_epochs)
         adv = [a for r in rows for a, m in zip(r.advantage, r.loss_mask, strict=True) if m]
         adv = adv or [0.0]

@@ -77,9 +77,13 @@ TASK_RECIPES: dict[str, Recipe] = {
     # the conversation, which nano (trained on one-digit operands) never had to. That copy is
     # what a lookback layer (``lookback_gain``) is for: without it the operand's second digit
     # was still right only ~0.1 of the time after 200-500 steps and the build missed its band;
-    # with it, in band at step ~175 (RESULTS.md, `make demo-agent`). Intermediate results stay
-    # within 999, so no call copies more than three digits. Stops at the first evaluation with
-    # 25-45 % of held-out chains exactly right (sampled, T=1): where the template's RL starts.
+    # with it, in band at step ~175 (RESULTS.md, `make demo-agent`). At gain 0.05 whether the
+    # copy ever formed depended on the floating-point order: on an AVX2-only CPU with
+    # transformers 5.25 the build was still at 0.02 at step 600. At 0.2 it was in band at step
+    # 250-275 on every CPU path tried (RESULTS.md, "The multistep build at lookback gain 0.2").
+    # Intermediate results stay within 999, so no call copies more than three digits. Stops at
+    # the first evaluation with 25-45 % of held-out chains exactly right (sampled, T=1): where
+    # the template's RL starts.
     "nano-multistep": Recipe(
         "nano",
         WarmStartConfig(
@@ -91,7 +95,7 @@ TASK_RECIPES: dict[str, Recipe] = {
              "calculator calls",
         base="nano",
         task="multistep",
-        lookback_gain=0.05,
+        lookback_gain=0.2,
     ),
 }
 

@@ -127,11 +127,11 @@ def _build(recipe: Recipe, seed: int, target: Path, state_file: Path, progress: 
     if not result.ok:
         partial.discard()  # a recipe that missed its target must not resume
         raise BuildError(
-            f"the {size} warm start (seed {seed}) missed its target: stopped at step "
+            f"the {target.name} warm start (seed {seed}) missed its target: stopped at step "
             f"{result.steps} ({result.reason}) with held-out {_describe(result.metrics)}; "
             f"the target is accuracy in {list(config.band)} with the tool path right "
             f">= {config.min_tool_accuracy:.0%} of the time",
-            where=f"rltune.models.recipes:{size}",
+            where=f"rltune.models.recipes:{target.name}",
             hint="nothing was saved; report this with the metrics and `lscpu`, or retry "
             "with another --seed",
             metrics=result.metrics,

@@ -420,20 +420,14 @@ class HyperParameters(KnobOverrides):
 
 def _check_async(hp: HyperParameters) -> None:
     """The asynchronous pipeline's couplings (``trainer/scheduler.py``)."""
-    if hp.partial_rollouts and hp.max_staleness == 0:
-        raise _coupling(
-            "partial_rollouts", True,
-            "only applies with max_staleness >= 1 (a synchronous step never changes the "
-            "weights while rollouts run)",
-            "set max_staleness: 1, or remove partial_rollouts",
-        )
-    if hp.scale_lr_by_staleness and hp.max_staleness == 0:
-        raise _coupling(
-            "scale_lr_by_staleness", True,
-            "only applies with max_staleness >= 1 (a synchronous step trains on rollouts of "
-            "the current weights)",
-            "set max_staleness: 1, or remove scale_lr_by_staleness",
-        )
+    for key, why in (
+        ("partial_rollouts", "a synchronous step never changes the weights while rollouts run"),
+        ("scale_lr_by_staleness", "a synchronous step trains on rollouts of the current "
+         "weights"),
+    ):
+        if getattr(hp, key) and hp.max_staleness == 0:
+            raise _coupling(key, True, f"only applies with max_staleness >= 1 ({why})",
+                            f"set max_staleness: 1, or remove {key}")
     if hp.max_staleness and hp.top_p != 1.0:
         raise _coupling(
             "top_p", hp.top_p,

@@ -45,6 +45,9 @@ included, ``_multistep_bench.token_use``; TRL: every training model call's conte
 time to target vs sync >= 1.5x, rltune s/step <= 0.25x TRL's, prefill / added <= 1.3x).
 
     python benchmarks/agentic_compare.py --task multistep --steps 20 --eval-steps 2 --repeats 3
+
+``--scale-lr-by-staleness`` runs the async sides with ``scale_lr_by_staleness: true``;
+``--report OUT.runs.jsonl [--target T]`` summarises an earlier run again.
 """
 
 from __future__ import annotations
@@ -152,13 +155,22 @@ def agentic_job(root: Path, spec: dict[str, Any], extra: dict) -> Path:
     return ws
 
 
+def side_knobs(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A side's pipeline keys; ``--scale-lr-by-staleness`` adds that key to the async sides
+    (a synchronous job refuses it)."""
+    knobs = dict(SIDES[name])
+    if spec.get("scale_lr_by_staleness") and knobs["max_staleness"]:
+        knobs["scale_lr_by_staleness"] = True
+    return knobs
+
+
 async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     from rltune.config import load_job_config
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import read_metrics
 
     root = Path(tempfile.mkdtemp(prefix=f"agentic-{name}-"))
-    ws = agentic_job(root, spec, SIDES[name])
+    ws = agentic_job(root, spec, side_knobs(name, spec))
     job_dir = root / "job"
     summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir,
                             base_dir=ws).run()
@@ -325,8 +337,21 @@ def main(argv: Optional[list[str]] = None) -> int:
                     "$RLTUNE_TEST_NANO, else the nano demo model; multistep: nano-multistep)")
     ap.add_argument("--val-rows", type=int, default=None,
                     help="multistep: held-out chains per validation (default: 64, the template's)")
+    ap.add_argument("--scale-lr-by-staleness", action="store_true",
+                    help="the async sides run with scale_lr_by_staleness: true")
+    ap.add_argument("--report", type=Path, default=None, metavar="RUNS_JSONL",
+                    help="summarise an earlier run's OUT.runs.jsonl (with --target) and exit")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
+    if args.report:
+        runs = [json.loads(line) for line in args.report.read_text().splitlines() if line]
+        summary = report(runs, args.target)
+        if args.task == "multistep":
+            summary["issue38_targets"] = issue_targets(
+                summary["sides"], summary["target_validation"],
+                [r["initial"] for r in runs if r.get("initial") is not None])
+        print(json.dumps(summary, indent=1))
+        return 0
     if args.val_rows is not None and (args.task != "multistep" or args.val_rows < 1):
         ap.error("--val-rows takes a positive number of held-out chains, with --task multistep "
                  "only (the other tasks validate on their learning test's rows)")
@@ -356,7 +381,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             spec = {"task": args.task, "model": model, "steps": args.steps,
                     "eval_steps": args.eval_steps, "tool_url": service.url, "batch_size": 8,
                     "n_rollouts": 8, "learning_rate": 2e-4, "seed": 3, "max_new_tokens": 56,
-                    "max_length": 576, "train_file": None}
+                    "max_length": 576, "train_file": None,
+                    "scale_lr_by_staleness": args.scale_lr_by_staleness}
             if args.task == "multistep":
                 from _multistep_bench import spec_fields
 
@@ -378,7 +404,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         finally:
             service.stop()
     summary = {"cpu": cpu_model(), "cores": os.cpu_count(), "task": args.task,
-               "steps": args.steps,
+               "steps": args.steps, "scale_lr_by_staleness": args.scale_lr_by_staleness,
                "tool": {"median_s": args.median, "fail": args.fail, **tool_stats},
                **report(results, args.target)}
     if args.task == "multistep":

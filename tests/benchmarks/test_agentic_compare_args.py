@@ -19,3 +19,28 @@ def test_val_rows_is_refused_off_multistep_and_below_one(args):
                          timeout=120)
     assert run.returncode == 2
     assert "--val-rows takes a positive number of held-out chains" in run.stderr
+
+
+def test_scale_lr_by_staleness_reaches_the_async_sides_jobs_only(tmp_path):
+    """``--scale-lr-by-staleness`` puts the key in the async sides' job.yaml, which loads; the
+    synchronous side (which would refuse it) runs without."""
+    import yaml
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    import agentic_compare
+    from _multistep_bench import spec_fields
+
+    from rltune.config import load_job_config
+
+    spec = {"task": "multistep", "model": "/models/m", "steps": 4, "eval_steps": 2,
+            "tool_url": "http://127.0.0.1:9", "batch_size": 8, "n_rollouts": 8, "seed": 3,
+            "scale_lr_by_staleness": True, **spec_fields()}
+    for side in agentic_compare.SIDES:
+        ws = agentic_compare.agentic_job(tmp_path / side, spec,
+                                         agentic_compare.side_knobs(side, spec))
+        hp = yaml.safe_load((ws / "job.yaml").read_text())["training"]["hyper_parameters"]
+        assert hp.get("scale_lr_by_staleness", False) is (side != "sync")
+        assert load_job_config(ws / "job.yaml").training.hyper_parameters \
+            .scale_lr_by_staleness is (side != "sync")
+    assert "scale_lr_by_staleness" not in agentic_compare.side_knobs(
+        "stale2p", {**spec, "scale_lr_by_staleness": False})

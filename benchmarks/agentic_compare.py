@@ -78,10 +78,15 @@ from _multistep_bench import (  # noqa: E402
     summarise_tokens,
     token_use,
 )
-from async_compare import cpu_model, make_job, time_to  # noqa: E402
+from async_compare import (  # noqa: E402
+    PIPELINE_MODES,
+    cpu_model,
+    make_job,
+    pipeline_knobs,
+    time_to,
+)
 
-SIDES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
-         "stale2p": {"max_staleness": 2, "partial_rollouts": True}}
+SIDES = PIPELINE_MODES  # the rltune sides (TRL's is "trl")
 VAL = "validation/data/reward/mean@1"
 TRL_SCRIPTS = {"calc": "_trl_agentic_side.py", "multihop": "_trl_multihop_side.py",
                "multistep": "_trl_multistep_side.py"}
@@ -155,22 +160,13 @@ def agentic_job(root: Path, spec: dict[str, Any], extra: dict) -> Path:
     return ws
 
 
-def side_knobs(name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """A side's pipeline keys; ``--scale-lr-by-staleness`` adds that key to the async sides
-    (a synchronous job refuses it)."""
-    knobs = dict(SIDES[name])
-    if spec.get("scale_lr_by_staleness") and knobs["max_staleness"]:
-        knobs["scale_lr_by_staleness"] = True
-    return knobs
-
-
 async def rltune_side(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     from rltune.config import load_job_config
     from rltune.trainer.loop import Trainer
     from rltune.trainer.sink import read_metrics
 
     root = Path(tempfile.mkdtemp(prefix=f"agentic-{name}-"))
-    ws = agentic_job(root, spec, side_knobs(name, spec))
+    ws = agentic_job(root, spec, pipeline_knobs(name, spec.get("scale_lr_by_staleness", False)))
     job_dir = root / "job"
     summary = await Trainer(load_job_config(ws / "job.yaml"), job_dir=job_dir,
                             base_dir=ws).run()
@@ -317,6 +313,16 @@ def report(results: list[dict[str, Any]], target: Optional[float]) -> dict[str, 
     return out
 
 
+def summarise(runs: list[dict[str, Any]], target: Optional[float], task: str) -> dict[str, Any]:
+    """``report()`` over the runs, with issue 38's targets for the multistep task."""
+    summary = report(runs, target)
+    if task == "multistep":
+        summary["issue38_targets"] = issue_targets(
+            summary["sides"], summary["target_validation"],
+            [r["initial"] for r in runs if r.get("initial") is not None])
+    return summary
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--side"]:  # a child: python agentic_compare.py --side NAME SPEC OUT
@@ -344,13 +350,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.report:
+        if not args.report.is_file():
+            ap.error(f"--report {args.report}: no such file (an earlier run's --out with "
+                     "the suffix .runs.jsonl)")
         runs = [json.loads(line) for line in args.report.read_text().splitlines() if line]
-        summary = report(runs, args.target)
-        if args.task == "multistep":
-            summary["issue38_targets"] = issue_targets(
-                summary["sides"], summary["target_validation"],
-                [r["initial"] for r in runs if r.get("initial") is not None])
-        print(json.dumps(summary, indent=1))
+        print(json.dumps(summarise(runs, args.target, args.task), indent=1))
         return 0
     if args.val_rows is not None and (args.task != "multistep" or args.val_rows < 1):
         ap.error("--val-rows takes a positive number of held-out chains, with --task multistep "
@@ -406,11 +410,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     summary = {"cpu": cpu_model(), "cores": os.cpu_count(), "task": args.task,
                "steps": args.steps, "scale_lr_by_staleness": args.scale_lr_by_staleness,
                "tool": {"median_s": args.median, "fail": args.fail, **tool_stats},
-               **report(results, args.target)}
-    if args.task == "multistep":
-        summary["issue38_targets"] = issue_targets(
-            summary["sides"], summary["target_validation"],
-            [r["initial"] for r in results if r.get("initial") is not None])
+               **summarise(results, args.target, args.task)}
     for sink in filter(None, (args.out,)):
         sink.write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))

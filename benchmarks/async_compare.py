@@ -38,7 +38,19 @@ import yaml
 
 RUNS = {"sync": {"max_staleness": 0}, "async": {"max_staleness": 1},
         "partial": {"max_staleness": 1, "partial_rollouts": True}}
+#: the pipeline modes of the agentic benchmark and the staleness sweep
+PIPELINE_MODES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
+                  "stale2p": {"max_staleness": 2, "partial_rollouts": True}}
 VAL = "validation/data/reward/mean@1"
+
+
+def pipeline_knobs(mode: str, scale_lr_by_staleness: bool = False) -> dict[str, Any]:
+    """A mode's pipeline keys; ``scale_lr_by_staleness`` goes to the async modes only (a
+    synchronous job refuses it)."""
+    knobs: dict[str, Any] = dict(PIPELINE_MODES[mode])
+    if scale_lr_by_staleness and knobs["max_staleness"]:
+        knobs["scale_lr_by_staleness"] = True
+    return knobs
 
 
 def make_job(root: Path, model_dir: str, steps: int, eval_steps: int, extra: dict) -> Path:

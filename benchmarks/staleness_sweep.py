@@ -49,10 +49,9 @@ from typing import Any, Optional
 sys.path.insert(0, str(Path(__file__).parent))
 import _multistep_bench
 import version_check
-from async_compare import cpu_model, make_job
+from async_compare import PIPELINE_MODES, cpu_model, make_job, pipeline_knobs
 
-MODES = {"sync": {"max_staleness": 0}, "stale1": {"max_staleness": 1},
-         "stale2p": {"max_staleness": 2, "partial_rollouts": True}}
+MODES = PIPELINE_MODES
 VAL = "validation/data/reward/mean@1"
 DIAG = ("fully_async/behaviour_weight/mean", "fully_async/behaviour_weight/capped_frac",
         "fully_async/behaviour_weight/masked_frac",
@@ -162,9 +161,8 @@ async def run_one(mode: str, seed: int, model: str, steps: int, val_n: int,
 
     version_check.RECORDS.clear()
     root = Path(tempfile.mkdtemp(prefix=f"sweep-{mode}-{seed}-"))
-    extra = {**MODES[mode], "seed": seed, "val_n_rollouts": val_n, "learning_rate": lr}
-    if scale_lr and MODES[mode]["max_staleness"]:  # a synchronous job refuses the key
-        extra["scale_lr_by_staleness"] = True
+    extra = {**pipeline_knobs(mode, scale_lr), "seed": seed, "val_n_rollouts": val_n,
+             "learning_rate": lr}
     build = make_multistep_job if task == "multistep" else make_job
     ws = build(root, model, steps, eval_every or max(1, steps // 2), extra)
     if answer_anywhere:

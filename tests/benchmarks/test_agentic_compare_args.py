@@ -29,6 +29,7 @@ def test_scale_lr_by_staleness_reaches_the_async_sides_jobs_only(tmp_path):
     sys.path.insert(0, str(SCRIPT.parent))
     import agentic_compare
     from _multistep_bench import spec_fields
+    from async_compare import pipeline_knobs
 
     from rltune.config import load_job_config
 
@@ -37,10 +38,17 @@ def test_scale_lr_by_staleness_reaches_the_async_sides_jobs_only(tmp_path):
             "scale_lr_by_staleness": True, **spec_fields()}
     for side in agentic_compare.SIDES:
         ws = agentic_compare.agentic_job(tmp_path / side, spec,
-                                         agentic_compare.side_knobs(side, spec))
+                                         pipeline_knobs(side, scale_lr_by_staleness=True))
         hp = yaml.safe_load((ws / "job.yaml").read_text())["training"]["hyper_parameters"]
         assert hp.get("scale_lr_by_staleness", False) is (side != "sync")
         assert load_job_config(ws / "job.yaml").training.hyper_parameters \
             .scale_lr_by_staleness is (side != "sync")
-    assert "scale_lr_by_staleness" not in agentic_compare.side_knobs(
-        "stale2p", {**spec, "scale_lr_by_staleness": False})
+    assert "scale_lr_by_staleness" not in pipeline_knobs("stale2p")
+
+
+def test_report_of_a_missing_runs_file_is_refused_by_name(tmp_path):
+    missing = tmp_path / "run.runs.jsonl"
+    run = subprocess.run([sys.executable, str(SCRIPT), "--report", str(missing)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert f"--report {missing}: no such file" in run.stderr
